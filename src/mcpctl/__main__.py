@@ -1,0 +1,3 @@
+from mcpctl.cli import main
+
+main()

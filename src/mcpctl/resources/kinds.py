@@ -1,0 +1,230 @@
+"""The resource kinds (Server, Project): their schemas, defaults and typed views.
+
+On disk and on the wire a resource is a plain dict; `ServerSpec` and `ProjectSpec` are the
+typed, read-only views the gateway and the catalogue work with.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from mcpctl.resources.schema import (
+    ListOf,
+    MapOf,
+    Obj,
+    Scalar,
+    check_min,
+    check_name,
+    check_positive,
+    check_range,
+    check_tool_id,
+)
+
+API_VERSION: Final = "mcpctl/v1"
+
+SECRET_REF_RE = re.compile(r"\$\{(env|file):([^}]+)\}")
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_env_key(key: str) -> str | None:
+    return None if _ENV_KEY_RE.match(key) else f"{key!r} is not a valid environment variable name"
+
+
+def _check_url(value: str) -> str | None:
+    if value.startswith(("http://", "https://")) or SECRET_REF_RE.search(value):
+        return None
+    return f"{value!r} is not an http:// or https:// URL"
+
+
+def _check_nonempty(value: str) -> str | None:
+    return None if value.strip() else "must not be empty"
+
+
+_STR = Scalar(str)
+
+SERVER_SPEC: Final = Obj({
+    "transport": Scalar(str, default="stdio", enum=("stdio", "http")),
+    "command": Scalar(str, nullable=True, check=_check_nonempty),
+    "args": ListOf(_STR),
+    "env": MapOf(Scalar((str, int, float, bool), type_name="string"), key_check=_check_env_key),
+    "cwd": Scalar(str, nullable=True),
+    "url": Scalar(str, nullable=True, check=_check_url),
+    "headers": MapOf(_STR),
+    "timeouts": Obj({
+        "connect": Scalar(float, default=30.0, check=check_positive),
+        "call": Scalar(float, default=120.0, check=check_positive),
+    }),
+    "description": Scalar(str, nullable=True),
+})
+
+PROJECT_SPEC: Final = Obj({
+    "description": Scalar(str, nullable=True),
+    "servers": ListOf(Scalar(str, check=check_name)),
+    "tools": Obj({
+        "disabled": ListOf(Scalar(str, check=check_tool_id)),
+        "enabled": ListOf(Scalar(str, check=check_tool_id)),
+    }),
+    "favouriteIndex": Obj({
+        "enabled": Scalar(bool, default=False),
+        "tools": ListOf(Scalar(str, check=check_tool_id)),
+        "maxFavourites": Scalar(int, default=15, check=check_range(1, 200)),
+    }),
+    "presentation": Scalar(str, default="flat", enum=("flat", "favourite-index", "deferred")),
+    "names": Obj({
+        "style": Scalar(str, default="portable", enum=("portable", "spec")),
+        "maxLength": Scalar(int, default=48, check=check_range(16, 128)),
+    }),
+    "search": Obj({
+        "enabled": Scalar(bool, default=True),
+        "ranker": Scalar(str, default="bm25", enum=("bm25", "semantic", "hybrid")),
+        "topK": Scalar(int, default=5, check=check_range(1, 20)),
+        "recordQueries": Scalar(bool, default=False),
+    }),
+})
+
+METADATA: Final = Obj({
+    "name": Scalar(str, required=True, check=check_name),
+    "labels": MapOf(Scalar((str, int, float, bool), type_name="string")),
+    "annotations": MapOf(Scalar((str, int, float, bool), type_name="string")),
+    # Owned by mcpctl: accepted on input (so `get -o yaml | apply` works) and ignored.
+    "uid": Scalar(str, nullable=True),
+    "creationTimestamp": Scalar(str, nullable=True),
+    "resourceVersion": Scalar((str, int), nullable=True, type_name="string"),
+    "generation": Scalar(int, nullable=True, check=check_min(0)),
+})
+
+SERVER_OWNED_METADATA: Final = ("uid", "creationTimestamp", "resourceVersion", "generation")
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str                       # "Server"
+    plural: str                     # "servers"
+    aliases: tuple[str, ...]        # every accepted CLI spelling
+    spec: Obj
+
+
+KINDS: Final = {
+    "Server": Kind("Server", "servers", ("server", "servers", "srv"), SERVER_SPEC),
+    "Project": Kind("Project", "projects", ("project", "projects", "proj"), PROJECT_SPEC),
+}
+
+KIND_ORDER: Final = ("Server", "Project")   # servers are applied before the projects naming them
+
+
+def kind_for_alias(word: str) -> Kind | None:
+    w = word.lower()
+    for kind in KINDS.values():
+        if w == kind.name.lower() or w in kind.aliases:
+            return kind
+    return None
+
+
+def all_aliases() -> list[str]:
+    return [a for k in KINDS.values() for a in k.aliases]
+
+
+# -- typed views --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float = 30.0
+    call: float = 120.0
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """A registered upstream MCP server, as the gateway uses it (secrets still unresolved)."""
+
+    name: str
+    transport: str = "stdio"
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeouts: Timeouts = Timeouts()
+    description: str | None = None
+
+    @classmethod
+    def from_resource(cls, res: dict[str, Any]) -> ServerSpec:
+        s = res.get("spec") or {}
+        t = s.get("timeouts") or {}
+        return cls(
+            name=res["metadata"]["name"],
+            transport=s.get("transport", "stdio"),
+            command=s.get("command"),
+            args=tuple(s.get("args") or ()),
+            env={k: str(v) for k, v in (s.get("env") or {}).items()},
+            cwd=s.get("cwd"),
+            url=s.get("url"),
+            headers=dict(s.get("headers") or {}),
+            timeouts=Timeouts(float(t.get("connect", 30.0)), float(t.get("call", 120.0))),
+            description=s.get("description"),
+        )
+
+
+@dataclass(frozen=True)
+class FavouriteIndex:
+    enabled: bool = False
+    tools: tuple[str, ...] = ()
+    max_favourites: int = 15
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    enabled: bool = True
+    ranker: str = "bm25"
+    top_k: int = 5
+    record_queries: bool = False
+
+
+@dataclass(frozen=True)
+class NameSettings:
+    style: str = "portable"
+    max_length: int = 48
+
+
+@dataclass(frozen=True)
+class ProjectSpec:
+    name: str
+    servers: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    enabled: tuple[str, ...] = ()
+    favourite_index: FavouriteIndex = FavouriteIndex()
+    presentation: str = "flat"
+    names: NameSettings = NameSettings()
+    search: SearchSettings = SearchSettings()
+    description: str | None = None
+
+    @classmethod
+    def from_resource(cls, res: dict[str, Any]) -> ProjectSpec:
+        s = res.get("spec") or {}
+        tools = s.get("tools") or {}
+        fav = s.get("favouriteIndex") or {}
+        names = s.get("names") or {}
+        search = s.get("search") or {}
+        return cls(
+            name=res["metadata"]["name"],
+            servers=tuple(s.get("servers") or ()),
+            disabled=tuple(tools.get("disabled") or ()),
+            enabled=tuple(tools.get("enabled") or ()),
+            favourite_index=FavouriteIndex(
+                enabled=bool(fav.get("enabled", False)),
+                tools=tuple(fav.get("tools") or ()),
+                max_favourites=int(fav.get("maxFavourites", 15)),
+            ),
+            presentation=s.get("presentation", "flat"),
+            names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),
+            search=SearchSettings(
+                enabled=bool(search.get("enabled", True)),
+                ranker=search.get("ranker", "bm25"),
+                top_k=int(search.get("topK", 5)),
+                record_queries=bool(search.get("recordQueries", False)),
+            ),
+            description=s.get("description"),
+        )

@@ -1,0 +1,209 @@
+"""A small declarative schema: strict validation with did-you-mean, and defaults.
+
+Resources are plain dicts on disk and on the wire; this module checks them field by field
+and fills in defaults so that two manifests meaning the same thing compare equal. Errors
+carry the dotted path of the field so the loader can point at the line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpctl.errors import did_you_mean
+
+Check = Callable[[Any], str | None]   # returns an error message or None
+
+
+class FieldError(Exception):
+    """A value at `path` (a tuple of keys and indexes) is wrong."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+        self.hint = hint
+
+
+def dotted(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+@dataclass(frozen=True)
+class Scalar:
+    type: type | tuple[type, ...]
+    default: Any = None
+    required: bool = False
+    enum: tuple[Any, ...] | None = None
+    check: Check | None = None
+    nullable: bool = False
+    type_name: str = ""
+
+
+@dataclass(frozen=True)
+class ListOf:
+    item: Scalar
+    default_empty: bool = True
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class MapOf:
+    """A map with free-form string keys (env, headers, labels)."""
+
+    value: Scalar
+    key_check: Check | None = None
+    default_empty: bool = True
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Obj:
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    required: bool = False
+    omit_if_default: bool = False
+
+
+Node = Scalar | ListOf | MapOf | Obj
+
+
+def _type_name(s: Scalar) -> str:
+    if s.type_name:
+        return s.type_name
+    types = s.type if isinstance(s.type, tuple) else (s.type,)
+    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def _scalar(node: Scalar, value: Any, path: tuple[str | int, ...]) -> Any:
+    if value is None:
+        if node.nullable:
+            return None
+        raise FieldError(path, f"{dotted(path)} must be a {_type_name(node)}, not null")
+    ok = isinstance(value, node.type) and not (isinstance(value, bool) and bool not in _types(node))
+    if float in _types(node) and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+        value = float(value)
+    if not ok:
+        got = type(value).__name__
+        if isinstance(value, str) and bool in _types(node):
+            raise FieldError(path, f"{dotted(path)} must be a boolean, got the string {value!r}",
+                             hint="write true or false (YAML 1.2 reads yes/no/on/off as strings)")
+        raise FieldError(path, f"{dotted(path)} must be a {_type_name(node)}, got {got} {value!r}")
+    if node.enum is not None and value not in node.enum:
+        hint = did_you_mean(str(value), [str(e) for e in node.enum])
+        raise FieldError(path, f"{dotted(path)}: {value!r} is not one of: {', '.join(map(str, node.enum))}", hint)
+    if node.check is not None:
+        msg = node.check(value)
+        if msg:
+            raise FieldError(path, f"{dotted(path)}: {msg}")
+    return value
+
+
+def _types(node: Scalar) -> tuple[type, ...]:
+    return node.type if isinstance(node.type, tuple) else (node.type,)
+
+
+def _default(node: Node) -> Any:
+    if isinstance(node, Scalar):
+        return node.default
+    if isinstance(node, ListOf):
+        return [] if node.default_empty else None
+    if isinstance(node, MapOf):
+        return {} if node.default_empty else None
+    return normalize(node, {}, ())
+
+
+def normalize(node: Node, value: Any, path: tuple[str | int, ...]) -> Any:
+    """Validate `value` against `node` and return it with defaults filled in."""
+    if isinstance(node, Scalar):
+        return _scalar(node, value, path)
+    if isinstance(node, ListOf):
+        if value is None:
+            return _default(node)
+        if not isinstance(value, list):
+            raise FieldError(path, f"{dotted(path)} must be a list, got {type(value).__name__}")
+        return [_scalar(node.item, v, (*path, i)) for i, v in enumerate(value)]
+    if isinstance(node, MapOf):
+        if value is None:
+            return _default(node)
+        if not isinstance(value, Mapping):
+            raise FieldError(path, f"{dotted(path)} must be a map, got {type(value).__name__}")
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise FieldError((*path, str(k)), f"{dotted(path)}: key {k!r} must be a string")
+            if node.key_check is not None:
+                msg = node.key_check(k)
+                if msg:
+                    raise FieldError((*path, k), f"{dotted((*path, k))}: {msg}")
+            out[k] = _scalar(node.value, v, (*path, k))
+        return out
+    # Obj
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise FieldError(path, f"{dotted(path) or 'document'} must be a map, got {type(value).__name__}")
+    unknown = [k for k in value if k not in node.fields]
+    if unknown:
+        k = unknown[0]
+        where = dotted(path) or "the document"
+        raise FieldError((*path, str(k)), f"unknown field {dotted((*path, str(k)))!r} in {where}",
+                         did_you_mean(str(k), node.fields) or f"known fields: {', '.join(node.fields)}")
+    out: dict[str, Any] = {}
+    for name, child in node.fields.items():
+        if name in value:
+            out[name] = normalize(child, value[name], (*path, name))
+        elif getattr(child, "required", False):
+            raise FieldError((*path, name), f"{dotted((*path, name))} is required")
+        else:
+            d = _default(child)
+            if d is not None:
+                out[name] = d
+    return out
+
+
+# -- checks shared by the kinds ---------------------------------------------------------------
+
+NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def check_name(value: str) -> str | None:
+    if NAME_RE.match(value):
+        return None
+    return (f"{value!r} is not a valid name: use lowercase letters, digits and '-', "
+            "start and end with a letter or digit, at most 63 characters")
+
+
+def check_positive(value: float) -> str | None:
+    return None if value > 0 else f"must be greater than 0, got {value}"
+
+
+def check_min(minimum: int) -> Check:
+    def check(value: int) -> str | None:
+        return None if value >= minimum else f"must be at least {minimum}, got {value}"
+    return check
+
+
+def check_range(lo: int, hi: int) -> Check:
+    def check(value: int) -> str | None:
+        return None if lo <= value <= hi else f"must be between {lo} and {hi}, got {value}"
+    return check
+
+
+def check_tool_id(value: str) -> str | None:
+    """A canonical tool id `server/tool`; globs (*, ?, [..]) allowed."""
+    if "/" not in value:
+        return (f"{value!r} is not a tool id: write it as server/tool "
+                f"(for example github/create_issue, or github/delete_* for a glob)")
+    server, tool = value.split("/", 1)
+    if not server or not tool:
+        return f"{value!r} is not a tool id: both the server and the tool part are needed (server/tool)"
+    if any(c.isspace() for c in value):
+        return f"{value!r} is not a tool id: it contains whitespace"
+    return None

@@ -1,0 +1,155 @@
+"""The resource store: one YAML file per object, atomic writes, one lock for writers.
+
+Layout under `paths.resources_dir()`: `servers/<name>.yaml`, `projects/<name>.yaml`.
+Observed status (written by the gateway) lives apart, under `paths.status_dir()`, so a
+running gateway never rewrites what the user owns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mcpctl import paths
+from mcpctl.errors import NotFound, did_you_mean
+from mcpctl.resources.kinds import KINDS, Kind
+
+
+def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
+    """Write `data` to `path` through a temp file in the same directory, fsync, replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+class Store:
+    """Read and write resources. Writers hold `locked()` across read-modify-write."""
+
+    def __init__(self, root: Path | None = None, *, status_root: Path | None = None,
+                 lock_file: Path | None = None) -> None:
+        self.root = root or paths.resources_dir()
+        self.status_root = status_root or paths.status_dir()
+        self.lock_file = lock_file or (self.root / ".lock")
+        self._tlock = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    # -- locking ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's write lock (re-entrant within a process)."""
+        with self._tlock:
+            if self._depth == 0:
+                self.lock_file.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._fd = fd
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0 and self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                    os.close(self._fd)
+                    self._fd = None
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _dir(self, kind: Kind) -> Path:
+        return self.root / kind.plural
+
+    def path_for(self, kind_name: str, name: str) -> Path:
+        return self._dir(KINDS[kind_name]) / f"{name}.yaml"
+
+    def names(self, kind_name: str) -> list[str]:
+        d = self._dir(KINDS[kind_name])
+        if not d.is_dir():
+            return []
+        return sorted(p.stem for p in d.glob("*.yaml") if not p.name.startswith("."))
+
+    def find(self, kind_name: str, name: str) -> dict[str, Any] | None:
+        from mcpctl.resources import yamlio
+
+        p = self.path_for(kind_name, name)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        return yamlio.load_stored(text, p)
+
+    def get(self, kind_name: str, name: str) -> dict[str, Any]:
+        res = self.find(kind_name, name)
+        if res is None:
+            kind = KINDS[kind_name]
+            hint = did_you_mean(name, self.names(kind_name))
+            raise NotFound(f"{kind.name.lower()} {name!r} not found",
+                           hint=hint or f"list them with: mcpctl get {kind.plural}")
+        return res
+
+    def list(self, kind_name: str) -> list[dict[str, Any]]:
+        out = []
+        for n in self.names(kind_name):
+            res = self.find(kind_name, n)
+            if res is not None:
+                out.append(res)
+        return out
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def put(self, res: dict[str, Any]) -> None:
+        from mcpctl.resources import yamlio
+
+        with self.locked():
+            atomic_write(self.path_for(res["kind"], res["metadata"]["name"]), yamlio.dump_stored(res))
+
+    def delete(self, kind_name: str, name: str) -> None:
+        with self.locked():
+            p = self.path_for(kind_name, name)
+            if not p.exists():
+                self.get(kind_name, name)   # raises NotFound with a hint
+            p.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                self._status_path(kind_name, name).unlink()
+
+    # -- observed status (owned by the gateway) --------------------------------------------------
+
+    def _status_path(self, kind_name: str, name: str) -> Path:
+        return self.status_root / KINDS[kind_name].plural / f"{name}.json"
+
+    def status(self, kind_name: str, name: str) -> dict[str, Any]:
+        try:
+            return json.loads(self._status_path(kind_name, name).read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    def set_status(self, kind_name: str, name: str, status: dict[str, Any]) -> None:
+        """Merge `status` into the object's observed status (atomic; last writer wins per key)."""
+        p = self._status_path(kind_name, name)
+        merged = {**self.status(kind_name, name), **status}
+        atomic_write(p, json.dumps(merged, indent=2, sort_keys=True) + "\n")
