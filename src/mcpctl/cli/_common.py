@@ -17,7 +17,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 # Data goes to stdout, everything else (progress, warnings, errors) to stderr.
-out = Console(soft_wrap=True, highlight=False)
+out = Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 250)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 OUTPUT_FORMATS = ("table", "wide", "yaml", "json", "name")

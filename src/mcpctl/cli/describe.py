@@ -1,0 +1,91 @@
+"""`mcpctl describe KIND NAME`: a readable account of one object and what relates to it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from mcpctl.resources.apply import projects_using
+from mcpctl.resources.store import Store
+
+from ._common import cli_errors, out
+from ._resources import age, complete_kind, resolve_kind
+from .get import _complete_name
+
+
+def _kv(label: str, value: Any) -> None:
+    out.print(f"[bold]{label + ':':<16}[/bold] {value}", highlight=False)
+
+
+def _describe_server(store: Store, res: dict[str, Any]) -> None:
+    s = res.get("spec", {})
+    st = store.status("Server", res["metadata"]["name"])
+    _kv("Transport", s.get("transport", "stdio"))
+    if s.get("transport") == "http":
+        _kv("URL", s.get("url"))
+        for k, v in s.get("headers", {}).items():
+            _kv(f"  header {k}", v)
+    else:
+        _kv("Command", " ".join([s.get("command", ""), *s.get("args", [])]))
+        if s.get("cwd"):
+            _kv("Cwd", s["cwd"])
+        for k, v in s.get("env", {}).items():
+            _kv(f"  env {k}", v)
+    t = s.get("timeouts", {})
+    _kv("Timeouts", f"connect {t.get('connect', 30)}s, call {t.get('call', 120)}s")
+    if s.get("description"):
+        _kv("Description", s["description"])
+    _kv("Used by", ", ".join(projects_using(store, res["metadata"]["name"])) or "-")
+    _kv("State", st.get("state", "unknown (never served)"))
+    if st:
+        _kv("Tools", st.get("tools", "-"))
+        _kv("Protocol", st.get("protocolVersion", "-"))
+        info = st.get("serverInfo") or {}
+        if info:
+            _kv("Server info", f"{info.get('name', '?')} {info.get('version', '')}".strip())
+        _kv("Last seen", st.get("lastSeen", "-"))
+        _kv("Last error", st.get("lastError") or "-")
+
+
+def _describe_project(store: Store, res: dict[str, Any]) -> None:
+    s = res.get("spec", {})
+    if s.get("description"):
+        _kv("Description", s["description"])
+    registered = set(store.names("Server"))
+    servers = [n if n in registered else f"{n} [red](not registered)[/red]" for n in s.get("servers", [])]
+    _kv("Servers", ", ".join(servers) or "-")
+    _kv("Presentation", s.get("presentation", "flat"))
+    tools = s.get("tools", {})
+    _kv("Disabled", ", ".join(tools.get("disabled", [])) or "-")
+    _kv("Enabled", ", ".join(tools.get("enabled", [])) or "-")
+    fav = s.get("favouriteIndex", {})
+    _kv("Favourites", f"{'on' if fav.get('enabled') else 'off'}, max {fav.get('maxFavourites', 15)}")
+    for f in fav.get("tools", []):
+        out.print(f"  ★ {f}", highlight=False)
+    se = s.get("search", {})
+    _kv("Search", "off" if not se.get("enabled", True) else
+        f"{se.get('ranker', 'bm25')}, top {se.get('topK', 5)}, record queries: {'yes' if se.get('recordQueries') else 'no'}")
+    nm = s.get("names", {})
+    _kv("Names", f"{nm.get('style', 'portable')}, max length {nm.get('maxLength', 48)}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("describe", rich_help_panel="Resources")
+    @cli_errors
+    def describe(
+        kind: Annotated[str, typer.Argument(autocompletion=complete_kind)],
+        name: Annotated[str, typer.Argument(autocompletion=_complete_name)],
+    ) -> None:
+        """Show one object in detail, with its observed status and what uses it."""
+        k = resolve_kind(kind)
+        store = Store()
+        res = store.get(k.name, name)
+        m = res["metadata"]
+        _kv("Name", m["name"])
+        _kv("Kind", k.name)
+        for key, v in (m.get("labels") or {}).items():
+            _kv(f"  label {key}", v)
+        _kv("Created", f"{m.get('creationTimestamp', '-')} ({age(m.get('creationTimestamp'))} ago)")
+        _kv("Generation", f"{m.get('generation', '-')} (resourceVersion {m.get('resourceVersion', '-')})")
+        (_describe_server if k.name == "Server" else _describe_project)(store, res)

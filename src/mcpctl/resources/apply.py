@@ -1,0 +1,135 @@
+"""The apply engine: validate every document, then create or update under one lock.
+
+All documents are validated — each on its own, then together (duplicates, projects naming
+servers) — before anything is written, so one bad document changes nothing. Prints nothing:
+callers render the returned `Change`s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpctl.errors import AlreadyExists, InvalidResource, NotFound
+from mcpctl.resources.kinds import KIND_ORDER
+from mcpctl.resources.store import Store
+from mcpctl.resources.validate import Validated, resource_from, user_view, validate_document
+from mcpctl.resources.yamlio import Document
+
+
+@dataclass
+class Change:
+    kind: str
+    name: str
+    action: str                       # created | configured | unchanged
+    resource: dict[str, Any]          # what is (or would be) stored
+    live: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind.lower()}/{self.name}"
+
+
+def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool = False) -> tuple[list[Validated], list[str]]:
+    """Validate each document and the set as a whole. Returns (objects, warnings)."""
+    objs = [validate_document(d) for d in docs]
+    warnings = [w for o in objs for w in o.warnings]
+    seen: dict[tuple[str, str], Validated] = {}
+    for o in objs:
+        prev = seen.get((o.kind, o.name))
+        if prev is not None:
+            raise InvalidResource(f"{o.doc.where()}: {o.ref} is declared twice (first at {prev.doc.where()})",
+                                  hint="keep one of the two documents")
+        seen[(o.kind, o.name)] = o
+    declared = {o.name for o in objs if o.kind == "Server"}
+    registered = set(store.names("Server"))
+    for o in objs:
+        if o.kind != "Project":
+            continue
+        for i, s in enumerate(o.spec.get("servers", [])):
+            if s in declared or s in registered:
+                continue
+            msg = f"{o.doc.where(('spec', 'servers', i))}: project {o.name!r} names server {s!r}, which is not registered"
+            if allow_missing:
+                warnings.append(msg + " (kept because of --allow-missing; it will be down until registered)")
+            else:
+                from mcpctl.errors import did_you_mean
+
+                close = did_you_mean(s, declared | registered)
+                raise InvalidResource(msg, hint=(close + " " if close else "") +
+                                      "register it first (mcpctl create server …), or pass --allow-missing")
+    return objs, warnings
+
+
+def plan(objs: Sequence[Validated], store: Store) -> list[Change]:
+    changes: list[Change] = []
+    order = {k: i for i, k in enumerate(KIND_ORDER)}
+    for o in sorted(objs, key=lambda o: order[o.kind]):
+        live = store.find(o.kind, o.name)
+        if live is None:
+            action = "created"
+        elif user_view(live) == (o.metadata, o.spec):
+            action = "unchanged"
+        else:
+            action = "configured"
+        res = live if action == "unchanged" and live is not None else resource_from(o, live)
+        changes.append(Change(o.kind, o.name, action, res, live, o.warnings))
+    return changes
+
+
+def apply_documents(docs: Sequence[Document], store: Store, *, dry_run: bool = False,
+                    allow_missing: bool = False) -> tuple[list[Change], list[str]]:
+    """Create or update every object; all or nothing at validation. Returns (changes, warnings)."""
+    with store.locked():
+        objs, warnings = validate_all(docs, store, allow_missing=allow_missing)
+        changes = plan(objs, store)
+        if not dry_run:
+            for c in changes:
+                if c.action != "unchanged":
+                    store.put(c.resource)
+    return changes, warnings
+
+
+def create_object(doc: Document, store: Store, *, force: bool = False,
+                  allow_missing: bool = False) -> tuple[Change, list[str]]:
+    """`mcpctl create`: like apply, but an existing object is an error unless `force` replaces it."""
+    with store.locked():
+        objs, warnings = validate_all([doc], store, allow_missing=allow_missing)
+        (o,) = objs
+        live = store.find(o.kind, o.name)
+        if live is not None and not force:
+            raise AlreadyExists(f"{o.ref} already exists",
+                                hint="use --force to replace it, or change it with mcpctl apply / mcpctl edit")
+        (change,) = plan(objs, store)
+        if change.action == "unchanged":
+            return change, warnings
+        store.put(change.resource)
+        if live is not None:
+            change.action = "replaced"
+    return change, warnings
+
+
+def projects_using(store: Store, server: str) -> list[str]:
+    return [p["metadata"]["name"] for p in store.list("Project") if server in (p.get("spec") or {}).get("servers", [])]
+
+
+def delete_object(store: Store, kind: str, name: str, *, force: bool = False) -> list[str]:
+    """Delete one object. Returns warnings. A server still used by a project needs `force`."""
+    warnings: list[str] = []
+    with store.locked():
+        if store.find(kind, name) is None:
+            store.get(kind, name)   # raises NotFound with a did-you-mean hint
+            raise NotFound(f"{kind.lower()} {name!r} not found")
+        if kind == "Server":
+            users = projects_using(store, name)
+            if users and not force:
+                from mcpctl.errors import Conflict
+
+                raise Conflict(f"server {name!r} is used by project(s): {', '.join(users)}",
+                               hint="remove it from those projects first, or pass --force (they will show it as missing)")
+            if users:
+                warnings.append(f"projects {', '.join(users)} still name server {name!r}; it will be down until re-registered")
+        store.delete(kind, name)
+    return warnings

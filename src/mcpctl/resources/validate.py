@@ -1,0 +1,156 @@
+"""Turning a loaded document into a valid, canonical resource — or a precise error.
+
+The canonical form is what gets stored and compared: defaults filled in, then empty
+collections and nulls pruned, keys in schema order. Two manifests that mean the same thing
+have the same canonical form, which is what makes `apply` report `unchanged`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpctl.errors import InvalidResource, did_you_mean
+from mcpctl.resources.kinds import API_VERSION, KINDS, METADATA
+from mcpctl.resources.schema import FieldError, normalize
+from mcpctl.resources.secrets import looks_like_secret
+from mcpctl.resources.yamlio import Document
+
+TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
+
+
+@dataclass
+class Validated:
+    kind: str
+    name: str
+    metadata: dict[str, Any]      # user-owned metadata only: name, labels, annotations
+    spec: dict[str, Any]          # canonical
+    doc: Document
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind.lower()}/{self.name}"
+
+
+def prune(value: Any) -> Any:
+    """Drop None values and empty lists/maps, recursively (keeps False and 0)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            pv = prune(v)
+            if pv is None or (isinstance(pv, dict | list) and not pv):
+                continue
+            out[k] = pv
+        return out
+    if isinstance(value, list):
+        return [prune(v) for v in value]
+    return value
+
+
+def canonical_spec(kind: str, spec: Any) -> dict[str, Any]:
+    """Validate and canonicalise a spec (raises FieldError with a path under `spec`)."""
+    return prune(normalize(KINDS[kind].spec, spec, ("spec",)))
+
+
+def _fail(doc: Document, e: FieldError) -> InvalidResource:
+    return InvalidResource(f"{doc.where(e.path)}: {e.message}", hint=e.hint)
+
+
+def validate_document(doc: Document) -> Validated:
+    data = doc.data
+    if not isinstance(data, dict):
+        raise InvalidResource(f"{doc.where()}: a resource must be a mapping with apiVersion, kind, metadata "
+                              f"and spec, got {type(data).__name__}")
+    unknown = [k for k in data if k not in TOP_LEVEL]
+    if unknown:
+        k = str(unknown[0])
+        raise InvalidResource(f"{doc.where((k,))}: unknown field {k!r}",
+                              hint=did_you_mean(k, TOP_LEVEL) or f"known fields: {', '.join(TOP_LEVEL)}")
+    kind = data.get("kind")
+    if kind is None:
+        raise InvalidResource(f"{doc.where()}: missing 'kind'", hint=f"add kind: one of {', '.join(KINDS)}")
+    if kind not in KINDS:
+        hint = did_you_mean(str(kind), list(KINDS)) or f"known kinds: {', '.join(KINDS)}"
+        raise InvalidResource(f"{doc.where(('kind',))}: unknown kind {kind!r}", hint=hint)
+    api = data.get("apiVersion")
+    if api is None:
+        raise InvalidResource(f"{doc.where()}: missing 'apiVersion'", hint=f"add apiVersion: {API_VERSION}")
+    if api != API_VERSION:
+        raise InvalidResource(f"{doc.where(('apiVersion',))}: unknown apiVersion {api!r}",
+                              hint=f"use apiVersion: {API_VERSION}")
+    if "metadata" not in data:
+        raise InvalidResource(f"{doc.where()}: missing 'metadata'", hint="add metadata: {name: ...}")
+    try:
+        meta = normalize(METADATA, data.get("metadata"), ("metadata",))
+        spec = canonical_spec(kind, data.get("spec") or {})
+    except FieldError as e:
+        raise _fail(doc, e) from None
+    name = meta["name"]
+    v = Validated(kind, name, prune({k: meta.get(k) for k in ("name", "labels", "annotations")}), spec, doc)
+    if kind == "Server":
+        _check_server(v)
+    return v
+
+
+def _check_server(v: Validated) -> None:
+    s, doc = v.spec, v.doc
+    transport = s.get("transport", "stdio")
+    if transport == "stdio":
+        if not s.get("command"):
+            raise InvalidResource(f"{doc.where(('spec',))}: server {v.name!r} uses transport stdio but has no "
+                                  "spec.command", hint="set spec.command (and spec.args), or use transport: http with spec.url")
+        for key in ("url", "headers"):
+            if s.get(key):
+                raise InvalidResource(f"{doc.where(('spec', key))}: spec.{key} is for transport: http, "
+                                      f"but server {v.name!r} uses stdio", hint=f"remove spec.{key} or set transport: http")
+    else:
+        if not s.get("url"):
+            raise InvalidResource(f"{doc.where(('spec',))}: server {v.name!r} uses transport http but has no "
+                                  "spec.url", hint="set spec.url: http://127.0.0.1:PORT/mcp")
+        for key in ("command", "args", "env", "cwd"):
+            if s.get(key):
+                raise InvalidResource(f"{doc.where(('spec', key))}: spec.{key} is for transport: stdio, "
+                                      f"but server {v.name!r} uses http", hint=f"remove spec.{key} or set transport: stdio")
+    for section in ("env", "headers"):
+        for key, value in (s.get(section) or {}).items():
+            if looks_like_secret(key, str(value)):
+                v.warnings.append(
+                    f"{doc.where(('spec', section, key))}: spec.{section}.{key} looks like a literal secret; "
+                    f"it is stored in plain text. Prefer a reference: ${{env:{key if section == 'env' else 'NAME'}}} "
+                    "or ${file:~/.secrets/NAME}")
+
+
+def resource_from(v: Validated, live: dict[str, Any] | None) -> dict[str, Any]:
+    """The object to store: user-owned parts from `v`, mcpctl-owned metadata from `live`."""
+    import datetime
+    import uuid
+
+    meta: dict[str, Any] = dict(v.metadata)
+    if live is None:
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        meta["resourceVersion"] = "1"
+        meta["generation"] = 1
+    else:
+        lm = live.get("metadata", {})
+        meta["uid"] = lm.get("uid")
+        meta["creationTimestamp"] = lm.get("creationTimestamp")
+        spec_changed = canonical_or_raw(live) != v.spec
+        meta["resourceVersion"] = str(int(lm.get("resourceVersion") or 0) + 1)
+        meta["generation"] = int(lm.get("generation") or 0) + (1 if spec_changed else 0)
+    return {"apiVersion": API_VERSION, "kind": v.kind, "metadata": meta, "spec": v.spec}
+
+
+def canonical_or_raw(live: dict[str, Any]) -> dict[str, Any]:
+    """The live spec in canonical form (stored specs are canonical; be lenient with hand edits)."""
+    try:
+        return canonical_spec(live["kind"], live.get("spec") or {})
+    except FieldError:
+        return live.get("spec") or {}
+
+
+def user_view(res: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(user-owned metadata, canonical spec) of a stored resource, for comparisons."""
+    meta = res.get("metadata", {})
+    return prune({k: meta.get(k) for k in ("name", "labels", "annotations")}), canonical_or_raw(res)
