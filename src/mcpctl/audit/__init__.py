@@ -1,0 +1,7 @@
+"""Evidence: the invocation log (one SQLite row per routed call) and the queries over it."""
+
+from __future__ import annotations
+
+from mcpctl.audit.log import OUTCOMES, BackgroundWriter, CallRecord, InvocationLog, ToolStats
+
+__all__ = ["OUTCOMES", "BackgroundWriter", "CallRecord", "InvocationLog", "ToolStats"]

@@ -1,0 +1,439 @@
+"""The invocation log: one row per tool call the gateway routes, in SQLite.
+
+What is recorded: when, how long, which project, client, session and profile, the presented
+name and canonical `server/tool` id, the outcome and an error class. Never arguments or
+results; the text of a `search_tools` query only when the project opts in (`recordQueries`).
+
+Several gateway processes write to one file at once: WAL, a busy timeout, `BEGIN IMMEDIATE`
+writes and a bounded retry on SQLITE_BUSY make sure no row is lost. All SQL of the log lives
+in this module (and its migrations), the seam through which a PostgreSQL backend will come.
+
+Conventions the gateway follows when it records built-in calls: `search_tools` is logged with
+`canonical_id = "mcpctl/search_tools"` (`SEARCH_TOOL_ID`); a call that names no known tool has
+`canonical_id = None`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fnmatch
+import logging
+import math
+import queue
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+from typing import Final, TypeVar
+
+from mcpctl import paths
+from mcpctl.audit import migrations
+
+log = logging.getLogger(__name__)
+
+OUTCOMES: Final = ("ok", "tool_error", "protocol_error", "timeout", "upstream_down", "denied")
+SEARCH_TOOL_ID: Final = "mcpctl/search_tools"
+SEARCH_TOOL_NAME: Final = "search_tools"
+
+BUSY_TIMEOUT_S: Final = 10.0
+RETRY_DEADLINE_S: Final = 30.0
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One routed tool call. Field order is the column order of the `invocations` table."""
+
+    ts: float                       # unix seconds, call start
+    duration_ms: float
+    project: str
+    presented_name: str
+    canonical_id: str | None
+    outcome: str
+    error_class: str | None = None
+    client_name: str | None = None
+    client_version: str | None = None
+    session_id: str | None = None   # gateway-assigned id of the client session
+    profile: str | None = None
+    query: str | None = None        # search_tools query text; only set when the project opts in
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome {self.outcome!r} is not one of: {', '.join(OUTCOMES)}")
+
+
+_COLUMNS: Final = tuple(f.name for f in fields(CallRecord))
+_SELECT: Final = f"SELECT {', '.join(_COLUMNS)} FROM invocations"
+_INSERT: Final = (
+    f"INSERT INTO invocations ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+)
+# A row is a search when it carries a query or is the search_tools built-in.
+_IS_SEARCH: Final = "({t}.query IS NOT NULL OR {t}.canonical_id = ? OR {t}.presented_name = ?)"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStats:
+    """Aggregates for one canonical tool id over a window of the log."""
+
+    canonical_id: str
+    calls: int
+    errors: int                     # every outcome other than "ok"
+    p50_ms: float
+    p95_ms: float
+    first_ts: float
+    last_ts: float
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class LogSummary:
+    path: Path
+    rows: int
+    size_bytes: int                 # the database file plus its WAL
+    oldest_ts: float | None
+    newest_ts: float | None
+    migrations: tuple[str, ...]
+
+
+def _is_busy(e: sqlite3.OperationalError) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(e) or "busy" in str(e)
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in [0, 1]) of already sorted values."""
+    if not sorted_values:
+        return 0.0
+    k = (len(sorted_values) - 1) * q
+    lo = math.floor(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+class InvocationLog:
+    """The SQLite invocation log. Thread-safe; every process opens its own."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else paths.invocation_log_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._db.create_function("mcpctl_glob", 2, _glob, deterministic=True)
+            self._retrying(lambda: self._db.execute("PRAGMA journal_mode=WAL").fetchone())
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._retrying(lambda: migrations.migrate(self._db))
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _retrying(self, fn: Callable[[], T]) -> T:
+        """Run `fn`, retrying with jittered backoff while the database is busy (bounded)."""
+        deadline = time.monotonic() + RETRY_DEADLINE_S
+        delay = 0.005
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as e:
+                if not _is_busy(e) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.25)
+
+    def _write(self, sql: str, rows: Iterable[tuple[object, ...]]) -> None:
+        rows = list(rows)
+
+        def tx() -> None:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(sql, rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+        with self._lock:
+            self._retrying(tx)
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        with self._lock:
+            return self._retrying(lambda: self._db.execute(sql, params).fetchall())
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def record(self, rec: CallRecord) -> None:
+        self.record_many((rec,))
+
+    def record_many(self, recs: Sequence[CallRecord]) -> None:
+        """Insert all records in one `BEGIN IMMEDIATE` transaction (all or none)."""
+        if recs:
+            self._write(_INSERT, (astuple(r) for r in recs))
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def query(
+        self,
+        *,
+        project: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        canonical_id: str | None = None,
+        tool_glob: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[CallRecord]:
+        """Records matching every filter given, oldest first; `limit` keeps the newest N.
+
+        `since` is inclusive and `until` exclusive (unix seconds). `tool_glob` is an fnmatch
+        pattern matched against the canonical id or, failing that, the presented name.
+        """
+        where: list[str] = []
+        params: list[object] = []
+        if project is not None:
+            where.append("project = ?")
+            params.append(project)
+        if since is not None:
+            where.append("ts >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("ts < ?")
+            params.append(until)
+        if canonical_id is not None:
+            where.append("canonical_id = ?")
+            params.append(canonical_id)
+        if tool_glob is not None:
+            where.append("(mcpctl_glob(?, canonical_id) OR mcpctl_glob(?, presented_name))")
+            params += [tool_glob, tool_glob]
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
+        if limit is not None:
+            if limit < 0:
+                raise ValueError("limit must be >= 0")
+            sql += " ORDER BY ts DESC, id DESC LIMIT ?"
+            params.append(limit)
+            rows = self._read(sql, params)[::-1]
+        else:
+            rows = self._read(sql + " ORDER BY ts, id", params)
+        return [CallRecord(*row) for row in rows]  # type: ignore[arg-type]
+
+    def search_pairs(self, project: str) -> list[tuple[str, str]]:
+        """(query, canonical id called next) for each recorded search in `project`.
+
+        "Next" is the first later call in the same session that is not itself a search and
+        names a known tool. Searches without a session or without a following call are left
+        out. Oldest search first.
+        """
+        is_search_c = _IS_SEARCH.format(t="c")
+        sql = f"""
+            SELECT s.query, (
+                SELECT c.canonical_id FROM invocations AS c
+                WHERE c.session_id = s.session_id AND c.project = s.project
+                  AND (c.ts > s.ts OR (c.ts = s.ts AND c.id > s.id))
+                  AND c.canonical_id IS NOT NULL AND NOT {is_search_c}
+                ORDER BY c.ts, c.id LIMIT 1
+            ) AS next_id
+            FROM invocations AS s
+            WHERE s.project = ? AND s.query IS NOT NULL AND s.session_id IS NOT NULL
+            ORDER BY s.ts, s.id
+        """
+        rows = self._read(sql, (SEARCH_TOOL_ID, SEARCH_TOOL_NAME, project))
+        return [(str(q), str(nxt)) for q, nxt in rows if nxt is not None]
+
+    def tool_stats(self, project: str | None = None, since: float | None = None) -> list[ToolStats]:
+        """Per canonical id: calls, errors, p50/p95 duration, first/last call. Most called first."""
+        where = ["canonical_id IS NOT NULL"]
+        params: list[object] = []
+        if project is not None:
+            where.append("project = ?")
+            params.append(project)
+        if since is not None:
+            where.append("ts >= ?")
+            params.append(since)
+        rows = self._read(
+            "SELECT canonical_id, duration_ms, outcome, ts FROM invocations WHERE "
+            + " AND ".join(where) + " ORDER BY canonical_id, duration_ms",
+            params,
+        )
+        stats: list[ToolStats] = []
+        i = 0
+        while i < len(rows):
+            cid = rows[i][0]
+            j = i
+            while j < len(rows) and rows[j][0] == cid:
+                j += 1
+            group = rows[i:j]
+            durations = [float(r[1]) for r in group]  # type: ignore[arg-type]
+            stamps = [float(r[3]) for r in group]  # type: ignore[arg-type]
+            stats.append(ToolStats(
+                canonical_id=str(cid),
+                calls=len(group),
+                errors=sum(1 for r in group if r[2] != "ok"),
+                p50_ms=_percentile(durations, 0.50),
+                p95_ms=_percentile(durations, 0.95),
+                first_ts=min(stamps),
+                last_ts=max(stamps),
+            ))
+            i = j
+        stats.sort(key=lambda s: (-s.calls, s.canonical_id))
+        return stats
+
+    def count(self, project: str | None = None) -> int:
+        if project is None:
+            return int(self._read("SELECT COUNT(*) FROM invocations")[0][0])  # type: ignore[call-overload]
+        return int(self._read("SELECT COUNT(*) FROM invocations WHERE project = ?", (project,))[0][0])  # type: ignore[call-overload]
+
+    def summary(self) -> LogSummary:
+        rows, oldest, newest = self._read("SELECT COUNT(*), MIN(ts), MAX(ts) FROM invocations")[0]
+        size = 0
+        for suffix in ("", "-wal"):
+            p = self.path.with_name(self.path.name + suffix)
+            if p.exists():
+                size += p.stat().st_size
+        with self._lock:
+            applied = tuple(migrations.applied(self._db))
+        return LogSummary(
+            path=self.path,
+            rows=int(rows),  # type: ignore[call-overload]
+            size_bytes=size,
+            oldest_ts=float(oldest) if oldest is not None else None,  # type: ignore[arg-type]
+            newest_ts=float(newest) if newest is not None else None,  # type: ignore[arg-type]
+            migrations=applied,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> InvocationLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _glob(pattern: str | None, value: str | None) -> bool:
+    return pattern is not None and value is not None and fnmatch.fnmatchcase(value, pattern)
+
+
+# -- the gateway's writer -----------------------------------------------------------------------
+
+
+class BackgroundWriter:
+    """Batches records from any thread into `record_many` on one writer thread.
+
+    `submit` never blocks and never raises: the gateway's event loop must not wait on disk.
+    If the queue is full (the disk is stuck) records are dropped and counted in `dropped`.
+    `close` flushes and stops the thread; it does not close the log, which the caller owns.
+    """
+
+    def __init__(self, log: InvocationLog, *, flush_interval: float = 0.05, max_batch: int = 512,
+                 max_queue: int = 100_000) -> None:
+        self.log = log
+        self.flush_interval = flush_interval
+        self.max_batch = max(1, max_batch)
+        self.written = 0
+        self.dropped = 0
+        self._queue: queue.Queue[CallRecord | threading.Event | None] = queue.Queue(maxsize=max_queue)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="mcpctl-invocation-log", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    def submit(self, rec: CallRecord) -> None:
+        try:
+            if self._closed:
+                self.dropped += 1
+                return
+            self._queue.put_nowait(rec)
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("invocation log queue full; %d record(s) dropped", self.dropped)
+        except Exception:  # pragma: no cover - submit must never raise into the gateway
+            self.dropped += 1
+
+    def flush(self, timeout: float | None = 10.0) -> bool:
+        """Block until everything submitted before this call is written; False on timeout."""
+        if self._closed or not self._thread.is_alive():
+            return False
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def close(self, timeout: float = 30.0) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        atexit.unregister(self.close)
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            item = self._queue.get()
+            batch: list[CallRecord] = []
+            events: list[threading.Event] = []
+            deadline = time.monotonic() + self.flush_interval
+            while True:
+                if item is None:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    events.append(item)
+                else:
+                    batch.append(item)
+                if stop or events or len(batch) >= self.max_batch:
+                    break
+                remaining = deadline - time.monotonic()
+                try:
+                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if stop:  # drain what was queued before close()
+                while True:
+                    try:
+                        extra = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if isinstance(extra, CallRecord):
+                        batch.append(extra)
+                    elif isinstance(extra, threading.Event):
+                        events.append(extra)
+            self._write(batch)
+            for ev in events:
+                ev.set()
+
+    def _write(self, batch: list[CallRecord]) -> None:
+        for start in range(0, len(batch), self.max_batch):
+            chunk = batch[start:start + self.max_batch]
+            for attempt in range(3):
+                try:
+                    self.log.record_many(chunk)
+                    self.written += len(chunk)
+                    break
+                except Exception as e:
+                    if attempt == 2:
+                        self.dropped += len(chunk)
+                        log.error("invocation log: %d record(s) lost: %s: %s",
+                                  len(chunk), type(e).__name__, e)
+                    else:
+                        time.sleep(0.1 * (attempt + 1))
