@@ -194,6 +194,7 @@ class InvocationLog:
         canonical_id: str | None = None,
         tool_glob: str | None = None,
         session_id: str | None = None,
+        outcome: str | None = None,
         limit: int | None = None,
     ) -> list[CallRecord]:
         """Records matching every filter given, oldest first; `limit` keeps the newest N.
@@ -221,6 +222,9 @@ class InvocationLog:
         if session_id is not None:
             where.append("session_id = ?")
             params.append(session_id)
+        if outcome is not None:
+            where.append("outcome = ?")
+            params.append(outcome)
         sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
         if limit is not None:
             if limit < 0:

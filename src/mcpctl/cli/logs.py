@@ -1,0 +1,203 @@
+"""`mcpctl logs`: read the invocation log (one row per tool call the gateway routed).
+
+    mcpctl logs [--project P] [--since 1h|30m|2d|ISO-8601] [--tool GLOB] [--limit N] [-o table|json]
+    mcpctl logs path      the database file
+    mcpctl logs status    rows, size, oldest and newest call
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from typing import Annotated, Any
+
+import typer
+
+from ._common import cli_errors, complete_projects, err, out, print_json, write_stdout
+
+_RELATIVE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|wk|wks)\s*$",
+                          re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_LOG_FORMATS = ("table", "json")
+_OUTCOME_STYLE = {"ok": "green", "tool_error": "yellow", "denied": "magenta"}
+
+
+def parse_time(value: str, *, now: float | None = None) -> float:
+    """`30m`, `1h`, `2d`, `1w` ago, or an ISO-8601 date/time (naive means local time) → unix seconds.
+
+    Raises:
+        ValueError: the value is neither form.
+    """
+    m = _RELATIVE_RE.match(value)
+    if m:
+        amount = float(m.group(1))
+        unit = m.group(2)[0].lower()
+        return (time.time() if now is None else now) - amount * _UNIT_SECONDS[unit]
+    try:
+        when = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not a duration (30m, 1h, 2d, 1w) or an ISO-8601 time (2026-11-29T14:00:00Z)"
+        ) from None
+    if when.tzinfo is None:
+        when = when.astimezone()  # naive: the user's local time
+    return when.timestamp()
+
+
+def _time_option(value: str | None, flag: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint=f"'{flag}'") from None
+
+
+def _iso_utc(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _local(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def record_to_json(rec: Any) -> dict[str, Any]:
+    """The stable JSON shape of one log row (keys never depend on the values)."""
+    return {
+        "time": _iso_utc(rec.ts),
+        "ts": rec.ts,
+        "durationMs": round(rec.duration_ms, 3),
+        "project": rec.project,
+        "presentedName": rec.presented_name,
+        "canonicalId": rec.canonical_id,
+        "outcome": rec.outcome,
+        "errorClass": rec.error_class,
+        "clientName": rec.client_name,
+        "clientVersion": rec.client_version,
+        "sessionId": rec.session_id,
+        "profile": rec.profile,
+        "query": rec.query,
+    }
+
+
+def render_table(records: list[Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col, kw in (("TIME", {}), ("PROJECT", {}), ("TOOL", {}), ("OUTCOME", {}),
+                    ("MS", {"justify": "right"}), ("CLIENT", {}), ("SESSION", {})):
+        table.add_column(col, **kw)
+    for r in records:
+        tool = r.canonical_id or f"[dim]{r.presented_name}[/dim]"
+        outcome = r.outcome + (f" ({r.error_class})" if r.error_class else "")
+        style = _OUTCOME_STYLE.get(r.outcome, "red")
+        client = " ".join(x for x in (r.client_name, r.client_version) if x) or "-"
+        table.add_row(_local(r.ts), r.project, tool, f"[{style}]{outcome}[/{style}]",
+                      f"{r.duration_ms:.1f}", client, (r.session_id or "-")[:12])
+    return table
+
+
+def _human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def register(app: typer.Typer) -> None:
+    logs_app = typer.Typer(
+        name="logs",
+        help="Show the invocation log: one row per tool call the gateway routed "
+        "(never arguments or results).",
+        invoke_without_command=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.add_typer(logs_app, rich_help_panel="Evidence")
+
+    @logs_app.callback()
+    @cli_errors
+    def logs(
+        ctx: typer.Context,
+        project: Annotated[str | None, typer.Option("--project", "-p", help="Only calls in this project.",
+                                                    autocompletion=complete_projects)] = None,
+        since: Annotated[str | None, typer.Option(
+            "--since", help="Only calls since: 30m, 1h, 2d, 1w, or an ISO-8601 time.")] = None,
+        until: Annotated[str | None, typer.Option(
+            "--until", help="Only calls before: a duration ago or an ISO-8601 time.")] = None,
+        tool: Annotated[str | None, typer.Option(
+            "--tool", "-t", help="Only calls to tools matching this glob (canonical id, e.g. 'github/*').")] = None,
+        outcome: Annotated[str | None, typer.Option(
+            "--outcome", help="Only this outcome: ok|tool_error|protocol_error|timeout|upstream_down|denied.")] = None,
+        limit: Annotated[int, typer.Option("--limit", "-n", min=0,
+                                           help="Show the newest N calls (0: all).")] = 100,
+        output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
+    ) -> None:
+        """Show logged tool calls, oldest first (the newest --limit of them)."""
+        if ctx.invoked_subcommand is not None:
+            return
+        from mcpctl.audit.log import OUTCOMES, InvocationLog
+
+        if output not in _LOG_FORMATS:
+            raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
+        if outcome is not None and outcome not in OUTCOMES:
+            raise typer.BadParameter(f"{outcome!r} is not one of: {', '.join(OUTCOMES)}",
+                                     param_hint="'--outcome'")
+        since_ts = _time_option(since, "--since")
+        until_ts = _time_option(until, "--until")
+        with InvocationLog() as log:
+            records = log.query(project=project, since=since_ts, until=until_ts, tool_glob=tool,
+                                outcome=outcome, limit=limit or None)
+        if output == "json":
+            print_json([record_to_json(r) for r in records])
+            return
+        if not records:
+            err.print("No calls logged" + (" matching those filters." if any(
+                (project, since, until, tool, outcome)) else " yet. Start a gateway: mcpctl serve --project P"))
+            return
+        out.print(render_table(records))
+
+    @logs_app.command("path")
+    @cli_errors
+    def logs_path() -> None:
+        """Print the path of the invocation log database."""
+        from mcpctl import paths
+
+        write_stdout(f"{paths.invocation_log_path()}\n")
+
+    @logs_app.command("status")
+    @cli_errors
+    def logs_status(
+        output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
+    ) -> None:
+        """Rows, size on disk, oldest and newest call, applied migrations."""
+        from mcpctl.audit.log import InvocationLog
+
+        if output not in _LOG_FORMATS:
+            raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
+        with InvocationLog() as log:
+            s = log.summary()
+        if output == "json":
+            print_json({
+                "path": str(s.path),
+                "rows": s.rows,
+                "sizeBytes": s.size_bytes,
+                "oldest": _iso_utc(s.oldest_ts) if s.oldest_ts is not None else None,
+                "newest": _iso_utc(s.newest_ts) if s.newest_ts is not None else None,
+                "migrations": list(s.migrations),
+            })
+            return
+        from rich.table import Table
+
+        table = Table(box=None, show_header=False, pad_edge=False)
+        table.add_column(style="bold")
+        table.add_column()
+        table.add_row("Path", str(s.path))
+        table.add_row("Rows", str(s.rows))
+        table.add_row("Size", _human_size(s.size_bytes))
+        table.add_row("Oldest", _local(s.oldest_ts) if s.oldest_ts is not None else "-")
+        table.add_row("Newest", _local(s.newest_ts) if s.newest_ts is not None else "-")
+        table.add_row("Migrations", ", ".join(s.migrations))
+        out.print(table)
