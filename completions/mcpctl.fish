@@ -1,0 +1,1 @@
+complete --command mcpctl --no-files --arguments "(env _MCPCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) mcpctl)" --condition "env _MCPCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) mcpctl"
