@@ -104,14 +104,16 @@ def parse_text(text: str, source: str) -> list[Document]:
         return []
     stripped = text.lstrip()
     docs: list[Document] = []
+    json_error: InvalidResource | None = None
     if source.endswith(".json") or stripped.startswith(("{", "[")):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
+            json_error = InvalidResource(f"{source}, line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}",
+                                         hint="fix the JSON syntax there")
             if source.endswith(".json"):
-                raise InvalidResource(f"{source}, line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}",
-                                      hint="fix the JSON syntax there") from None
-            data = None   # maybe YAML flow style; fall through
+                raise json_error from None
+            # maybe YAML flow style: fall through
         else:
             items = data if isinstance(data, list) else [data]
             docs = [Document(source, i + 1, d) for i, d in enumerate(items)]
@@ -120,7 +122,7 @@ def parse_text(text: str, source: str) -> list[Document]:
     try:
         nodes = [n for n in yaml.load_all(text) if n is not None]
     except (MarkedYAMLError, YAMLError) as e:
-        raise _yaml_error(source, e, text) from None
+        raise (json_error or _yaml_error(source, e, text)) from None
     docs = [Document(source, i + 1, _plain(n), n) for i, n in enumerate(nodes)]
     return _expand_lists(docs)
 
