@@ -40,7 +40,6 @@ then there these they this those though through thus to too under until up upon 
 was we were what whatever when whenever where wherever whether which while who whom whose
 why will with within without would yet you your yours yourself yourselves
 youre s t d ll m re ve
-kindly thanks thank hi hello hey want wants wanted need needs needed like
 """
 STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
 

@@ -1,0 +1,112 @@
+"""`mcpctl tools search`: the search_tools ranker from the shell."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mcpctl.catalogue import cache
+from mcpctl.cli.tools_search import presenter, register
+from mcpctl.resources.store import Store
+
+TOOLS = [
+    {"name": "create_issue", "description": "Create a new issue in a GitHub repository",
+     "inputSchema": {"type": "object", "properties": {"repo": {"type": "string"}, "title": {"type": "string"}}}},
+    {"name": "delete_repository", "description": "Delete a repository"},
+    {"name": "list_pull_requests", "description": "List pull requests of a repository\nSecond line."},
+]
+SLACK = [{"name": "send_message", "description": "Post a message to a Slack channel",
+          "inputSchema": {"type": "object", "properties": {"channel": {"type": "string"}}}}]
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    root = typer.Typer()
+    tools_app = typer.Typer()
+    register(tools_app)
+    root.add_typer(tools_app, name="tools")
+    return root
+
+
+@pytest.fixture
+def project() -> str:
+    Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
+                 "spec": {"servers": ["github", "slack", "jira"], "tools": {"disabled": ["github/delete_*"]},
+                          "search": {"topK": 2}}})
+    cache.write_server_tools("github", TOOLS)
+    cache.write_server_tools("slack", SLACK)
+    return "p"
+
+
+def test_search_json_has_the_search_tools_shape(app: typer.Typer, runner: CliRunner, project: str) -> None:
+    result = runner.invoke(app, ["tools", "search", "--project", project, "open an issue", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) == {"tools", "total_searched"}
+    assert data["total_searched"] == 3          # delete_repository is disabled
+    top = data["tools"][0]
+    assert set(top) == {"name", "id", "description", "inputSchema", "score"}
+    assert top["id"] == "github/create_issue"
+    assert top["inputSchema"]["properties"]["repo"] == {"type": "string"}
+    assert len(data["tools"]) <= 2               # the project's search.topK
+
+
+def test_search_never_returns_disabled_tools(app: typer.Typer, runner: CliRunner, project: str) -> None:
+    result = runner.invoke(app, ["tools", "search", "-p", project, "delete repository", "-k", "10", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert "github/delete_repository" not in [t["id"] for t in json.loads(result.stdout)["tools"]]
+
+
+def test_search_table_and_unlisted_server_warning(app: typer.Typer, runner: CliRunner, project: str) -> None:
+    result = runner.invoke(app, ["tools", "search", "-p", project, "send a slack message", "--top-k", "1"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["#", "NAME", "SCORE", "DESCRIPTION"]
+    assert lines[1].split()[:2] == ["1", _presented("slack/send_message")]
+    assert len(lines) == 2
+    assert "server 'jira' has not been listed yet" in result.stderr
+
+
+def _presented(cid: str) -> str:
+    from mcpctl.resources.kinds import ProjectSpec
+
+    return presenter(ProjectSpec.from_resource(Store().get("Project", "p")))(cid)
+
+
+def test_presented_names_come_from_the_gateway_naming_module(
+    app: typer.Typer, runner: CliRunner, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = runner.invoke(app, ["tools", "search", "-p", project, "send a slack message", "-o", "json"])
+    name = json.loads(result.stdout)["tools"][0]["name"]
+    try:
+        from mcpctl.gateway.naming import presented_name
+    except ImportError:
+        assert name == "slack/send_message"
+    else:
+        from mcpctl.resources.kinds import ProjectSpec
+
+        assert name == presented_name("slack/send_message", ProjectSpec.from_resource(Store().get("Project", "p")))
+    monkeypatch.setitem(sys.modules, "mcpctl.gateway.naming", None)   # no naming module: canonical ids
+    result = runner.invoke(app, ["tools", "search", "-p", project, "send a slack message", "-o", "json"])
+    assert json.loads(result.stdout)["tools"][0]["name"] == "slack/send_message"
+
+
+def test_search_with_no_listed_tools_is_a_clear_error(app: typer.Typer, runner: CliRunner) -> None:
+    Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "empty"},
+                 "spec": {"servers": ["jira"]}})
+    result = runner.invoke(app, ["tools", "search", "-p", "empty", "anything"])
+    assert result.exit_code == 1
+    assert "has no tools to search" in result.stderr
+    assert runner.invoke(app, ["tools", "search", "-p", "nope", "x"]).exit_code == 3
+
+
+def test_cli_modules_do_not_import_mcp() -> None:
+    code = ("import sys, mcpctl.cli.tools_search, mcpctl.cli.eval, mcpctl.catalogue.rank, "
+            "mcpctl.catalogue.current; print('mcp' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
