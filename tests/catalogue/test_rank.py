@@ -81,8 +81,8 @@ def test_bm25f_score_matches_the_formula_on_a_hand_computed_case() -> None:
 
 def test_schema_fields_reads_top_level_properties_only() -> None:
     schema = {"properties": {"path": {"description": "File path"},
-                             "opts": {"title": "Options", "properties": {"deep": {"description": "nested"}}}}}
-    assert schema_fields(schema) == ("path opts", "File path Options")
+                             "opts": {"title": "Opts", "properties": {"deep": {"description": "nested"}}}}}
+    assert schema_fields(schema) == ("path opts", "File path")
     assert schema_fields({}) == ("", "")
     assert schema_fields({"properties": ["not", "a", "map"]}) == ("", "")
 

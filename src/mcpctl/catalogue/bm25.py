@@ -47,11 +47,10 @@ def schema_fields(input_schema: Mapping[str, Any]) -> tuple[str, str]:
     descs: list[str] = []
     for key, spec in props.items():
         names.append(str(key))
-        if isinstance(spec, Mapping):
-            for attr in ("title", "description"):
-                value = spec.get(attr)
-                if isinstance(value, str):
-                    descs.append(value)
+        # Only `description`: a property's `title` is mostly generated from its name
+        # ("max_results" -> "Max Results") and would count the name twice.
+        if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
+            descs.append(spec["description"])
     return " ".join(names), " ".join(descs)
 
 

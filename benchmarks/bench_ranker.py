@@ -1,0 +1,193 @@
+"""Ranker benchmark: quality on the evaluation sets, index build time and query latency.
+
+    .venv/bin/python benchmarks/bench_ranker.py [--data ../shared/data] [--rankers bm25,hybrid]
+                                               [--sizes 500,2000,10000] [--repeats 5] [--json]
+
+Quality: every dataset folder under --data (default: ../shared/data relative to the repo root):
+LiveMCPBench all 95 queries (no split: report only, never tune on it), MetaTool test = fold 4
+and dev = folds 0-3, ToolLens test = split test and dev = split train. `plain` is the floor
+(BM25 over name + description, k1 1.2, b .75, no stemming or stop words).
+
+Speed: catalogues of 500 / 2,000 / 10,000 tools made by replicating the LiveMCPBench catalogue
+(real MCP tools and schemas) on renamed servers. Build is the median of --repeats builds; query
+latency p50 / p95 is `search(query, 5)` (search_tools' default top_k) over real queries.
+Semantic rankers are listed only when the `semantic` extra is installed; their query time is
+dominated by embedding the query and is reported separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mcpctl.catalogue.analyze import analyze
+from mcpctl.catalogue.bm25 import BM25FIndex, BM25FParams
+from mcpctl.catalogue.rank import Ranker, ToolDoc, build_ranker
+from mcpctl.evaluation.datasets import Dataset, find_datasets, load_dataset, replicate
+from mcpctl.evaluation.evaluate import evaluate
+
+REPO = Path(__file__).resolve().parent.parent
+TARGETS = {   # (dataset, portion) -> {metric: (floor, lexical target, semantic target)}
+    ("livemcpbench", "test"): {"R@5": (.246, .38, .42), "R@10": (.330, .45, .51), "MRR@10": (.346, .44, .52)},
+    ("metatool", "test"): {"R@1": (.275, .44, .56), "R@5": (.445, .64, .77)},
+    ("toollens", "test"): {"R@5": (.172, .32, .35), "R@10": (.223, .40, .44)},
+}
+
+
+class PlainBM25:
+    """The floor the targets are measured against."""
+
+    kind = "plain"
+
+    def __init__(self, docs: Sequence[ToolDoc]) -> None:
+        self.index = BM25FIndex([d.id for d in docs], [{"text": f"{d.name} {d.description}"} for d in docs],
+                                BM25FParams(weights={"text": 1.0}, k1=1.2, b=0.75),
+                                analyzer=lambda s: analyze(s, stem=False, stop=False))
+
+    def search(self, query: str, top_k: int) -> list[tuple[str, float]]:
+        return self.index.search(query, top_k)
+
+
+def make(kind: str, docs: Sequence[ToolDoc]) -> Ranker:
+    return PlainBM25(docs) if kind == "plain" else build_ranker(docs, kind)
+
+
+def semantic_available() -> bool:
+    try:
+        from mcpctl.catalogue import semantic
+
+        semantic.load_model()
+    except Exception as e:
+        print(f"(semantic rankers skipped: {type(e).__name__}: {e})", file=sys.stderr)
+        return False
+    return True
+
+
+def quality(datasets: Sequence[Dataset], kinds: Sequence[str]) -> list[dict[str, Any]]:
+    rows = []
+    for ds in datasets:
+        portions = ["test"] if all(q.portion is None for q in ds.queries) else ["test", "dev"]
+        for kind in kinds:
+            t0 = time.perf_counter()
+            ranker = make(kind, ds.tools)
+            build_s = time.perf_counter() - t0
+            for portion in portions:
+                queries = ds.select(portion)
+                t0 = time.perf_counter()
+                metrics = evaluate(ranker, queries)
+                rows.append({"dataset": ds.name, "portion": portion, "ranker": kind, "queries": len(queries),
+                             "build_s": build_s, "eval_s": time.perf_counter() - t0, **metrics})
+                print(f"  {ds.name} {portion} {kind}: R@5 {metrics['R@5']:.3f}", file=sys.stderr)
+    return rows
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def speed(base: Sequence[ToolDoc], queries: Sequence[str], sizes: Sequence[int], kinds: Sequence[str],
+          repeats: int) -> list[dict[str, Any]]:
+    rows = []
+    for size in sizes:
+        docs = replicate(base, size)
+        for kind in kinds:
+            builds: list[float] = []
+            ranker: Ranker | None = None
+            for _ in range(repeats if kind != "hybrid" else 1):
+                t0 = time.perf_counter()
+                ranker = make(kind, docs)
+                builds.append(time.perf_counter() - t0)
+            assert ranker is not None
+            for q in queries[:20]:   # warm caches (the analyzer's, the model's)
+                ranker.search(q, 5)
+            lat: list[float] = []
+            for q in queries:
+                t0 = time.perf_counter()
+                ranker.search(q, 5)
+                lat.append((time.perf_counter() - t0) * 1000)
+            rows.append({"tools": size, "ranker": kind, "build_s": statistics.median(builds),
+                         "p50_ms": _pct(lat, .5), "p95_ms": _pct(lat, .95), "queries": len(lat)})
+            print(f"  {size} {kind}: build {rows[-1]['build_s']:.2f}s p50 {rows[-1]['p50_ms']:.2f}ms", file=sys.stderr)
+    return rows
+
+
+def _fmt_quality(rows: list[dict[str, Any]]) -> str:
+    head = f"{'dataset':13} {'split':5} {'ranker':8} {'queries':>7}  R@1    R@5    R@10   MRR@10 nDCG@10 C@10   targets (lexical / semantic)"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        tgt = TARGETS.get((r["dataset"], r["portion"]), {})
+        level = 2 if r["ranker"] in ("semantic", "hybrid") else 1
+        marks = []
+        for m, t in tgt.items():
+            if r["ranker"] == "plain":
+                continue
+            marks.append(f"{m} {t[level]:.2f} {'ok' if r[m] >= t[level] - 5e-4 else 'MISS'}")
+        lines.append(f"{r['dataset']:13} {r['portion']:5} {r['ranker']:8} {r['queries']:>7}  "
+                     + " ".join(f"{r[m]:.3f}" for m in ("R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "C@10"))
+                     + ("   " + ", ".join(marks) if marks else ""))
+    return "\n".join(lines)
+
+
+def _fmt_speed(rows: list[dict[str, Any]]) -> str:
+    head = f"{'tools':>6} {'ranker':8} {'build s':>8} {'p50 ms':>8} {'p95 ms':>8}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['tools']:>6} {r['ranker']:8} {r['build_s']:>8.3f} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--rankers", default="plain,bm25,semantic,hybrid")
+    ap.add_argument("--sizes", default="500,2000,10000")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--latency-queries", type=int, default=500)
+    ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+
+    folders = find_datasets(args.data)
+    if not folders:
+        print(f"no datasets under {args.data}", file=sys.stderr)
+        return 1
+    kinds = [k for k in args.rankers.split(",") if k]
+    if any(k in ("semantic", "hybrid") for k in kinds) and not semantic_available():
+        kinds = [k for k in kinds if k not in ("semantic", "hybrid")]
+    datasets = [load_dataset(f) for f in folders]
+    by_name = {d.name: d for d in datasets}
+
+    qual = [] if args.skip_quality else quality(datasets, kinds)
+    base = by_name.get("livemcpbench", datasets[0])
+    pool: list[str] = [q.text for q in base.queries]
+    for other in datasets:   # more real queries, interleaved so each dataset is represented
+        if other is not base:
+            pool.extend(q.text for q in other.select("test")[: args.latency_queries // 2])
+    pool = pool[: args.latency_queries]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    spd = speed(base.tools, pool, sizes, [k for k in kinds if k != "plain"], args.repeats)
+
+    if args.json:
+        print(json.dumps({"quality": qual, "speed": spd}, indent=2))
+        return 0
+    if qual:
+        print("Quality (datasets under", args.data, ")")
+        print(_fmt_quality(qual))
+        print()
+    print(f"Speed: catalogue = LiveMCPBench replicated; {len(pool)} real queries; "
+          f"build = median of {args.repeats}; search(q, top_k=5)")
+    print(_fmt_speed(spd))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
