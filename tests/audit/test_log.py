@@ -301,3 +301,13 @@ def test_concurrent_processes_lose_no_rows(tmp_path: Path) -> None:
         assert len({r.canonical_id for r in rows}) == 2000
         assert {r.session_id for r in rows} == {"w0", "w1", "w2", "w3"}
         assert lg.summary().migrations == tuple(m.__name__ for m in migrations.MIGRATIONS)
+
+
+def test_search_pairs_since_keeps_later_searches(log: InvocationLog) -> None:
+    search = {"canonical_id": SEARCH_TOOL_ID, "presented_name": "search_tools", "session_id": "s"}
+    log.record_many([
+        rec(T0, query="old", **search), rec(T0 + 1, "calc/add", session_id="s"),
+        rec(T0 + 10, query="new", **search), rec(T0 + 11, "notes/read_note", session_id="s"),
+    ])
+    assert log.search_pairs("p", since=T0 + 5) == [("new", "notes/read_note")]
+    assert [q for q, _ in log.search_pairs("p")] == ["old", "new"]

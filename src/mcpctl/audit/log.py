@@ -236,12 +236,12 @@ class InvocationLog:
             rows = self._read(sql + " ORDER BY ts, id", params)
         return [CallRecord(*row) for row in rows]  # type: ignore[arg-type]
 
-    def search_pairs(self, project: str) -> list[tuple[str, str]]:
+    def search_pairs(self, project: str, *, since: float | None = None) -> list[tuple[str, str]]:
         """(query, canonical id called next) for each recorded search in `project`.
 
         "Next" is the first later call in the same session that is not itself a search and
         names a known tool. Searches without a session or without a following call are left
-        out. Oldest search first.
+        out. Oldest search first; `since` keeps searches made at or after that time.
         """
         is_search_c = _IS_SEARCH.format(t="c")
         sql = f"""
@@ -253,10 +253,10 @@ class InvocationLog:
                 ORDER BY c.ts, c.id LIMIT 1
             ) AS next_id
             FROM invocations AS s
-            WHERE s.project = ? AND s.query IS NOT NULL AND s.session_id IS NOT NULL
+            WHERE s.project = ? AND s.ts >= ? AND s.query IS NOT NULL AND s.session_id IS NOT NULL
             ORDER BY s.ts, s.id
         """
-        rows = self._read(sql, (SEARCH_TOOL_ID, SEARCH_TOOL_NAME, project))
+        rows = self._read(sql, (SEARCH_TOOL_ID, SEARCH_TOOL_NAME, project, since if since is not None else -math.inf))
         return [(str(q), str(nxt)) for q, nxt in rows if nxt is not None]
 
     def tool_stats(self, project: str | None = None, since: float | None = None) -> list[ToolStats]:
