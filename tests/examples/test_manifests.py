@@ -20,7 +20,8 @@ def test_example_manifests_apply_and_round_trip(tmp_home: Path) -> None:
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines() == ["server/notes created", "server/calc created", "server/textkit created",
                                        "project/demo created"]
-    again = runner.invoke(app, ["apply", "-f", str(EXAMPLES)])
+    # (`-f examples/` is refused: the directory also holds README.md)
+    again = runner.invoke(app, ["apply", "-f", str(EXAMPLES / "project.yaml"), "-f", str(EXAMPLES / "servers.yaml")])
     assert again.exit_code == 0, again.output
     assert all(line.endswith(" unchanged") for line in again.stdout.splitlines())
     live = runner.invoke(app, ["get", "project", "demo", "-o", "yaml"])
