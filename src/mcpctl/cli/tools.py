@@ -1,0 +1,172 @@
+"""`mcpctl tools list|enable|disable --project P`: a project's catalogue and its curation."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from ._common import check_format, cli_errors, complete_projects, err, out, write_stdout
+
+tools_app = typer.Typer(help="A project's tool catalogue: list it, enable or disable tools.",
+                        no_args_is_help=True)
+
+_FORMATS = ("table", "wide", "json", "yaml", "name")
+_Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
+
+
+def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.curation import is_enabled
+    from mcpctl.gateway.naming import portable_name, presentation_for
+    from mcpctl.resources.kinds import ProjectSpec
+    from mcpctl.resources.store import Store
+
+    if refresh:
+        from mcpctl.gateway.refresh import refresh_project
+
+        problems = refresh_project(project_name)
+    else:
+        problems = []
+    project = ProjectSpec.from_resource(Store().get("Project", project_name))
+    pres = presentation_for(project)
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for server in project.servers:
+        tools = cache.read_server_tools(server)
+        if tools is None:
+            if not refresh:
+                problems.append(f"server {server!r} was never listed (run with --refresh, or serve the project)")
+            continue
+        for tool in tools:
+            name = tool.get("name")
+            if not isinstance(name, str):
+                continue
+            cid = f"{server}/{name}"
+            presented = pres.tool_name(server, name)
+            if presented in seen or presented == "search_tools":
+                presented = portable_name(presented + "_", cid, project.names.max_length)
+            seen.add(presented)
+            ann = tool.get("annotations") or {}
+            rows.append({
+                "server": server, "canonicalId": cid, "presentedName": presented,
+                "state": "enabled" if is_enabled(cid, project) else "disabled",
+                "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
+                "description": tool.get("description") or "",
+            })
+    return rows, problems
+
+
+def _hint(value: Any) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def _edit(project_name: str, ids: list[str], *, enable: bool) -> bool:
+    from mcpctl.catalogue import curation
+    from mcpctl.resources.store import Store
+
+    store = Store()
+    with store.locked():
+        res = store.get("Project", project_name)
+        spec = res.setdefault("spec", {})
+        changed = (curation.enable if enable else curation.disable)(spec, ids)
+        if changed:
+            meta = res.setdefault("metadata", {})
+            try:
+                meta["resourceVersion"] = str(int(meta.get("resourceVersion") or 0) + 1)
+            except (TypeError, ValueError):
+                meta["resourceVersion"] = "1"
+            meta["generation"] = int(meta.get("generation") or 0) + 1
+            store.put(res)
+    return changed
+
+
+def _warn_unmatched(project_name: str, ids: list[str]) -> None:
+    from fnmatch import fnmatchcase
+
+    try:
+        rows, _ = _rows(project_name, False)
+    except Exception:
+        return
+    known = [r["canonicalId"] for r in rows]
+    if not known:
+        return
+    for ident in ids:
+        if not any(ident == k or fnmatchcase(k, ident) for k in known):
+            err.print(f"warning: {ident!r} matches no tool in the cached catalogue of {project_name!r}",
+                      markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    @tools_app.command("list")
+    @cli_errors
+    def list_cmd(
+        project: _Project,
+        output: Annotated[str, typer.Option("-o", "--output", help="table|wide|json|yaml|name")] = "table",
+        refresh: Annotated[bool, typer.Option("--refresh", help="Connect to the servers and list them now "
+                                              "(otherwise the cached listing is shown).")] = False,
+    ) -> None:
+        """The project's catalogue: server, canonical id, presented name, state and hints."""
+        check_format(output, _FORMATS)
+        rows, problems = _rows(project, refresh)
+        for p in problems:
+            err.print(f"warning: {p}", markup=False)
+        if output == "json":
+            write_stdout(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        elif output == "yaml":
+            from mcpctl.resources import yamlio
+
+            write_stdout(yamlio.to_yaml(rows))
+        elif output == "name":
+            write_stdout("".join(r["canonicalId"] + "\n" for r in rows))
+        else:
+            from rich.table import Table
+
+            table = Table(box=None, pad_edge=False, header_style="bold")
+            cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "READ-ONLY", "DESTRUCTIVE"]
+            if output == "wide":
+                cols.append("DESCRIPTION")
+            for c in cols:
+                table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
+            for r in rows:
+                cells = [r["server"], r["canonicalId"], r["presentedName"], r["state"],
+                         _hint(r["readOnly"]), _hint(r["destructive"])]
+                if output == "wide":
+                    cells.append(r["description"].split("\n", 1)[0][:120])
+                table.add_row(*cells)
+            if not rows:
+                err.print(f"No tools cached for project {project!r}. Try: mcpctl tools list --project "
+                          f"{project} --refresh", markup=False)
+                return
+            out.print(table)
+
+    @tools_app.command("enable")
+    @cli_errors
+    def enable_cmd(
+        project: _Project,
+        ids: Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/get_*).")],
+    ) -> None:
+        """Enable tools: drop an exact entry from tools.disabled, else add to tools.enabled."""
+        changed = _edit(project, ids, enable=True)
+        _warn_unmatched(project, ids)
+        out.print(f"project/{project} {'configured' if changed else 'unchanged'}", markup=False)
+
+    @tools_app.command("disable")
+    @cli_errors
+    def disable_cmd(
+        project: _Project,
+        ids: Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).")],
+    ) -> None:
+        """Disable tools: drop an exact entry from tools.enabled, else add to tools.disabled."""
+        changed = _edit(project, ids, enable=False)
+        _warn_unmatched(project, ids)
+        out.print(f"project/{project} {'configured' if changed else 'unchanged'}", markup=False)
+
+    try:
+        from mcpctl.cli import tools_search
+
+        tools_search.register(tools_app)
+    except ModuleNotFoundError:
+        pass
+    app.add_typer(tools_app, name="tools", rich_help_panel="Gateway")

@@ -1,0 +1,276 @@
+"""`mcpctl serve`: resolve a project, start its upstreams and serve it over stdio or HTTP.
+
+Over stdio nothing but protocol bytes reach stdout: logs go to stderr and to
+`log_dir()/gateway-<project>.log`. Over HTTP the endpoint is `http://HOST:PORT/mcp`, loopback by
+default, with DNS-rebinding protection (Host/Origin checks) and a required bearer token. The
+gateway exits on stdin EOF (stdio), SIGTERM or SIGINT, taking its upstreams with it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import logging.handlers
+import secrets as _secrets
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from mcpctl import paths
+from mcpctl.errors import MCPCtlError, NotFound
+from mcpctl.gateway.front import Gateway
+from mcpctl.resources.kinds import ProjectSpec, ServerSpec
+from mcpctl.resources.store import Store, atomic_write
+
+log = logging.getLogger("mcpctl.gateway")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def setup_logging(project: str, *, verbose: bool = False) -> Path:
+    """Log to stderr and to the gateway's log file; never to stdout."""
+    path = paths.log_dir() / f"gateway-{project}.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    fh = logging.handlers.RotatingFileHandler(path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8")
+    fh.setFormatter(fmt)
+    sh = logging.StreamHandler(sys.stderr)
+    sh.setFormatter(fmt)
+    sh.setLevel(logging.INFO if verbose else logging.WARNING)
+    root.addHandler(fh)
+    root.addHandler(sh)
+    root.setLevel(logging.INFO)
+    for noisy in ("mcp", "httpx2", "uvicorn.access", "client"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return path
+
+
+def load_gateway_config(project_name: str, store: Store | None = None
+                        ) -> tuple[ProjectSpec, dict[str, ServerSpec | str]]:
+    """The project and its servers; a missing server is reported by name, not raised."""
+    store = store or Store()
+    project = ProjectSpec.from_resource(store.get("Project", project_name))
+    servers: dict[str, ServerSpec | str] = {}
+    for name in project.servers:
+        try:
+            servers[name] = ServerSpec.from_resource(store.get("Server", name))
+        except NotFound as e:
+            servers[name] = f"{e.message} ({e.hint})" if e.hint else e.message
+    return project, servers
+
+
+class _StatusWriter:
+    """Writes observed server status off the event loop, coalescing bursts."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="mcpctl-status", daemon=True)
+        self._thread.start()
+
+    def __call__(self, name: str, status: dict[str, Any]) -> None:
+        with self._lock:
+            self._pending.setdefault(name, {}).update(status)
+        self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                batch, self._pending = self._pending, {}
+            for name, status in batch.items():
+                try:
+                    self.store.set_status("Server", name, status)
+                except OSError as e:
+                    log.warning("cannot write status of %s: %s", name, e)
+            if self._stop:
+                return
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join(5)
+
+
+def _recorder() -> tuple[Callable[..., None] | None, Callable[[], None]]:
+    try:
+        from mcpctl.audit.log import BackgroundWriter, CallRecord, InvocationLog
+    except ModuleNotFoundError:   # pragma: no cover - the audit package ships with mcpctl
+        log.warning("invocation log unavailable; calls are not recorded")
+        return None, lambda: None
+    inv = InvocationLog(paths.invocation_log_path())
+    writer = BackgroundWriter(inv)
+
+    def record(**fields: Any) -> None:
+        writer.submit(CallRecord(**fields))
+
+    def close() -> None:
+        writer.close()
+        inv.close()
+
+    return record, close
+
+
+# -- HTTP -----------------------------------------------------------------------------------------
+
+
+def token_path(project: str) -> Path:
+    return paths.state_dir() / "tokens" / f"{project}.token"
+
+
+def load_or_create_token(path: Path) -> str:
+    """Read the bearer token from `path`, creating it (0600) with a fresh token if missing."""
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        token = ""
+    if token:
+        return token
+    token = _secrets.token_urlsafe(32)
+    atomic_write(path, token + "\n", mode=0o600)
+    return token
+
+
+class BearerAuth:
+    """Pure ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            got = b""
+            for key, value in scope.get("headers") or ():
+                if key == b"authorization":
+                    got = value
+                    break
+            if not hmac.compare_digest(got, self.expected):
+                body = b'{"error":"unauthorized","error_description":"missing or wrong bearer token"}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="mcpctl"')]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+async def _serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event) -> None:
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"] + ([] if loopback else [f"{host}:*"])
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] + \
+        ([] if loopback else [f"http://{host}:*", f"https://{host}:*"])
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                         allowed_origins=origins)
+    app = gw.server.streamable_http_app(host=host, transport_security=security)
+    config = uvicorn.Config(BearerAuth(app, token), host=host, port=port, log_level="warning",
+                            lifespan="on", timeout_graceful_shutdown=3, access_log=False)
+
+    class _Server(uvicorn.Server):
+        def capture_signals(self) -> Any:   # the gateway handles signals itself
+            import contextlib
+
+            return contextlib.nullcontext()
+
+    server = _Server(config)
+
+    async def watch() -> None:
+        await stop.wait()
+        server.should_exit = True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        await server.serve()
+        tg.cancel_scope.cancel()
+
+
+# -- entry ----------------------------------------------------------------------------------------
+
+
+async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
+                token_file: Path | None = None, on_ready: Callable[[str], None] | None = None) -> None:
+    """Run the gateway for `project_name` until the client goes away or a signal arrives."""
+    project, servers = load_gateway_config(project_name)
+    store = Store()
+    status = _StatusWriter(store)
+    record, close_log = _recorder()
+    gw = Gateway(project_name, project, servers, record=record, on_status=status)
+    for name, why in gw.unavailable.items():
+        log.error("server %s cannot start: %s", name, why)
+    token = None
+    if transport == "http":
+        tpath = token_file or token_path(project_name)
+        token = load_or_create_token(Path(tpath).expanduser())
+    stop = anyio.Event()
+    try:
+        async with anyio.create_task_group() as tg:
+            async def on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                    async for sig in signals:
+                        log.info("received signal %s; shutting down", sig)
+                        stop.set()
+                        if transport == "stdio":
+                            tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(on_signal)
+            await gw.start(tg)
+            if transport == "stdio":
+                from mcp.server.stdio import stdio_server
+
+                async with stdio_server() as (read, write):
+                    if on_ready:
+                        on_ready("stdio")
+                    await gw.server.run(read, write, gw.initialization_options())
+                log.info("client closed stdin; shutting down")
+            else:
+                assert token is not None
+                if on_ready:
+                    on_ready(f"http://{_url_host(host)}:{port}/mcp")
+                await _serve_http(gw, host, port, token, stop)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_close_all, close_log, status)
+
+
+def _close_all(close_log: Callable[[], None], status: _StatusWriter) -> None:
+    try:
+        close_log()
+    finally:
+        status.close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def run(project_name: str, **kwargs: Any) -> None:
+    """Blocking entry for the CLI."""
+    try:
+        anyio.run(lambda: serve(project_name, **kwargs))
+    except KeyboardInterrupt:   # pragma: no cover
+        pass
+    except MCPCtlError:
+        raise
+    finally:
+        logging.shutdown()

@@ -1,0 +1,476 @@
+"""Upstream connections: one supervised, long-lived MCP client per upstream server.
+
+Each `Upstream` owns its `Client` from one supervisor task (anyio requires the task that
+entered a client to exit it). The supervisor connects (within `timeouts.connect`), lists
+everything (following `nextCursor`), reports the listing, then waits for the connection to
+close or for a `list_changed` to re-list. A crash or failed connect is retried with capped
+exponential backoff and at most `MAX_SPAWNS_PER_MINUTE` spawns a minute. Calls go out as raw
+JSON-RPC over the live session (no result re-validation: the gateway relays the upstream's
+JSON as it is), so one upstream's trouble never touches another's calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import shutil
+import sys
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final
+
+import anyio
+import mcp.types as t
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcpctl import paths
+from mcpctl.errors import SecretError
+from mcpctl.resources import secrets
+from mcpctl.resources.kinds import ServerSpec
+
+log = logging.getLogger("mcpctl.gateway")
+
+MAX_SPAWNS_PER_MINUTE: Final = 5
+BACKOFF_FIRST: Final = 0.5
+BACKOFF_CAP: Final = 30.0
+STABLE_AFTER: Final = 60.0          # a connection up this long resets the backoff
+STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024
+MAX_PAGES: Final = 1000
+SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+
+SECTIONS: Final = (
+    # (section, list method, result key, capability attribute)
+    ("tools", "tools/list", "tools", "tools"),
+    ("resources", "resources/list", "resources", "resources"),
+    ("resourceTemplates", "resources/templates/list", "resourceTemplates", "resources"),
+    ("prompts", "prompts/list", "prompts", "prompts"),
+)
+_REQUIRED_KEY: Final = {"tools": "name", "resources": "uri", "resourceTemplates": "uriTemplate",
+                        "prompts": "name"}
+
+
+class UpstreamUnavailable(Exception):
+    """The upstream cannot take the request: down, crashed mid-call, or still starting."""
+
+    outcome = "upstream_down"
+
+
+class UpstreamTimeout(Exception):
+    """The upstream did not answer within the per-call timeout (the request was cancelled)."""
+
+    outcome = "timeout"
+
+
+class _ConfigError(Exception):
+    """The server cannot be started as configured (missing secret, command not found)."""
+
+
+Listing = dict[str, list[dict[str, Any]]]
+OnListing = Callable[["Upstream", Listing], Awaitable[None]]
+OnState = Callable[["Upstream"], None]
+
+
+def find_command(command: str) -> str | None:
+    """Resolve a stdio command on PATH, then next to `sys.executable` (the venv's own bin)."""
+    if os.sep in command:
+        p = Path(command).expanduser()
+        return str(p) if p.exists() else None
+    return shutil.which(command) or shutil.which(command, path=str(Path(sys.executable).parent))
+
+
+def upstream_log_path(server: str) -> Path:
+    return paths.log_dir() / "upstreams" / f"{server}.log"
+
+
+def _open_stderr_log(server: str) -> IO[str]:
+    p = upstream_log_path(server)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        if p.stat().st_size > STDERR_ROTATE_BYTES:
+            os.replace(p, p.with_suffix(".log.1"))
+    f = open(p, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the supervisor
+    f.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} mcpctl: starting {server}\n")
+    f.flush()
+    return f
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a (possibly nested) exception group from the SDK's context managers."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return f"{exc.message} (code {exc.code})"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 300 else text[:300] + "…"
+
+
+class _WatchedReadStream:
+    """A read stream that reports when the transport reaches EOF (the upstream went away)."""
+
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_eof()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self._on_eof()
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+async def raw_request(session: ClientSession, method: str, params: Mapping[str, Any] | None, *,
+                      timeout: float | None = None,
+                      on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+                      ) -> dict[str, Any]:
+    """Send one request over `session` and return the result dict as received (no model pass)."""
+    data: dict[str, Any] = {"method": method}
+    if params:
+        data["params"] = dict(params)
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)  # type: ignore[arg-type]  # era envelope + HTTP headers
+    if timeout is not None:
+        opts["timeout"] = timeout
+    if on_progress is not None:
+        opts["on_progress"] = on_progress
+    return await session._dispatcher.send_raw_request(method, data.get("params"), opts)  # type: ignore[arg-type]
+
+
+@dataclass
+class Upstream:
+    """One upstream server: its supervisor, its live session and its last listing."""
+
+    spec: ServerSpec
+    on_listing: OnListing
+    on_state: OnState
+    state: str = "connecting"                     # connecting | up | down
+    last_error: str | None = None
+    fatal: bool = False                           # misconfigured: not retried
+    protocol_version: str | None = None
+    server_info: dict[str, Any] | None = None
+    tool_count: int = 0
+    next_attempt: float | None = None             # monotonic time of the next spawn when down
+    spawns: deque[float] = field(default_factory=deque)
+    _session: ClientSession | None = None
+    _up: anyio.Event = field(default_factory=anyio.Event)
+    _kick: anyio.Event = field(default_factory=anyio.Event)
+    _closed: bool = False
+    _refresh: set[str] = field(default_factory=set)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _set_state(self, state: str, error: str | None = None) -> None:
+        self.state = state
+        if error is not None or state == "up":
+            self.last_error = error
+        if state == "up":
+            self._up.set()
+        elif self._up.is_set():
+            self._up = anyio.Event()
+        try:
+            self.on_state(self)
+        except Exception:
+            log.exception("status callback failed for %s", self.name)
+
+    def _wake(self) -> None:
+        self._kick.set()
+
+    def _connection_lost(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._session = None
+            if self.state == "up":
+                self._set_state("down", "connection closed (the server exited)")
+            self._wake()
+
+    def request_refresh(self, section: str) -> None:
+        self._refresh.add(section)
+        self._wake()
+
+    # -- transport ------------------------------------------------------------------------------
+
+    def _stdio_params(self) -> StdioServerParameters:
+        spec = self.spec
+        if not spec.command:
+            raise _ConfigError(f"server {self.name!r} has no command (spec.command)")
+        try:
+            env = secrets.resolve_map(spec.env, where=f"server {self.name!r} spec.env")
+            args = [secrets.resolve(a, where=f"server {self.name!r} spec.args") for a in spec.args]
+        except SecretError as e:
+            raise _ConfigError(str(e)) from None
+        command = find_command(spec.command)
+        if command is None:
+            raise _ConfigError(f"command not found: {spec.command!r} (not on PATH, nor next to "
+                               f"{sys.executable})")
+        return StdioServerParameters(command=command, args=args, env=env or None,
+                                     cwd=os.path.expanduser(spec.cwd) if spec.cwd else None)
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
+        spec = self.spec
+        if spec.transport == "http":
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            try:
+                url = secrets.resolve(spec.url or "", where=f"server {self.name!r} spec.url")
+                headers = secrets.resolve_map(spec.headers, where=f"server {self.name!r} spec.headers")
+            except SecretError as e:
+                raise _ConfigError(str(e)) from None
+            if not url:
+                raise _ConfigError(f"server {self.name!r} has no url (spec.url)")
+            timeout = httpx2.Timeout(spec.timeouts.connect, read=max(spec.timeouts.call, 300.0))
+            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
+                    streamable_http_client(url, http_client=http,
+                                           max_sse_event_size=64 * 1024 * 1024) as (read, write):
+                yield _WatchedReadStream(read, self._connection_lost), write
+            return
+        params = self._stdio_params()
+        errlog = _open_stderr_log(self.name)
+        try:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                yield _WatchedReadStream(read, self._connection_lost), write
+        finally:
+            errlog.close()
+
+    async def _on_message(self, msg: Any) -> None:
+        if isinstance(msg, Exception):
+            log.warning("upstream %s: transport error: %s", self.name, describe_error(msg))
+        elif isinstance(msg, t.ToolListChangedNotification):
+            self.request_refresh("tools")
+        elif isinstance(msg, t.ResourceListChangedNotification):
+            self.request_refresh("resources")
+        elif isinstance(msg, t.PromptListChangedNotification):
+            self.request_refresh("prompts")
+
+    # -- supervisor -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Keep the upstream connected until cancelled."""
+        failures = 0
+        while True:
+            now = time.monotonic()
+            while self.spawns and now - self.spawns[0] > 60.0:
+                self.spawns.popleft()
+            self.spawns.append(now)
+            started = time.monotonic()
+            self._closed = False
+            try:
+                await self._connect_and_serve()
+                error = "connection closed (the server exited)"
+            except _ConfigError as e:
+                self.fatal = True
+                self._set_state("down", str(e))
+                log.error("upstream %s: %s", self.name, e)
+                return
+            except Exception as e:
+                error = describe_error(e)
+            except BaseExceptionGroup as e:   # cancellation mixed with errors: re-raise cancels
+                if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in _leaves(e)):
+                    raise
+                error = describe_error(e)
+            if self.state != "up" and self.spec.transport != "http":
+                error += f" (stderr: {upstream_log_path(self.name)})"
+            self._session = None
+            failures = 0 if time.monotonic() - started > STABLE_AFTER else failures + 1
+            delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** max(0, failures - 1))
+            if len(self.spawns) >= MAX_SPAWNS_PER_MINUTE:
+                delay = max(delay, 60.0 - (time.monotonic() - self.spawns[0]))
+            self.next_attempt = time.monotonic() + delay
+            self._set_state("down", error)
+            log.warning("upstream %s down: %s; restarting in %.1fs", self.name, error, delay)
+            await anyio.sleep(delay)
+            self.next_attempt = None
+            self._set_state("connecting")
+
+    async def _connect_and_serve(self) -> None:
+        spec = self.spec
+        with anyio.CancelScope() as scope:
+            scope.deadline = anyio.current_time() + spec.timeouts.connect
+            async with Client(self._transport(), mode="auto", message_handler=self._on_message,
+                              cache=None, client_info=t.Implementation(name="mcpctl", version=_version())
+                              ) as client:
+                session = client.session
+                listing = {}
+                for section, *_ in SECTIONS:
+                    listing[section] = await self._list(session, section, spec.timeouts.connect)
+                scope.deadline = math.inf
+                self.protocol_version = session.protocol_version
+                info = session.server_info
+                self.server_info = ({"name": info.name, "version": info.version} if info else None)
+                self.tool_count = len(listing["tools"])
+                self._session = session
+                await self.on_listing(self, listing)
+                self._set_state("up")
+                log.info("upstream %s up: %d tools, protocol %s", self.name, self.tool_count,
+                         self.protocol_version)
+                async with anyio.create_task_group() as tg:
+                    if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        tg.start_soon(self._listen, client)
+                    await self._serve_until_closed(session)
+                    tg.cancel_scope.cancel()
+        if scope.cancelled_caught:
+            raise TimeoutError(f"did not connect within {spec.timeouts.connect:g}s (timeouts.connect)")
+
+    async def _serve_until_closed(self, session: ClientSession) -> None:
+        while not self._closed:
+            await self._kick.wait()
+            self._kick = anyio.Event()
+            if self._closed:
+                return
+            sections = self._refresh
+            self._refresh = set()
+            if "resources" in sections:
+                sections.add("resourceTemplates")
+            listing: Listing = {}
+            try:
+                for section, *_ in SECTIONS:
+                    if section in sections:
+                        listing[section] = await self._list(session, section, self.spec.timeouts.call)
+            except (MCPError, UpstreamUnavailable) as e:
+                log.warning("upstream %s: re-listing failed: %s", self.name, describe_error(e))
+                continue
+            if "tools" in listing:
+                self.tool_count = len(listing["tools"])
+            await self.on_listing(self, listing)
+            self._set_state("up")
+
+    async def _listen(self, client: Client) -> None:
+        caps = client.session.server_capabilities
+        want = {
+            "tools_list_changed": bool(caps and caps.tools and caps.tools.list_changed),
+            "prompts_list_changed": bool(caps and caps.prompts and caps.prompts.list_changed),
+            "resources_list_changed": bool(caps and caps.resources and caps.resources.list_changed),
+        }
+        if not any(want.values()):
+            return
+        try:
+            async with client.listen(**want) as sub:
+                async for event in sub:
+                    kind = type(event).__name__.lower()
+                    self.request_refresh("tools" if "tool" in kind else
+                                         "prompts" if "prompt" in kind else "resources")
+        except Exception as e:   # a listen stream is best effort; list_changed also arrives via messages
+            log.info("upstream %s: listen stream ended: %s", self.name, describe_error(e))
+
+    async def _list(self, session: ClientSession, section: str, timeout: float) -> list[dict[str, Any]]:
+        _, method, key, cap = next(s for s in SECTIONS if s[0] == section)
+        caps = session.server_capabilities
+        if caps is None or getattr(caps, cap, None) is None:
+            return []
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        required = _REQUIRED_KEY[section]
+        for _ in range(MAX_PAGES):
+            try:
+                result = await raw_request(session, method, {"cursor": cursor} if cursor else None,
+                                           timeout=timeout)
+            except MCPError as e:
+                if section != "tools" and e.code == -32601:   # capability advertised, method not served
+                    return items
+                raise
+            for item in result.get(key) or []:
+                if isinstance(item, dict) and isinstance(item.get(required), str):
+                    items.append(item)
+                else:
+                    log.warning("upstream %s: skipping malformed %s entry", self.name, section)
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Mapping[str, Any], *, timeout: float,
+                      on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+                      ) -> dict[str, Any]:
+        """Relay one request; raise UpstreamUnavailable/UpstreamTimeout, or MCPError from upstream."""
+        session = self._session
+        if session is None or self.state != "up":
+            session = await self._wait_ready(timeout)
+        try:
+            return await raw_request(session, method, params, timeout=timeout, on_progress=on_progress)
+        except MCPError as e:
+            if e.code == REQUEST_TIMEOUT:
+                raise UpstreamTimeout(f"upstream server {self.name!r} did not answer within {timeout:g}s "
+                                      "(timeouts.call); the request was cancelled") from None
+            if e.code == CONNECTION_CLOSED:
+                self._connection_lost()
+                raise UpstreamUnavailable(
+                    f"upstream server {self.name!r} closed the connection during the call (it crashed "
+                    "or exited); mcpctl is restarting it, retry shortly") from None
+            raise
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as e:
+            self._connection_lost()
+            raise UpstreamUnavailable(f"upstream server {self.name!r} connection failed: "
+                                      f"{describe_error(e)}; mcpctl is reconnecting") from None
+
+    async def _wait_ready(self, timeout: float) -> ClientSession:
+        if self.state == "down":
+            raise UpstreamUnavailable(self.down_message())
+        with anyio.move_on_after(timeout):
+            await self._up.wait()
+        if self._session is None or self.state != "up":
+            if self.state == "down":
+                raise UpstreamUnavailable(self.down_message())
+            raise UpstreamUnavailable(f"upstream server {self.name!r} is still starting; it did not "
+                                      f"come up within {timeout:g}s")
+        return self._session
+
+    def down_message(self) -> str:
+        msg = f"upstream server {self.name!r} is down: {self.last_error or 'not connected'}"
+        if self.fatal:
+            return msg + " (fix the server or project, then restart mcpctl serve)"
+        if self.next_attempt is not None:
+            return msg + f"; restarting in {max(0.0, self.next_attempt - time.monotonic()):.1f}s"
+        return msg + "; restarting"
+
+
+def _leaves(e: BaseException) -> list[BaseException]:
+    if isinstance(e, BaseExceptionGroup):
+        return [leaf for sub in e.exceptions for leaf in _leaves(sub)]
+    return [e]
+
+
+def _version() -> str:
+    from mcpctl import __version__
+
+    return __version__

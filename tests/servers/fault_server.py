@@ -1,0 +1,211 @@
+"""A configurable upstream MCP server (official SDK, low-level Server, stdio) for gateway tests.
+
+Tools: echo, add, slow(seconds), crash (exits mid-call), hang, big (5 MB result), progress,
+structured (outputSchema + structuredContent), fail (isError), add_tool (grows the list and
+announces list_changed), garbage (writes junk to stdout, then answers), leak (echoes its
+arguments into the result), plus N synthetic tools. Also a resource, a template and a prompt.
+Options give faults at startup: a start delay, a stderr flood, garbage on stdout, pagination,
+handshake-only (refuses server/discover).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import anyio
+import mcp.types as t
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+
+p = argparse.ArgumentParser()
+p.add_argument("--name", default="fault")
+p.add_argument("--tools", type=int, default=0, help="extra synthetic tools")
+p.add_argument("--start-delay", type=float, default=0.0)
+p.add_argument("--stderr-flood", action="store_true")
+p.add_argument("--garbage", action="store_true", help="write junk lines to stdout at start")
+p.add_argument("--page-size", type=int, default=0)
+p.add_argument("--legacy-only", action="store_true")
+p.add_argument("--exit-at-start", action="store_true")
+p.add_argument("--marker-dir", default=None, help="write cancelled-<n> markers here")
+opts = p.parse_args()
+
+if opts.exit_at_start:
+    sys.exit(3)
+if opts.start_delay:
+    time.sleep(opts.start_delay)
+
+BUS = InMemorySubscriptionBus()
+OBJ: dict[str, Any] = {"type": "object"}
+TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+def _tool(name: str, desc: str, schema: dict[str, Any] | None = None, **kw: Any) -> t.Tool:
+    return t.Tool(name=name, description=desc, input_schema=schema or OBJ, **kw)
+
+
+TOOLS: list[t.Tool] = [
+    _tool("echo", "Echo text back", TEXT,
+          annotations=t.ToolAnnotations(title="Echo", read_only_hint=True, destructive_hint=False,
+                                        idempotent_hint=True, open_world_hint=False),
+          _meta={"vendor/x": 1}),
+    _tool("add", "Add two integers", {"type": "object", "properties": {"a": {"type": "integer"},
+                                                                      "b": {"type": "integer"}}}),
+    _tool("slow", "Sleep for `seconds` then answer", {"type": "object", "properties": {"seconds": {"type": "number"}}}),
+    _tool("crash", "Exit the process in the middle of the call"),
+    _tool("hang", "Never answer"),
+    _tool("big", "Return a 5 MB text result"),
+    _tool("progress", "Report three progress steps"),
+    _tool("structured", "Return structured content",
+          output_schema={"type": "object", "properties": {"square": {"type": "integer"}}, "required": ["square"]}),
+    _tool("fail", "Always return an isError result"),
+    _tool("add_tool", "Add a tool named extra_<n> and announce list_changed"),
+    _tool("garbage", "Write junk to stdout, then answer"),
+    _tool("leak", "Echo the arguments back in the result"),
+    _tool("delete_all", "Delete everything (destructive)",
+          annotations=t.ToolAnnotations(destructive_hint=True, read_only_hint=False)),
+    _tool("odd.name/with:chars", "A tool whose name is not portable"),
+]
+TOOLS += [_tool(f"synthetic_{i:04d}", f"Synthetic tool number {i} that does task {i} for benchmarking")
+          for i in range(opts.tools)]
+extra_count = 0
+
+
+async def list_tools(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
+    if not opts.page_size:
+        return t.ListToolsResult(tools=TOOLS)
+    start = int(params.cursor) if params and params.cursor else 0
+    end = start + opts.page_size
+    return t.ListToolsResult(tools=TOOLS[start:end], next_cursor=str(end) if end < len(TOOLS) else None)
+
+
+def _text(s: str, **kw: Any) -> t.CallToolResult:
+    return t.CallToolResult(content=[t.TextContent(type="text", text=s)], **kw)
+
+
+async def call_tool(ctx: ServerRequestContext, params: t.CallToolRequestParams) -> t.CallToolResult:
+    global extra_count
+    args = params.arguments or {}
+    name = params.name
+    if name == "echo":
+        return _text(str(args.get("text", "")), _meta={"upstream/meta": "kept"})
+    if name == "add":
+        return _text(str(int(args.get("a", 0)) + int(args.get("b", 0))))
+    if name == "slow":
+        await anyio.sleep(float(args.get("seconds", 1)))
+        return _text("slept")
+    if name == "crash":
+        sys.stderr.write("fault_server: crashing now\n")
+        sys.stderr.flush()
+        os._exit(17)
+    if name == "hang":
+        try:
+            await anyio.sleep(3600)
+        except BaseException:
+            if opts.marker_dir:
+                with open(os.path.join(opts.marker_dir, f"cancelled-{os.getpid()}-{time.time_ns()}"), "w"):
+                    pass
+            raise
+        return _text("unreachable")
+    if name == "big":
+        return _text("x" * (5 * 1024 * 1024))
+    if name == "progress":
+        for i in range(1, 4):
+            await ctx.session.report_progress(i, total=3, message=f"step {i}")
+        return _text("done")
+    if name == "structured":
+        n = int(args.get("n", 7))
+        return t.CallToolResult(content=[t.TextContent(type="text", text=str(n * n))],
+                                structured_content={"square": n * n})
+    if name == "fail":
+        return _text("this tool always fails", is_error=True)
+    if name == "add_tool":
+        extra_count += 1
+        TOOLS.append(_tool(f"extra_{extra_count}", f"Extra tool {extra_count}"))
+        if ctx.protocol_version.startswith("2026"):
+            await BUS.publish(ToolsListChanged())
+        else:
+            await ctx.session.send_tool_list_changed()
+        return _text(f"added extra_{extra_count}")
+    if name == "garbage":
+        os.write(1, b"this is not json\n")
+        return _text("after garbage")
+    if name == "leak":
+        return _text(f"you sent {args!r}", structured_content={"echo": args})
+    if name == "delete_all":
+        return _text("deleted nothing, this is a test")
+    if any(tl.name == name for tl in TOOLS):
+        return _text(f"{name} ok {args!r}")
+    return _text(f"unknown tool {name}", is_error=True)
+
+
+async def list_resources(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
+    return t.ListResourcesResult(resources=[t.Resource(name="readme", uri=f"file:///{opts.name}/readme.txt",
+                                                       mime_type="text/plain")])
+
+
+async def list_templates(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None
+                         ) -> t.ListResourceTemplatesResult:
+    return t.ListResourceTemplatesResult(resource_templates=[
+        t.ResourceTemplate(name="note", uri_template=f"note://{opts.name}/{{id}}")])
+
+
+async def read_resource(ctx: ServerRequestContext, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
+    return t.ReadResourceResult(contents=[t.TextResourceContents(uri=str(params.uri),
+                                                                 text=f"content of {params.uri} from {opts.name}")])
+
+
+async def list_prompts(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListPromptsResult:
+    return t.ListPromptsResult(prompts=[t.Prompt(name="greet", arguments=[t.PromptArgument(name="who", required=True)])])
+
+
+async def get_prompt(ctx: ServerRequestContext, params: t.GetPromptRequestParams) -> t.GetPromptResult:
+    who = (params.arguments or {}).get("who", "?")
+    return t.GetPromptResult(messages=[t.PromptMessage(role="user", content=t.TextContent(
+        type="text", text=f"hello {who} from {opts.name}"))])
+
+
+server = Server(opts.name, version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool,
+                on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+                on_subscriptions_listen=ListenHandler(BUS))
+
+
+def _flood() -> None:
+    # A burst far larger than any pipe buffer (16 MB), then a steady trickle, bounded in total.
+    chunk = (b"fault_server stderr flood " + b"#" * 230 + b"\n") * 64
+    try:
+        for _ in range(16 * 1024 * 1024 // len(chunk)):
+            os.write(2, chunk)
+        for _ in range(6000):
+            os.write(2, chunk[:256])
+            time.sleep(0.01)
+    except OSError:
+        return
+
+
+async def main() -> None:
+    if opts.stderr_flood:
+        threading.Thread(target=_flood, daemon=True).start()
+    if opts.garbage:
+        os.write(1, b"garbage before the protocol starts {{{\n")
+    init = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (r, w):
+        if opts.legacy_only:   # a handshake-era-only server, like today's Node servers
+            from mcp.server.runner import _serve_legacy_stream
+
+            try:
+                await _serve_legacy_stream(server, r, w, lifespan_state={}, init_options=init,
+                                           session_id=None, raise_exceptions=False)
+            finally:
+                await w.aclose()
+        else:
+            await server.run(r, w, init)
+
+
+anyio.run(main)
