@@ -1,0 +1,216 @@
+"""A numpy-only port of all-MiniLM-L6-v2 (sentence-transformers): tokenizer, encoder, pooling.
+
+Reads the model's own files (config.json, vocab.txt, model.safetensors) from a directory that a
+Python package ships; never downloads anything and needs no torch. The output matches
+sentence-transformers' `encode(..., normalize_embeddings=True)`: BERT uncased WordPiece,
+6 transformer layers, mean pooling over real tokens, L2 normalisation.
+Only imported by `catalogue.semantic` (the `semantic` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import struct
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+_DTYPES: Final = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64}
+MAX_TOKENS: Final = 256          # sentence_bert_config.json max_seq_length
+_WORD_MAX_CHARS: Final = 100     # BERT: longer words become [UNK]
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of a .safetensors file as a float32/int64 numpy array (copied out of an mmap)."""
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        (n,) = struct.unpack("<Q", mm[:8])
+        header = json.loads(mm[8:8 + n])
+        base = 8 + n
+        out: dict[str, np.ndarray] = {}
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            dtype = _DTYPES.get(info["dtype"])
+            if dtype is None:
+                raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
+            start, end = info["data_offsets"]
+            arr = np.frombuffer(mm[base + start: base + end], dtype=dtype).reshape(info["shape"])
+            out[name] = arr.astype(np.float32) if arr.dtype == np.float16 else arr.copy()
+        return out
+
+
+def _is_punct(ch: str) -> bool:
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def _is_cjk(cp: int) -> bool:
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
+            or 0x2A700 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or 0xF900 <= cp <= 0xFAFF
+            or 0x2F800 <= cp <= 0x2FA1F)
+
+
+class WordPiece:
+    """BERT's uncased tokenizer: basic tokenisation (clean, CJK, lowercase, strip accents,
+    split punctuation) then greedy longest-match WordPiece."""
+
+    def __init__(self, vocab_file: Path) -> None:
+        tokens = vocab_file.read_text(encoding="utf-8").split("\n")
+        if tokens and tokens[-1] == "":
+            tokens.pop()
+        self.vocab = {t: i for i, t in enumerate(tokens)}
+        self.cls, self.sep, self.unk = self.vocab["[CLS]"], self.vocab["[SEP]"], self.vocab["[UNK]"]
+        self._word = lru_cache(maxsize=50_000)(self._wordpiece)
+
+    def _basic(self, text: str) -> list[str]:
+        chars: list[str] = []
+        for ch in text:
+            cp = ord(ch)
+            if cp == 0 or cp == 0xFFFD or (unicodedata.category(ch).startswith("C") and ch not in "\t\n\r"):
+                continue
+            if _is_cjk(cp):
+                chars.extend((" ", ch, " "))
+            elif ch.isspace():
+                chars.append(" ")
+            else:
+                chars.append(ch)
+        words: list[str] = []
+        for word in "".join(chars).lower().split():
+            word = "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
+            current = ""
+            for ch in word:
+                if _is_punct(ch):
+                    if current:
+                        words.append(current)
+                        current = ""
+                    words.append(ch)
+                else:
+                    current += ch
+            if current:
+                words.append(current)
+        return words
+
+    def _wordpiece(self, word: str) -> tuple[int, ...]:
+        if len(word) > _WORD_MAX_CHARS:
+            return (self.unk,)
+        ids: list[int] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            found = None
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.vocab:
+                    found = self.vocab[piece]
+                    break
+                end -= 1
+            if found is None:
+                return (self.unk,)
+            ids.append(found)
+            start = end
+        return tuple(ids)
+
+    def encode(self, text: str, max_tokens: int = MAX_TOKENS) -> list[int]:
+        ids = [self.cls]
+        for word in self._basic(text):
+            ids.extend(self._word(word))
+            if len(ids) >= max_tokens - 1:
+                break
+        return [*ids[: max_tokens - 1], self.sep]
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf, and BERT's GELU is exact.
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return sign * (1.0 - poly * np.exp(-a * a))
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * w + b
+
+
+class MiniLM:
+    """The encoder; `embed(texts)` returns L2-normalised float32 vectors, one row per text."""
+
+    def __init__(self, model_dir: Path) -> None:
+        config: dict[str, Any] = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        self.dim = int(config["hidden_size"])
+        self.heads = int(config["num_attention_heads"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self.tokenizer = WordPiece(model_dir / "vocab.txt")
+        t = read_safetensors(model_dir / "model.safetensors")
+        t = {k.removeprefix("bert."): v for k, v in t.items()}
+        self.word = t["embeddings.word_embeddings.weight"]
+        self.pos = t["embeddings.position_embeddings.weight"]
+        self.type0 = t["embeddings.token_type_embeddings.weight"][0]
+        self.emb_ln = (t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
+        self.layers: list[dict[str, np.ndarray]] = []
+        for i in range(int(config["num_hidden_layers"])):
+            p = f"encoder.layer.{i}."
+            q, k, v = (t[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value"))
+            self.layers.append({
+                "qkv_w": np.ascontiguousarray(np.concatenate([q, k, v]).T),
+                "qkv_b": np.concatenate([t[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")]),
+                "ao_w": np.ascontiguousarray(t[p + "attention.output.dense.weight"].T),
+                "ao_b": t[p + "attention.output.dense.bias"],
+                "ln1_w": t[p + "attention.output.LayerNorm.weight"],
+                "ln1_b": t[p + "attention.output.LayerNorm.bias"],
+                "i_w": np.ascontiguousarray(t[p + "intermediate.dense.weight"].T),
+                "i_b": t[p + "intermediate.dense.bias"],
+                "o_w": np.ascontiguousarray(t[p + "output.dense.weight"].T),
+                "o_b": t[p + "output.dense.bias"],
+                "ln2_w": t[p + "output.LayerNorm.weight"],
+                "ln2_b": t[p + "output.LayerNorm.bias"],
+            })
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        batch, length = ids.shape
+        h = self.word[ids] + self.pos[:length] + self.type0
+        h = _layer_norm(h, *self.emb_ln, self.eps)
+        hd = self.dim // self.heads
+        bias = ((1.0 - mask[:, None, None, :]) * -1e9).astype(np.float32)
+        scale = np.float32(1.0 / np.sqrt(hd))
+        for L in self.layers:
+            qkv = h @ L["qkv_w"] + L["qkv_b"]
+            qkv = qkv.reshape(batch, length, 3, self.heads, hd).transpose(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+            scores -= scores.max(-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(-1, keepdims=True)
+            ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, self.dim)
+            h = _layer_norm(h + ctx @ L["ao_w"] + L["ao_b"], L["ln1_w"], L["ln1_b"], self.eps)
+            inter = h @ L["i_w"] + L["i_b"]
+            inter = 0.5 * inter * (1.0 + _erf(inter / np.float32(np.sqrt(2.0))))
+            h = _layer_norm(h + inter @ L["o_w"] + L["o_b"], L["ln2_w"], L["ln2_b"], self.eps)
+        m = mask[:, :, None]
+        pooled = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        encoded = [self.tokenizer.encode(t) for t in texts]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # Batches of similar length waste little on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            length = max(len(encoded[i]) for i in idx)
+            ids = np.zeros((len(idx), length), dtype=np.int64)
+            mask = np.zeros((len(idx), length), dtype=np.float32)
+            for row, i in enumerate(idx):
+                ids[row, : len(encoded[i])] = encoded[i]
+                mask[row, : len(encoded[i])] = 1.0
+            out[idx] = self._forward(ids, mask)
+        return out

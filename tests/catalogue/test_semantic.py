@@ -1,0 +1,169 @@
+"""The semantic path: the numpy MiniLM port on a tiny random model, fusion, and the vector cache.
+
+Runs only where numpy is installed (the `semantic` extra); the real-weights test runs only
+where a package shipping all-MiniLM-L6-v2 is installed too.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from mcpctl.catalogue import rank, semantic  # noqa: E402
+from mcpctl.catalogue.minilm import MiniLM, WordPiece, read_safetensors  # noqa: E402
+from mcpctl.catalogue.rank import LexicalRanker, ToolDoc, build_ranker  # noqa: E402
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "read", "file", "##s", "weather", "forecast",
+         "the", "city", ",", "!", "cafe", "北", "京", "send", "message", "a", "to"]
+HIDDEN, HEADS, INTER, LAYERS = 16, 2, 32, 2
+
+
+def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    blobs: list[bytes] = []
+    offset = 0
+    for name, arr in tensors.items():
+        data = arr.tobytes()
+        dtype = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64"}[arr.dtype]
+        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    head = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
+@pytest.fixture
+def tiny_model(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(7)
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
+
+    t = {
+        "embeddings.position_ids": np.arange(64, dtype=np.int64)[None],
+        "embeddings.word_embeddings.weight": w(len(VOCAB), HIDDEN),
+        "embeddings.position_embeddings.weight": w(64, HIDDEN),
+        "embeddings.token_type_embeddings.weight": w(2, HIDDEN),
+        "embeddings.LayerNorm.weight": np.ones(HIDDEN, np.float32),
+        "embeddings.LayerNorm.bias": np.zeros(HIDDEN, np.float32),
+    }
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+        for n in ("query", "key", "value"):
+            t[p + f"attention.self.{n}.weight"] = w(HIDDEN, HIDDEN)
+            t[p + f"attention.self.{n}.bias"] = w(HIDDEN)
+        t[p + "attention.output.dense.weight"] = w(HIDDEN, HIDDEN)
+        t[p + "attention.output.dense.bias"] = w(HIDDEN)
+        t[p + "attention.output.LayerNorm.weight"] = np.ones(HIDDEN, np.float32)
+        t[p + "attention.output.LayerNorm.bias"] = np.zeros(HIDDEN, np.float32)
+        t[p + "intermediate.dense.weight"] = w(INTER, HIDDEN).astype(np.float16)   # fp16 is read too
+        t[p + "intermediate.dense.bias"] = w(INTER)
+        t[p + "output.dense.weight"] = w(HIDDEN, INTER)
+        t[p + "output.dense.bias"] = w(HIDDEN)
+        t[p + "output.LayerNorm.weight"] = np.ones(HIDDEN, np.float32)
+        t[p + "output.LayerNorm.bias"] = np.zeros(HIDDEN, np.float32)
+    d = tmp_path / "tiny-minilm"
+    d.mkdir()
+    _write_safetensors(d / "model.safetensors", t)
+    (d / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    (d / "config.json").write_text(json.dumps({
+        "hidden_size": HIDDEN, "num_attention_heads": HEADS, "num_hidden_layers": LAYERS,
+        "layer_norm_eps": 1e-12}), encoding="utf-8")
+    return d
+
+
+@pytest.fixture
+def use_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(semantic, "find_model_dir", lambda: tiny_model)
+    monkeypatch.setattr(semantic, "_model", None)
+    return tiny_model
+
+
+def test_wordpiece_follows_bert_uncased_basic_tokenisation(tiny_model: Path) -> None:
+    tok = WordPiece(tiny_model / "vocab.txt")
+    v = {t: i for i, t in enumerate(VOCAB)}
+    assert tok.encode("Read FILES, Café!") == [v["[CLS]"], v["read"], v["file"], v["##s"], v[","], v["cafe"],
+                                              v["!"], v["[SEP]"]]
+    assert tok.encode("北京") == [v["[CLS]"], v["北"], v["京"], v["[SEP]"]]
+    assert tok.encode("zebra") == [v["[CLS]"], v["[UNK]"], v["[SEP]"]]
+    assert len(tok.encode("file " * 500, max_tokens=10)) == 10
+
+
+def test_read_safetensors_round_trips_and_widens_fp16(tiny_model: Path) -> None:
+    t = read_safetensors(tiny_model / "model.safetensors")
+    assert t["encoder.layer.0.intermediate.dense.weight"].dtype == np.float32
+    assert t["embeddings.position_ids"].dtype == np.int64
+    assert t["embeddings.word_embeddings.weight"].shape == (len(VOCAB), HIDDEN)
+
+
+def test_embeddings_are_unit_length_and_independent_of_padding(tiny_model: Path) -> None:
+    model = MiniLM(tiny_model)
+    alone = model.embed(["read the file"])
+    batch = model.embed(["send a message to the city , weather forecast", "read the file"])
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(alone[0], batch[1], atol=1e-5)      # padding is masked out
+    assert not np.allclose(batch[0], batch[1])
+
+
+DOCS = [
+    ToolDoc("fs/read_file", "fs", "read_file", "Read the file", {"properties": {"path": {}}}),
+    ToolDoc("wx/forecast", "wx", "forecast", "Weather forecast for the city"),
+    ToolDoc("chat/send", "chat", "send", "Send a message"),
+]
+
+
+def test_build_ranker_hybrid_uses_the_model_and_caches_tool_vectors(
+    use_tiny_model: Path, monkeypatch: pytest.MonkeyPatch, tmp_home: Path
+) -> None:
+    ranker = build_ranker(DOCS, "hybrid")
+    assert isinstance(ranker, semantic.HybridRanker) and ranker.kind == "hybrid"
+    hits = ranker.search("weather forecast", 3)
+    assert hits[0][0] == "wx/forecast"
+    assert len(hits) == 3 and hits[0][1] >= hits[1][1] >= hits[2][1]
+    assert list((tmp_home / "state" / "embeddings").glob("*.npz"))
+    # A second build over the same catalogue embeds no tool text again.
+    calls: list[int] = []
+    original = MiniLM.embed
+    monkeypatch.setattr(MiniLM, "embed", lambda self, texts, **kw: calls.append(len(texts)) or original(self, texts))
+    again = build_ranker(DOCS, "semantic")
+    assert calls == []
+    assert np.allclose(again.vectors, ranker.vectors, atol=1e-3)   # stored as float16
+
+
+def test_lexical_weight_one_ranks_like_bm25(use_tiny_model: Path) -> None:
+    hybrid = semantic.HybridRanker(DOCS, lexical_weight=1.0)
+    lexical = LexicalRanker(DOCS)
+    assert [i for i, _ in hybrid.search("read file", 1)] == [i for i, _ in lexical.search("read file", 1)]
+    assert hybrid.search("read", 0) == []
+
+
+def test_tool_text_names_the_parameters() -> None:
+    assert semantic.tool_text(DOCS[0]) == "read_file (fs): Read the file Parameters: path"
+    assert semantic.tool_text(DOCS[1]) == "forecast (wx): Weather forecast for the city"
+
+
+def test_a_corrupt_weights_file_falls_back_to_bm25(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tiny_model / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
+    monkeypatch.setattr(semantic, "find_model_dir", lambda: tiny_model)
+    monkeypatch.setattr(semantic, "_model", None)
+    monkeypatch.setattr(rank, "_warned", set())
+    assert isinstance(build_ranker(DOCS, "hybrid"), LexicalRanker)
+    assert "could not load its model" in caplog.text
+
+
+def test_real_minilm_when_installed() -> None:
+    try:
+        model_dir = semantic.find_model_dir()
+    except ModuleNotFoundError:
+        pytest.skip("no package shipping all-MiniLM-L6-v2 is installed")
+    model = MiniLM(model_dir)
+    v = model.embed(["Get the weather forecast for a city", "What will the weather be tomorrow?",
+                     "Delete a git branch"])
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.2
