@@ -182,8 +182,8 @@ def build(store: NoteStore) -> Server[Any]:
     box = ToolBox()
 
     @box.tool("create_note", title="Create note", args=CreateArgs, read_only=False, destructive=False,
-              description="Create a new note with a title, a body and optional tags, and return it with its id. "
-              "Use it to write down, save or remember information for later.")
+              description="Take a note: create a new note with a title, a body and optional tags, and return it "
+              "with its id. Use it to write down, save or remember information for later.")
     async def create_note(ctx: ServerRequestContext[Any], a: CreateArgs) -> dict[str, Any]:
         return store.create(a.title, a.body, a.tags)
 
