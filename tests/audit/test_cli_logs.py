@@ -125,3 +125,29 @@ def test_logs_status_reports_rows_and_bounds(runner: CliRunner, seeded: list[Cal
     table = runner.invoke(app, ["logs", "status"])
     assert table.exit_code == 0
     assert any(line.split()[:2] == ["Rows", "4"] for line in table.stdout.splitlines())
+
+
+def test_logs_stats_per_tool(runner: CliRunner, seeded: list[CallRecord]) -> None:
+    res = runner.invoke(app, ["logs", "stats", "-o", "json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [r["canonicalId"] for r in rows] == ["calc/add", "calc/multiply", "notes/create_note"]
+    add = rows[0]
+    assert (add["calls"], add["errors"], add["errorRate"], add["p50Ms"]) == (1, 1, 1.0, 12.5)
+    assert list(add) == ["canonicalId", "calls", "errors", "errorRate", "p50Ms", "p95Ms", "firstCall", "lastCall"]
+    recent = json.loads(runner.invoke(app, ["logs", "stats", "--since", "1h", "-o", "json"]).stdout)
+    assert [r["canonicalId"] for r in recent] == ["calc/multiply"]
+    table = runner.invoke(app, ["logs", "stats", "--project", "demo"])
+    assert table.exit_code == 0
+    assert table.stdout.splitlines()[0].split()[:3] == ["TOOL", "CALLS", "ERRORS"]
+    assert runner.invoke(app, ["logs", "stats", "--since", "soon"]).exit_code == 2
+
+
+def test_logs_reports_an_unopenable_database(runner: CliRunner, tmp_home: Path) -> None:
+    db = tmp_home / "data" / "invocations.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not a database" * 100)
+    res = runner.invoke(app, ["logs"])
+    assert res.exit_code == 1
+    assert f"cannot open the invocation log {db}" in res.stderr
+    assert res.stdout == ""

@@ -54,6 +54,22 @@ def _time_option(value: str | None, flag: str) -> float | None:
         raise typer.BadParameter(str(e), param_hint=f"'{flag}'") from None
 
 
+def open_log() -> Any:
+    """The invocation log, or an MCPCtlError naming the file when it cannot be opened."""
+    import sqlite3
+
+    from mcpctl import paths
+    from mcpctl.audit.log import InvocationLog
+    from mcpctl.errors import MCPCtlError
+
+    path = paths.invocation_log_path()
+    try:
+        return InvocationLog(path)
+    except (OSError, sqlite3.Error) as e:
+        raise MCPCtlError(f"cannot open the invocation log {path}: {e}",
+                          hint="check the file's permissions, or move it aside to start a new log") from None
+
+
 def _iso_utc(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -138,7 +154,7 @@ def register(app: typer.Typer) -> None:
         """Show logged tool calls, oldest first (the newest --limit of them)."""
         if ctx.invoked_subcommand is not None:
             return
-        from mcpctl.audit.log import OUTCOMES, InvocationLog
+        from mcpctl.audit.log import OUTCOMES
 
         if output not in _LOG_FORMATS:
             raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
@@ -147,7 +163,7 @@ def register(app: typer.Typer) -> None:
                                      param_hint="'--outcome'")
         since_ts = _time_option(since, "--since")
         until_ts = _time_option(until, "--until")
-        with InvocationLog() as log:
+        with open_log() as log:
             records = log.query(project=project, since=since_ts, until=until_ts, tool_glob=tool,
                                 outcome=outcome, limit=limit or None)
         if output == "json":
@@ -173,11 +189,9 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
     ) -> None:
         """Rows, size on disk, oldest and newest call, applied migrations."""
-        from mcpctl.audit.log import InvocationLog
-
         if output not in _LOG_FORMATS:
             raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
-        with InvocationLog() as log:
+        with open_log() as log:
             s = log.summary()
         if output == "json":
             print_json({
@@ -200,4 +214,40 @@ def register(app: typer.Typer) -> None:
         table.add_row("Oldest", _local(s.oldest_ts) if s.oldest_ts is not None else "-")
         table.add_row("Newest", _local(s.newest_ts) if s.newest_ts is not None else "-")
         table.add_row("Migrations", ", ".join(s.migrations))
+        out.print(table)
+
+    @logs_app.command("stats")
+    @cli_errors
+    def logs_stats(
+        project: Annotated[str | None, typer.Option("--project", "-p", help="Only calls in this project.",
+                                                    autocompletion=complete_projects)] = None,
+        since: Annotated[str | None, typer.Option(
+            "--since", help="Only calls since: 30m, 1h, 2d, 1w, or an ISO-8601 time.")] = None,
+        output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
+    ) -> None:
+        """Per tool: calls, errors, error rate, p50/p95 latency and the last call. Most called first."""
+        if output not in _LOG_FORMATS:
+            raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
+        since_ts = _time_option(since, "--since")
+        with open_log() as log:
+            stats = log.tool_stats(project=project, since=since_ts)
+        if output == "json":
+            print_json([{
+                "canonicalId": st.canonical_id, "calls": st.calls, "errors": st.errors,
+                "errorRate": round(st.error_rate, 4), "p50Ms": round(st.p50_ms, 3), "p95Ms": round(st.p95_ms, 3),
+                "firstCall": _iso_utc(st.first_ts), "lastCall": _iso_utc(st.last_ts),
+            } for st in stats])
+            return
+        if not stats:
+            err.print("No calls logged" + (" matching those filters." if project or since else " yet."))
+            return
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for col, justify in (("TOOL", "left"), ("CALLS", "right"), ("ERRORS", "right"), ("ERROR%", "right"),
+                             ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for st in stats:
+            table.add_row(st.canonical_id, str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
+                          f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
         out.print(table)
