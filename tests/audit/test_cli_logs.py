@@ -151,3 +151,34 @@ def test_logs_reports_an_unopenable_database(runner: CliRunner, tmp_home: Path) 
     assert res.exit_code == 1
     assert f"cannot open the invocation log {db}" in res.stderr
     assert res.stdout == ""
+
+
+def test_logs_follow_prints_each_new_row_once(runner: CliRunner, seeded: list[CallRecord],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcpctl.cli.logs as logs_mod
+
+    late = [
+        CallRecord(time.time(), 3.0, "demo", "calc__add", "calc/add", "ok", session_id="s9"),
+        # recorded later but stamped earlier (a batch flushed late): still shown
+        CallRecord(time.time() - 86400 * 5, 1.0, "demo", "textkit__echo", "textkit/echo", "ok"),
+        CallRecord(time.time(), 1.0, "other", "x", None, "denied"),
+    ]
+    polls: list[int] = []
+
+    def fake_sleep(_: float) -> None:   # a gateway records one call while we wait
+        polls.append(1)
+        if len(polls) <= len(late):
+            with InvocationLog() as log:
+                log.record(late[len(polls) - 1])
+
+    monkeypatch.setattr(logs_mod.time, "sleep", fake_sleep)
+    res = runner.invoke(app, ["logs", "-f", "--project", "demo", "--limit", "2", "--max-polls", "5",
+                              "-o", "json"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [x["canonicalId"] for x in lines] == ["calc/add", "calc/multiply", "calc/add", "textkit/echo"]
+    assert len(polls) == 5
+
+    text = runner.invoke(app, ["logs", "-f", "--tool", "textkit/*", "--max-polls", "0"])
+    assert text.exit_code == 0
+    assert [line.split("  ")[2] for line in text.stdout.splitlines()] == ["textkit/echo"]

@@ -195,12 +195,16 @@ class InvocationLog:
         tool_glob: str | None = None,
         session_id: str | None = None,
         outcome: str | None = None,
+        after_cursor: int | None = None,
+        upto_cursor: int | None = None,
         limit: int | None = None,
     ) -> list[CallRecord]:
         """Records matching every filter given, oldest first; `limit` keeps the newest N.
 
         `since` is inclusive and `until` exclusive (unix seconds). `tool_glob` is an fnmatch
         pattern matched against the canonical id or, failing that, the presented name.
+        `after_cursor`/`upto_cursor` bound the insertion order (see `cursor()`), which is how
+        a follower sees every new row exactly once, whatever its `ts`.
         """
         where: list[str] = []
         params: list[object] = []
@@ -225,6 +229,12 @@ class InvocationLog:
         if outcome is not None:
             where.append("outcome = ?")
             params.append(outcome)
+        if after_cursor is not None:
+            where.append("id > ?")
+            params.append(after_cursor)
+        if upto_cursor is not None:
+            where.append("id <= ?")
+            params.append(upto_cursor)
         sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
         if limit is not None:
             if limit < 0:
@@ -296,6 +306,10 @@ class InvocationLog:
             i = j
         stats.sort(key=lambda s: (-s.calls, s.canonical_id))
         return stats
+
+    def cursor(self) -> int:
+        """An opaque position in insertion order: rows recorded later have a larger cursor."""
+        return int(self._read("SELECT COALESCE(MAX(id), 0) FROM invocations")[0][0])  # type: ignore[call-overload]
 
     def count(self, project: str | None = None) -> int:
         if project is None:

@@ -1,13 +1,15 @@
 """`mcpctl logs`: read the invocation log (one row per tool call the gateway routed).
 
-    mcpctl logs [--project P] [--since 1h|30m|2d|ISO-8601] [--tool GLOB] [--limit N] [-o table|json]
+    mcpctl logs [--project P] [--since 1h|30m|2d|ISO-8601] [--tool GLOB] [--limit N] [-o table|json] [-f]
     mcpctl logs path      the database file
     mcpctl logs status    rows, size, oldest and newest call
+    mcpctl logs stats     per tool: calls, errors, p50/p95 latency, last call
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import time
 from typing import Annotated, Any
@@ -114,6 +116,37 @@ def render_table(records: list[Any]) -> Any:
     return table
 
 
+def _line(r: Any) -> str:
+    outcome = r.outcome + (f" ({r.error_class})" if r.error_class else "")
+    client = " ".join(x for x in (r.client_name, r.client_version) if x) or "-"
+    return (f"{_local(r.ts)}  {r.project}  {r.canonical_id or r.presented_name}  {outcome}  "
+            f"{r.duration_ms:.1f}ms  {client}  {(r.session_id or '-')[:12]}")
+
+
+def _follow(filters: dict[str, Any], limit: int, output: str, interval: float, max_polls: int | None) -> None:
+    """Print the newest `limit` calls, then every new one in insertion order until interrupted."""
+    def emit(records: list[Any]) -> None:
+        if output == "json":
+            write_stdout("".join(json.dumps(record_to_json(r), ensure_ascii=False) + "\n" for r in records))
+        else:
+            write_stdout("".join(_line(r) + "\n" for r in records))
+
+    with open_log() as log:
+        cursor = log.cursor()
+        emit(log.query(**filters, upto_cursor=cursor, limit=limit or None))
+        polls = 0
+        try:
+            while max_polls is None or polls < max_polls:
+                time.sleep(interval)
+                polls += 1
+                upto = log.cursor()
+                if upto > cursor:
+                    emit(log.query(**filters, after_cursor=cursor, upto_cursor=upto))
+                    cursor = upto
+        except KeyboardInterrupt:
+            pass
+
+
 def _human_size(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -150,6 +183,11 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[int, typer.Option("--limit", "-n", min=0,
                                            help="Show the newest N calls (0: all).")] = 100,
         output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
+        follow: Annotated[bool, typer.Option(
+            "--follow", "-f", help="Keep printing new calls as gateways record them (Ctrl-C to stop); "
+            "with -o json, one object per line.")] = False,
+        interval: Annotated[float, typer.Option("--interval", min=0.05, hidden=True)] = 0.5,
+        max_polls: Annotated[int | None, typer.Option("--max-polls", min=0, hidden=True)] = None,
     ) -> None:
         """Show logged tool calls, oldest first (the newest --limit of them)."""
         if ctx.invoked_subcommand is not None:
@@ -163,9 +201,13 @@ def register(app: typer.Typer) -> None:
                                      param_hint="'--outcome'")
         since_ts = _time_option(since, "--since")
         until_ts = _time_option(until, "--until")
+        filters: dict[str, Any] = {"project": project, "since": since_ts, "until": until_ts, "tool_glob": tool,
+                                   "outcome": outcome}
+        if follow:
+            _follow(filters, limit, output, interval, max_polls)
+            return
         with open_log() as log:
-            records = log.query(project=project, since=since_ts, until=until_ts, tool_glob=tool,
-                                outcome=outcome, limit=limit or None)
+            records = log.query(**filters, limit=limit or None)
         if output == "json":
             print_json([record_to_json(r) for r in records])
             return
