@@ -182,3 +182,29 @@ def test_logs_follow_prints_each_new_row_once(runner: CliRunner, seeded: list[Ca
     text = runner.invoke(app, ["logs", "-f", "--tool", "textkit/*", "--max-polls", "0"])
     assert text.exit_code == 0
     assert [line.split("  ")[2] for line in text.stdout.splitlines()] == ["textkit/echo"]
+
+
+def test_logs_prune_deletes_only_old_calls(runner: CliRunner, seeded: list[CallRecord]) -> None:
+    dry = runner.invoke(app, ["logs", "prune", "--older-than", "1d", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert dry.stdout.startswith("1 calls older than")
+    with InvocationLog() as log:
+        assert log.count() == 4
+    res = runner.invoke(app, ["logs", "prune", "--older-than", "1h", "--project", "demo"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("2 calls older than")
+    with InvocationLog() as log:
+        assert [r.canonical_id for r in log.query()] == ["calc/multiply", None]
+    bad = runner.invoke(app, ["logs", "prune", "--older-than", "ages"])
+    assert bad.exit_code == 2 and "--older-than" in bad.stderr
+
+
+def test_logs_backup_writes_a_consistent_copy(runner: CliRunner, seeded: list[CallRecord], tmp_path: Path) -> None:
+    dest = tmp_path / "copy" / "log-backup.db"
+    res = runner.invoke(app, ["logs", "backup", str(dest)])
+    assert res.exit_code == 0, res.output
+    assert "Backed up 4 rows" in res.stderr and res.stdout == ""
+    with InvocationLog(dest) as copy:
+        assert [r.canonical_id for r in copy.query()] == [r.canonical_id for r in seeded]
+    again = runner.invoke(app, ["logs", "backup", str(dest)])
+    assert again.exit_code == 1 and "already exists" in again.stderr

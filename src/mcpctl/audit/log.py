@@ -311,10 +311,17 @@ class InvocationLog:
         """An opaque position in insertion order: rows recorded later have a larger cursor."""
         return int(self._read("SELECT COALESCE(MAX(id), 0) FROM invocations")[0][0])  # type: ignore[call-overload]
 
-    def count(self, project: str | None = None) -> int:
-        if project is None:
-            return int(self._read("SELECT COUNT(*) FROM invocations")[0][0])  # type: ignore[call-overload]
-        return int(self._read("SELECT COUNT(*) FROM invocations WHERE project = ?", (project,))[0][0])  # type: ignore[call-overload]
+    def count(self, project: str | None = None, *, until: float | None = None) -> int:
+        """How many calls (in one project; started before `until`)."""
+        where, params = [], []
+        if project is not None:
+            where.append("project = ?")
+            params.append(project)
+        if until is not None:
+            where.append("ts < ?")
+            params.append(until)
+        sql = "SELECT COUNT(*) FROM invocations" + (" WHERE " + " AND ".join(where) if where else "")
+        return int(self._read(sql, params)[0][0])  # type: ignore[call-overload]
 
     def summary(self) -> LogSummary:
         rows, oldest, newest = self._read("SELECT COUNT(*), MIN(ts), MAX(ts) FROM invocations")[0]
@@ -333,6 +340,43 @@ class InvocationLog:
             newest_ts=float(newest) if newest is not None else None,  # type: ignore[arg-type]
             migrations=applied,
         )
+
+    def delete_before(self, ts: float, *, project: str | None = None) -> int:
+        """Delete calls that started before `ts` (in one project, or all); return how many."""
+        sql = "DELETE FROM invocations WHERE ts < ?" + (" AND project = ?" if project is not None else "")
+        params: tuple[object, ...] = (ts, project) if project is not None else (ts,)
+        deleted = 0
+
+        def tx() -> None:
+            nonlocal deleted
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                deleted = self._db.execute(sql, params).rowcount
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+        with self._lock:
+            self._retrying(tx)
+        return deleted
+
+    def backup(self, dest: Path) -> None:
+        """Write a consistent copy of the whole log to `dest` (a new SQLite file), while gateways write."""
+        dest = Path(dest)
+        if dest.exists():
+            raise FileExistsError(f"{dest} already exists")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.tmp")
+        target = sqlite3.connect(tmp)
+        try:
+            with self._lock:
+                self._retrying(lambda: self._db.backup(target))
+            target.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            target.close()
+        tmp.replace(dest)
 
     def close(self) -> None:
         with self._lock:

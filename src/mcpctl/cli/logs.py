@@ -4,6 +4,7 @@
     mcpctl logs path      the database file
     mcpctl logs status    rows, size, oldest and newest call
     mcpctl logs stats     per tool: calls, errors, p50/p95 latency, last call
+    mcpctl logs backup FILE / mcpctl logs prune --older-than 90d
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import datetime as dt
 import json
 import re
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -293,3 +295,42 @@ def register(app: typer.Typer) -> None:
             table.add_row(st.canonical_id, str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
                           f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
         out.print(table)
+
+    @logs_app.command("backup")
+    @cli_errors
+    def logs_backup(
+        dest: Annotated[Path, typer.Argument(help="The new SQLite file to write (must not exist).")],
+    ) -> None:
+        """Copy the invocation log to FILE, consistently, even while gateways are writing."""
+        from mcpctl.errors import MCPCtlError
+
+        dest = dest.expanduser()
+        with open_log() as log:
+            try:
+                log.backup(dest)
+            except FileExistsError:
+                raise MCPCtlError(f"{dest} already exists", hint="choose a new file name") from None
+            except OSError as e:
+                raise MCPCtlError(f"cannot write {dest}: {e.strerror or e}") from None
+            rows = log.count()
+        err.print(f"Backed up {rows} rows to {dest}")
+
+    @logs_app.command("prune")
+    @cli_errors
+    def logs_prune(
+        older_than: Annotated[str, typer.Option(
+            "--older-than", help="Delete calls older than this: 90d, 12w, or an ISO-8601 time.")],
+        project: Annotated[str | None, typer.Option("--project", "-p", help="Only in this project.",
+                                                    autocompletion=complete_projects)] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count what would be deleted.")] = False,
+    ) -> None:
+        """Delete old calls from the invocation log (favourites and evaluation use what is left)."""
+        cutoff = _time_option(older_than, "--older-than")
+        assert cutoff is not None
+        with open_log() as log:
+            if dry_run:
+                n = log.count(project, until=cutoff)
+                write_stdout(f"{n} calls older than {_local(cutoff)} would be deleted\n")
+                return
+            n = log.delete_before(cutoff, project=project)
+        write_stdout(f"{n} calls older than {_local(cutoff)} deleted\n")
