@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import logging
 import logging.handlers
+import os
 import secrets as _secrets
 import signal
 import sys
@@ -221,6 +222,29 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
         tpath = token_file or token_path(project_name)
         token = load_or_create_token(Path(tpath).expanduser())
     stop = anyio.Event()
+    upstreams_done = anyio.Event()
+    up_scope = anyio.CancelScope()
+    closed = False
+
+    def close_everything() -> None:
+        nonlocal closed
+        if not closed:
+            closed = True
+            _close_all(close_log, status)
+
+    async def run_upstreams() -> None:
+        try:
+            with up_scope:
+                async with anyio.create_task_group() as utg:
+                    await gw.start(utg)
+        finally:
+            upstreams_done.set()
+
+    async def stop_upstreams() -> None:
+        up_scope.cancel()
+        with anyio.move_on_after(10, shield=True):
+            await upstreams_done.wait()
+
     try:
         async with anyio.create_task_group() as tg:
             async def on_signal() -> None:
@@ -229,11 +253,17 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
                         log.info("received signal %s; shutting down", sig)
                         stop.set()
                         if transport == "stdio":
-                            tg.cancel_scope.cancel()
+                            # The stdin reader is a thread blocked in read(): it cannot be cancelled, so
+                            # stop the upstreams (their processes exit with them), flush, and leave.
+                            await stop_upstreams()
+                            with anyio.CancelScope(shield=True):
+                                await anyio.to_thread.run_sync(close_everything)
+                            logging.shutdown()
+                            os._exit(0)
                         return
 
             tg.start_soon(on_signal)
-            await gw.start(tg)
+            tg.start_soon(run_upstreams)
             if transport == "stdio":
                 from mcp.server.stdio import stdio_server
 
@@ -247,10 +277,11 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
                 if on_ready:
                     on_ready(f"http://{_url_host(host)}:{port}/mcp")
                 await _serve_http(gw, host, port, token, stop)
+            await stop_upstreams()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(_close_all, close_log, status)
+            await anyio.to_thread.run_sync(close_everything)
 
 
 def _close_all(close_log: Callable[[], None], status: _StatusWriter) -> None:

@@ -1,0 +1,26 @@
+"""Fixtures for the gateway tests; the helpers live in `gwkit`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from gwkit import Kit
+
+
+@pytest.fixture
+def kit(tmp_home: Path) -> Iterator[Kit]:
+    k = Kit(tmp_home)
+    yield k
+    k.leftovers(timeout=0)
+
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

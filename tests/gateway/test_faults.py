@@ -1,0 +1,208 @@
+"""Misbehaving upstreams never take the gateway down or delay the others (loopback, bounded)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import anyio
+import pytest
+from gwkit import MCPCTL, SLACK, Kit, text_of, wait_tools
+
+pytestmark = pytest.mark.anyio
+
+
+async def _listed_fast(c: object) -> set[str]:
+    t0 = time.monotonic()
+    tools = (await c.list_tools()).tools  # type: ignore[attr-defined]
+    assert time.monotonic() - t0 < 0.5 * SLACK, "tools/list must not wait for upstreams"
+    return {x.name for x in tools}
+
+
+async def _good_call_is_fast(c: object) -> None:
+    t0 = time.monotonic()
+    r = await c.session.call_tool("good__echo", {"text": "still here"})  # type: ignore[attr-defined]
+    assert text_of(r) == "still here"
+    assert time.monotonic() - t0 < 1.0 * SLACK
+
+
+async def test_crash_mid_call_then_restart(kit: Kit) -> None:
+    kit.server("good")
+    kit.server("crashy", call=5)
+    async with kit.client(kit.project("p", ["good", "crashy"])) as c:
+        await _listed_fast(c)
+        await wait_tools(c, {"good__echo", "crashy__crash"})
+        t0 = time.monotonic()
+        r = await c.session.call_tool("crashy__crash", {})
+        assert r.is_error and "crashy" in text_of(r) and "crash" in text_of(r)
+        assert time.monotonic() - t0 < 5
+        await _good_call_is_fast(c)
+        # meanwhile calls fail fast and clearly, then the restarted upstream serves again
+        with anyio.fail_after(15):
+            while True:
+                r = await c.session.call_tool("crashy__echo", {"text": "back"})
+                if not r.is_error:
+                    break
+                assert "crashy" in text_of(r)
+                await anyio.sleep(0.2)
+        assert text_of(r) == "back"
+    assert kit.leftovers() == []
+    status = kit.store.status("Server", "crashy")
+    assert status["tools"] > 0 and status["lastSeen"]
+
+
+async def test_hanging_call_times_out_without_delaying_others(kit: Kit) -> None:
+    kit.server("good")
+    kit.server("hangs", call=2)
+    async with kit.client(kit.project("p", ["good", "hangs"])) as c:
+        await _listed_fast(c)
+        await wait_tools(c, {"good__echo", "hangs__hang"})
+        result: dict[str, object] = {}
+
+        async def hang() -> None:
+            t0 = time.monotonic()
+            result["r"] = await c.session.call_tool("hangs__hang", {})
+            result["dt"] = time.monotonic() - t0
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hang)
+            await anyio.sleep(0.2)
+            for _ in range(5):
+                await _good_call_is_fast(c)
+        r = result["r"]
+        assert r.is_error and "hangs" in text_of(r) and "2s" in text_of(r)  # type: ignore[attr-defined]
+        assert 1.9 < result["dt"] < 2 + 2 * SLACK  # type: ignore[operator]
+        r = await c.session.call_tool("hangs__echo", {"text": "ok"})   # the session stays usable
+        assert text_of(r) == "ok"
+    assert kit.leftovers() == []
+
+
+@pytest.mark.slow
+async def test_slow_start_does_not_block_the_list(kit: Kit) -> None:
+    kit.server("good")
+    kit.server("sleepy", "--start-delay", "10", call=2, connect=30)
+    async with kit.client(kit.project("p", ["good", "sleepy"])) as c:
+        names = await _listed_fast(c)
+        assert not any(n.startswith("sleepy__") for n in names)
+        await wait_tools(c, {"good__echo"}, timeout=10)
+        await _good_call_is_fast(c)
+        assert kit.store.status("Server", "sleepy").get("state") == "connecting"
+        await wait_tools(c, {"sleepy__echo"}, timeout=30)
+        r = await c.session.call_tool("sleepy__echo", {"text": "awake"})
+        assert text_of(r) == "awake"
+    assert kit.leftovers() == []
+
+
+async def test_starting_upstream_call_fails_within_its_timeout(kit: Kit) -> None:
+    from mcpctl.catalogue import cache
+
+    kit.server("good")
+    kit.server("sleepy", "--start-delay", "10", call=2, connect=30)
+    cache.write_server_tools("sleepy", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    async with kit.client(kit.project("p", ["good", "sleepy"])) as c:
+        assert "sleepy__echo" in await _listed_fast(c)   # from the cache, at once
+        t0 = time.monotonic()
+        r = await c.session.call_tool("sleepy__echo", {"text": "x"})
+        assert r.is_error and "sleepy" in text_of(r) and "starting" in text_of(r)
+        assert time.monotonic() - t0 < 2 + 2 * SLACK
+        await _good_call_is_fast(c)
+    assert kit.leftovers() == []
+
+
+async def test_missing_command_and_missing_secret(kit: Kit) -> None:
+    from mcpctl.catalogue import cache
+
+    kit.server("good")
+    kit.server("ghost", command="definitely-not-a-command-mcpctl")
+    kit.server("nosecret", env={"API_TOKEN": "${env:MCPCTL_TEST_UNSET_VAR}"})
+    kit.project("p", ["good", "ghost", "nosecret", "unregistered"])
+    cache.write_server_tools("ghost", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    cache.write_server_tools("nosecret", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    async with kit.client("p") as c:
+        await _listed_fast(c)
+        await wait_tools(c, {"good__echo"})
+        await _good_call_is_fast(c)
+        r = await c.session.call_tool("ghost__echo", {})
+        assert r.is_error and "ghost" in text_of(r) and "command not found" in text_of(r)
+        r = await c.session.call_tool("nosecret__echo", {})
+        assert r.is_error and "nosecret" in text_of(r) and "MCPCTL_TEST_UNSET_VAR" in text_of(r)
+    ghost = kit.store.status("Server", "ghost")
+    assert ghost["state"] == "down" and "definitely-not-a-command-mcpctl" in ghost["lastError"]
+    nosecret = kit.store.status("Server", "nosecret")
+    assert nosecret["state"] == "down" and "MCPCTL_TEST_UNSET_VAR" in nosecret["lastError"]
+    assert "nosecret" in nosecret["lastError"]
+    assert kit.leftovers() == []
+
+
+async def test_stderr_flood_is_drained(kit: Kit) -> None:
+    kit.server("good")
+    kit.server("chatty", "--stderr-flood")
+    async with kit.client(kit.project("p", ["good", "chatty"])) as c:
+        await _listed_fast(c)
+        await wait_tools(c, {"good__echo", "chatty__echo"})
+        for i in range(50):
+            r = await c.session.call_tool("chatty__echo", {"text": str(i)})
+            assert text_of(r) == str(i)
+        await _good_call_is_fast(c)
+    log = kit.home / "log" / "upstreams" / "chatty.log"
+    assert log.stat().st_size > 4 * 1024 * 1024
+    assert kit.leftovers() == []
+
+
+async def test_five_megabyte_result(kit: Kit) -> None:
+    kit.server("good")
+    kit.server("bulky")
+    async with kit.client(kit.project("p", ["good", "bulky"])) as c:
+        await _listed_fast(c)
+        await wait_tools(c, {"good__echo", "bulky__big"})
+        async with anyio.create_task_group() as tg:
+            got: list[int] = []
+
+            async def big() -> None:
+                got.append(len(text_of(await c.session.call_tool("bulky__big", {}))))
+
+            tg.start_soon(big)
+            await _good_call_is_fast(c)
+        assert got == [5 * 1024 * 1024]
+    assert kit.leftovers() == []
+
+
+async def test_garbage_on_stdout(kit: Kit) -> None:
+    kit.server("good")
+    kit.server("noisy", "--garbage")
+    async with kit.client(kit.project("p", ["good", "noisy"])) as c:
+        await _listed_fast(c)
+        await wait_tools(c, {"good__echo", "noisy__echo"})
+        r = await c.session.call_tool("noisy__garbage", {})
+        assert text_of(r) == "after garbage"
+        r = await c.session.call_tool("noisy__echo", {"text": "clean"})
+        assert text_of(r) == "clean"
+        await _good_call_is_fast(c)
+    assert kit.leftovers() == []
+
+
+async def test_sigterm_stops_gateway_and_upstreams(kit: Kit) -> None:
+    kit.server("good")
+    kit.server("other")
+    kit.project("p", ["good", "other"])
+    proc = subprocess.Popen([MCPCTL, "serve", "--project", "p"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL,
+                            env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
+    try:
+        with anyio.fail_after(20):
+            # wait until both upstreams run (their processes carry the mark)
+            from gwkit import _mark_pids
+
+            while len([p for p in _mark_pids(kit.mark) if p != proc.pid]) < 2:
+                await anyio.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        proc.wait(timeout=15)
+        assert time.monotonic() - t0 < 10
+        assert proc.stdout is not None and proc.stdout.read() == b""   # nothing but protocol on stdout
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert kit.leftovers() == []

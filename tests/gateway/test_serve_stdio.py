@@ -1,0 +1,168 @@
+"""`mcpctl serve` over stdio with the official SDK client, in both protocol eras."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import anyio
+import mcp.types as t
+import pytest
+from gwkit import SLACK, Kit, text_of, wait_tools
+
+pytestmark = pytest.mark.anyio
+
+PORTABLE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _setup(kit: Kit, marker_dir: Path) -> str:
+    kit.server("alpha", "--marker-dir", str(marker_dir))
+    kit.server("beta", "--legacy-only", "--page-size", "4")   # handshake-era upstream, paginated
+    return kit.project("p", ["alpha", "beta"], tools={"disabled": ["alpha/delete_*", "beta/*"],
+                                                      "enabled": ["beta/echo", "beta/add_tool", "beta/extra_*"]})
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_catalogue_calls_and_passthrough(kit: Kit, tmp_path: Path, mode: str) -> None:
+    project = _setup(kit, tmp_path)
+    async with kit.client(project, mode=mode) as c:
+        assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        t0 = time.monotonic()
+        first = await c.list_tools()
+        assert time.monotonic() - t0 < 0.5 * SLACK
+        assert "search_tools" in {x.name for x in first.tools}
+
+        tools = {x.name: x for x in await wait_tools(c, {"alpha__echo", "beta__echo"})}
+        assert all(PORTABLE.match(n) and len(n) <= 48 for n in tools)
+        # curation: disabled tools are not listed; the allow-list exception is
+        assert "alpha__delete_all" not in tools and "beta__add" not in tools and "beta__echo" in tools
+        # beta pages 4 tools at a time: every enabled page arrived
+        assert {"beta__echo", "beta__add_tool"} <= set(tools)
+        # pass-through of schema, annotations, outputSchema and _meta
+        echo = tools["alpha__echo"]
+        assert echo.input_schema["required"] == ["text"]
+        assert echo.annotations is not None and echo.annotations.read_only_hint is True
+        assert echo.meta == {"vendor/x": 1}
+        assert tools["alpha__structured"].output_schema["required"] == ["square"]
+        odd = [n for n in tools if n.startswith("alpha__odd")]
+        assert len(odd) == 1 and PORTABLE.match(odd[0])
+
+        r = await c.session.call_tool("alpha__echo", {"text": "hello"})
+        assert text_of(r) == "hello" and not r.is_error
+        assert r.meta is not None and r.meta.get("upstream/meta") == "kept"
+        stamp = (r.meta or {}).get("io.modelcontextprotocol/serverInfo")
+        assert stamp is None if mode == "legacy" else stamp["name"] == "mcpctl"
+        r = await c.session.call_tool("beta__echo", {"text": "from beta"})
+        assert text_of(r) == "from beta"
+        r = await c.session.call_tool("alpha__structured", {"n": 9})
+        assert r.structured_content == {"square": 81}
+        r = await c.session.call_tool("alpha__fail", {})
+        assert r.is_error and "always fails" in text_of(r)
+        r = await c.session.call_tool(odd[0], {})
+        assert not r.is_error and "ok" in text_of(r)
+
+        # disabled tools are not callable
+        r = await c.session.call_tool("alpha__delete_all", {})
+        assert r.is_error and "disabled" in text_of(r)
+
+        # progress flows back
+        seen: list[float] = []
+
+        async def on_progress(p: float, total: float | None, msg: str | None) -> None:
+            seen.append(p)
+
+        r = await c.session.call_tool("alpha__progress", {}, progress_callback=on_progress)
+        assert text_of(r) == "done"
+        with anyio.fail_after(5):
+            while len(seen) < 3:
+                await anyio.sleep(0.02)
+        assert seen == [1.0, 2.0, 3.0]
+
+        # client cancellation cancels the upstream request
+        with anyio.move_on_after(0.5):
+            await c.session.call_tool("alpha__hang", {})
+        with anyio.fail_after(10):
+            while not list(tmp_path.glob("cancelled-*")):
+                await anyio.sleep(0.05)
+
+        # prompts and resources are aggregated, namespaced and routed back
+        prompts = {p.name for p in (await c.list_prompts()).prompts}
+        assert {"alpha__greet", "beta__greet"} <= prompts
+        got = await c.get_prompt("beta__greet", {"who": "ann"})
+        assert "hello ann from beta" in got.messages[0].content.text
+        resources = [str(x.uri) for x in (await c.list_resources()).resources]
+        alpha_uri = next(u for u in resources if "alpha" in u)
+        read = await c.read_resource(alpha_uri)
+        assert "content of file:///alpha/readme.txt from alpha" in read.contents[0].text
+        read = await c.read_resource("note://beta/42")   # produced by beta's resource template
+        assert "from beta" in read.contents[0].text
+    assert kit.leftovers() == []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_upstream_list_changed_reaches_the_client(kit: Kit, tmp_path: Path, mode: str) -> None:
+    project = _setup(kit, tmp_path)
+    changed = anyio.Event()
+
+    async def on_message(msg: object) -> None:
+        if isinstance(msg, t.ToolListChangedNotification):
+            changed.set()
+
+    async with kit.client(project, mode=mode, message_handler=on_message) as c:
+        await wait_tools(c, {"alpha__echo", "beta__echo"})
+        async with anyio.create_task_group() as tg:
+            if mode == "auto":
+                async def listen() -> None:
+                    async with c.listen(tools_list_changed=True) as sub:
+                        async for _ in sub:
+                            changed.set()
+                            return
+                tg.start_soon(listen)
+                await anyio.sleep(0.3)
+            for server, expected in (("alpha", "alpha__extra_1"), ("beta", "beta__extra_1")):
+                changed = anyio.Event() if mode == "legacy" else changed
+                await c.session.call_tool(f"{server}__add_tool", {})
+                with anyio.fail_after(10):
+                    await changed.wait()
+                names = {x.name for x in (await c.list_tools()).tools}
+                assert expected in names
+                if mode == "auto":
+                    break   # one listen stream, one event: enough for the modern era
+            tg.cancel_scope.cancel()
+    assert kit.leftovers() == []
+
+
+async def test_search_tools_contract(kit: Kit, tmp_path: Path) -> None:
+    project = _setup(kit, tmp_path)
+    async with kit.client(project) as c:
+        await wait_tools(c, {"alpha__echo", "beta__echo"})
+        r = await c.session.call_tool("search_tools", {"query": "sleep for some seconds", "top_k": 3})
+        assert not r.is_error
+        data = r.structured_content
+        assert data is not None and set(data) == {"tools", "total_searched"}
+        assert data["tools"][0]["name"] == "alpha__slow"
+        assert data["tools"][0]["inputSchema"]["properties"]["seconds"]["type"] == "number"
+        assert all(set(x) == {"name", "description", "inputSchema", "score"} for x in data["tools"])
+        assert len(data["tools"]) <= 3
+        names = {x["name"] for x in data["tools"]}
+        assert "search_tools" not in names and "alpha__delete_all" not in names
+        assert data["total_searched"] == len([x for x in (await c.list_tools()).tools if x.name != "search_tools"])
+        import json
+
+        assert json.loads(text_of(r)) == data
+        r = await c.session.call_tool("search_tools", {"query": "echo"})
+        assert len(r.structured_content["tools"]) <= 5     # default topK
+        for bad in ({"query": "  "}, {"query": "x", "top_k": 0}, {"query": "x", "top_k": 21},
+                    {"query": "x", "top_k": "3"}, {}):
+            r = await c.session.call_tool("search_tools", bad)
+            assert r.is_error, bad
+            assert "search_tools" in text_of(r)
+
+
+async def test_search_can_be_disabled(kit: Kit) -> None:
+    kit.server("alpha")
+    project = kit.project("p", ["alpha"], search={"enabled": False})
+    async with kit.client(project) as c:
+        tools = await wait_tools(c, {"alpha__echo"})
+        assert "search_tools" not in {x.name for x in tools}
