@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from mcpctl import catalogue
 from mcpctl.catalogue import rank
 from mcpctl.catalogue.bm25 import BM25FIndex, BM25FParams, schema_fields
 from mcpctl.catalogue.rank import LexicalRanker, ToolDoc, build_ranker
@@ -101,6 +102,7 @@ def test_semantic_without_the_extra_falls_back_to_bm25_and_logs_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", None)   # import now fails
+    monkeypatch.delattr(catalogue, "semantic", raising=False)
     monkeypatch.setattr(rank, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="mcpctl.catalogue.rank"):
         first = build_ranker(CATALOGUE, "semantic")
@@ -116,10 +118,11 @@ def test_a_model_that_fails_to_load_falls_back_to_bm25(
 ) -> None:
     class Broken:
         @staticmethod
-        def build(*args: object) -> object:
+        def build(*args: object, **kwargs: object) -> object:
             raise OSError("weights file truncated")
 
     monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", Broken)
+    monkeypatch.delattr(catalogue, "semantic", raising=False)
     monkeypatch.setattr(rank, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="mcpctl.catalogue.rank"):
         ranker = build_ranker(CATALOGUE, "hybrid")

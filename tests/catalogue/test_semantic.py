@@ -167,3 +167,27 @@ def test_real_minilm_when_installed() -> None:
     v = model.embed(["Get the weather forecast for a city", "What will the weather be tomorrow?",
                      "Delete a git branch"])
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+
+
+def test_without_waiting_a_cold_catalogue_answers_lexically_then_fuses(
+    use_tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    gate = threading.Event()
+    original = MiniLM.embed
+
+    def slow_embed(self: MiniLM, texts: list[str], **kw: object) -> np.ndarray:
+        if len(texts) > 1:          # the tool texts, not a query
+            assert gate.wait(5)
+        return original(self, texts)
+
+    monkeypatch.setattr(MiniLM, "embed", slow_embed)
+    ranker = build_ranker(DOCS, "hybrid", wait=False)
+    assert not ranker.ready
+    assert ranker.search("read file", 3) == LexicalRanker(DOCS).search("read file", 3)
+    gate.set()
+    assert ranker.wait_ready(5)
+    assert len(ranker.search("read file", 3)) == 3
+    # Now cached: a new ranker is ready at once, without a thread.
+    assert build_ranker(DOCS, "hybrid", wait=False).ready

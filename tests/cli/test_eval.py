@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from mcpctl import catalogue
 from mcpctl.audit.log import SEARCH_TOOL_ID, CallRecord, InvocationLog
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
@@ -44,7 +45,8 @@ def test_eval_json_output_is_a_stable_contract(runner: CliRunner) -> None:
 
 
 def test_eval_labels_a_fallback_ranker(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", None)
+    monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", None)   # as without the extra
+    monkeypatch.delattr(catalogue, "semantic", raising=False)
     result = runner.invoke(app, ["eval", "-d", META, "-r", "bm25", "-r", "semantic", "-o", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)

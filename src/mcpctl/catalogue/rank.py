@@ -88,11 +88,13 @@ def _warn_once(key: str, message: str, *args: object) -> None:
         log.warning(message, *args)
 
 
-def build_ranker(docs: Sequence[ToolDoc], kind: str = "bm25") -> Ranker:
+def build_ranker(docs: Sequence[ToolDoc], kind: str = "bm25", *, wait: bool = True) -> Ranker:
     """A ranker over `docs`. `kind` is bm25 | semantic | hybrid (the project's `search.ranker`).
 
     `semantic` and `hybrid` need the `mcpctl[semantic]` extra; without it, or if the model
-    cannot be loaded, this logs one warning and returns the lexical ranker.
+    cannot be loaded, this logs one warning and returns the lexical ranker. Tool vectors come
+    from an on-disk cache; with `wait=False` tools not cached yet are embedded in the
+    background while the ranker answers lexically (for a server that must not stall).
 
     Raises:
         ValueError: `kind` is not one of RANKER_KINDS.
@@ -105,7 +107,7 @@ def build_ranker(docs: Sequence[ToolDoc], kind: str = "bm25") -> Ranker:
     try:
         from mcpctl.catalogue import semantic  # the one sanctioned lazy import (numpy, model)
 
-        return semantic.build(docs, lexical, kind)
+        return semantic.build(docs, lexical, kind, wait=wait)
     except ImportError as e:
         _warn_once("import", "search ranker %r needs the semantic extra (pip install 'mcpctl[semantic]'); "
                    "using bm25 instead (%s)", kind, e)

@@ -121,13 +121,18 @@ class VectorCache:
 
 
 def embed_tools(model: MiniLM, model_key: str, docs: Sequence[ToolDoc],
-                cache: VectorCache | None = None) -> np.ndarray:
-    """One normalised vector per doc, from the disk cache where possible."""
+                cache: VectorCache | None = None, *, compute: bool = True) -> np.ndarray | None:
+    """One normalised vector per doc, from the disk cache where possible.
+
+    With `compute=False`, returns None instead of embedding when any doc is not cached.
+    """
     cache = cache or VectorCache(model_key)
     texts = [tool_text(d) for d in docs]
     keys = [VectorCache.key(t) for t in texts]
     stored = cache.load()
     missing = [i for i, k in enumerate(keys) if k not in stored]
+    if missing and not compute:
+        return None
     if missing:
         fresh = model.embed([texts[i] for i in missing])
         for row, i in enumerate(missing):
@@ -148,24 +153,54 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 
 
 class HybridRanker:
-    """BM25F fused with MiniLM cosine similarity; `lexical_weight=0` ranks by embeddings alone."""
+    """BM25F fused with MiniLM cosine similarity; `lexical_weight=0` ranks by embeddings alone.
+
+    With `wait=False`, tools missing from the vector cache are embedded in a background thread
+    and the ranker answers with BM25F alone until that is done (`ready`), so a large new
+    catalogue never makes a search wait for the model.
+    """
 
     kind: str = "hybrid"
 
     def __init__(self, docs: Sequence[ToolDoc], lexical: LexicalRanker | None = None,
-                 lexical_weight: float = LEXICAL_WEIGHT, cache: VectorCache | None = None) -> None:
+                 lexical_weight: float = LEXICAL_WEIGHT, cache: VectorCache | None = None,
+                 *, wait: bool = True) -> None:
         self.model, key = load_model()
         self.ids = [d.id for d in docs]
         self.lexical = lexical or LexicalRanker(docs)
         self.lexical_weight = lexical_weight
-        self.vectors = embed_tools(self.model, key, docs, cache)
         self._query_vector = lru_cache(maxsize=256)(self._embed_query)
+        self._done = threading.Event()
+        self.vectors: np.ndarray | None = embed_tools(self.model, key, docs, cache, compute=wait)
+        if self.vectors is not None:
+            self._done.set()
+            return
+
+        def work() -> None:
+            try:
+                self.vectors = embed_tools(self.model, key, docs, cache)
+            except Exception as e:   # stay lexical rather than break search
+                log.warning("embedding %d tools failed; searching with bm25 only (%s: %s)",
+                            len(docs), type(e).__name__, e)
+            finally:
+                self._done.set()
+
+        threading.Thread(target=work, name="mcpctl-embed-tools", daemon=True).start()
+
+    @property
+    def ready(self) -> bool:
+        """True once tool vectors are in use (False while embedding, or if that failed)."""
+        return self.vectors is not None
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        self._done.wait(timeout)
+        return self.ready
 
     def _embed_query(self, query: str) -> np.ndarray:
         return self.model.embed([query])[0]
 
-    def scores(self, query: str) -> np.ndarray:
-        cos = self.vectors @ self._query_vector(query)
+    def scores(self, query: str, vectors: np.ndarray) -> np.ndarray:
+        cos = vectors @ self._query_vector(query)
         fused = (1.0 - self.lexical_weight) * _minmax(cos)
         if self.lexical_weight > 0:
             lex = np.zeros(len(self.ids), dtype=np.float32)
@@ -175,17 +210,20 @@ class HybridRanker:
         return fused
 
     def search(self, query: str, top_k: int) -> list[tuple[str, float]]:
+        vectors = self.vectors
+        if vectors is None:
+            return self.lexical.search(query, top_k)
         n = len(self.ids)
         if top_k <= 0 or n == 0:
             return []
-        s = self.scores(query)
+        s = self.scores(query, vectors)
         k = min(top_k, n)
         top = np.argpartition(-s, k - 1)[:k] if k < n else np.arange(n)
         top = sorted(top.tolist(), key=lambda i: (-s[i], i))
         return [(self.ids[i], float(s[i])) for i in top]
 
 
-def build(docs: Sequence[ToolDoc], lexical: LexicalRanker, kind: str) -> HybridRanker:
+def build(docs: Sequence[ToolDoc], lexical: LexicalRanker, kind: str, *, wait: bool = True) -> HybridRanker:
     """The ranker for `semantic` and `hybrid`: both are the fused ranker (embeddings alone lose
     to BM25F on two of the three evaluation sets; see docs/ranking.md)."""
-    return HybridRanker(docs, lexical)
+    return HybridRanker(docs, lexical, wait=wait)
