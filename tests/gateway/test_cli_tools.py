@@ -1,0 +1,88 @@
+"""`mcpctl tools list|enable|disable` and `mcpctl serve --help` (no `mcp` import at CLI load)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from gwkit import Kit
+from typer.testing import CliRunner
+
+from mcpctl.catalogue import cache
+from mcpctl.cli import app
+
+
+def _cache(kit: Kit) -> None:
+    kit.server("alpha")
+    kit.server("beta")
+    kit.project("p", ["alpha", "beta"], tools={"disabled": ["alpha/delete_*"]})
+    cache.write_server_tools("alpha", [
+        {"name": "echo", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+        {"name": "delete_all", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": True}},
+        {"name": "odd.name/x", "inputSchema": {"type": "object"}},
+    ])
+    cache.write_server_tools("beta", [{"name": "echo", "inputSchema": {"type": "object"}}])
+
+
+def test_tools_list_from_cache(kit: Kit, runner: CliRunner) -> None:
+    _cache(kit)
+    r = runner.invoke(app, ["tools", "list", "--project", "p", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [(x["canonicalId"], x["presentedName"], x["state"]) for x in rows] == [
+        ("alpha/echo", "alpha__echo", "enabled"),
+        ("alpha/delete_all", "alpha__delete_all", "disabled"),
+        ("alpha/odd.name/x", rows[2]["presentedName"], "enabled"),
+        ("beta/echo", "beta__echo", "enabled"),
+    ]
+    assert rows[0]["readOnly"] is True and rows[1]["destructive"] is True
+    assert set(rows[0]) == {"server", "canonicalId", "presentedName", "state", "readOnly", "destructive",
+                            "description"}
+    r = runner.invoke(app, ["tools", "list", "--project", "p"])
+    assert r.exit_code == 0 and "alpha__delete_all" in r.stdout and "disabled" in r.stdout
+    r = runner.invoke(app, ["tools", "list", "--project", "p", "-o", "name"])
+    assert r.stdout.splitlines() == ["alpha/echo", "alpha/delete_all", "alpha/odd.name/x", "beta/echo"]
+    r = runner.invoke(app, ["tools", "list", "--project", "nope"])
+    assert r.exit_code == 3
+
+
+def test_tools_enable_disable_edit_the_project(kit: Kit, runner: CliRunner) -> None:
+    _cache(kit)
+    before = kit.store.get("Project", "p")["metadata"]
+    r = runner.invoke(app, ["tools", "enable", "--project", "p", "alpha/delete_all"])
+    assert r.exit_code == 0, r.output
+    res = kit.store.get("Project", "p")
+    assert res["spec"]["tools"] == {"disabled": ["alpha/delete_*"], "enabled": ["alpha/delete_all"]}
+    assert int(res["metadata"]["resourceVersion"]) == int(before.get("resourceVersion") or 0) + 1
+    assert res["metadata"]["generation"] == int(before.get("generation") or 0) + 1
+    r = runner.invoke(app, ["tools", "disable", "--project", "p", "alpha/delete_all", "beta/*"])
+    assert r.exit_code == 0
+    assert kit.store.get("Project", "p")["spec"]["tools"] == {"disabled": ["alpha/delete_*", "beta/*"]}
+    r = runner.invoke(app, ["tools", "enable", "--project", "p", "alpha/delete_*"])
+    assert kit.store.get("Project", "p")["spec"].get("tools") == {"disabled": ["beta/*"]}
+    version = kit.store.get("Project", "p")["metadata"]["resourceVersion"]
+    r = runner.invoke(app, ["tools", "disable", "--project", "p", "beta/*"])
+    assert "unchanged" in r.stdout
+    assert kit.store.get("Project", "p")["metadata"]["resourceVersion"] == version
+    rows = json.loads(runner.invoke(app, ["tools", "list", "--project", "p", "-o", "json"]).stdout)
+    assert {x["canonicalId"]: x["state"] for x in rows}["beta/echo"] == "disabled"
+
+
+def test_tools_list_refresh_connects(kit: Kit, runner: CliRunner) -> None:
+    kit.server("alpha")
+    kit.server("ghost", command="definitely-not-a-command-mcpctl")
+    kit.project("p", ["alpha", "ghost"])
+    r = runner.invoke(app, ["tools", "list", "--project", "p", "--refresh", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    ids = [x["canonicalId"] for x in json.loads(r.stdout)]
+    assert "alpha/echo" in ids and "alpha/crash" in ids
+    assert "ghost" in r.stderr and "command not found" in r.stderr
+    assert cache.read_server_tools("alpha") is not None
+    assert kit.leftovers() == []
+
+
+def test_cli_does_not_import_mcp() -> None:
+    code = ("import sys; from mcpctl.cli import app; "
+            "assert 'mcp' not in sys.modules, sorted(m for m in sys.modules if m.startswith('mcp'))")
+    subprocess.run([sys.executable, "-c", code], check=True)

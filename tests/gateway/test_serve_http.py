@@ -1,0 +1,139 @@
+"""`mcpctl serve --transport http`: bearer token, DNS-rebinding protection, concurrent clients."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import pytest
+from gwkit import MCPCTL, Kit, free_port, text_of, wait_tools
+
+pytestmark = pytest.mark.anyio
+
+
+@contextlib.contextmanager
+def http_gateway(kit: Kit, project: str) -> Iterator[tuple[str, str]]:
+    port = free_port()
+    log = open(kit.home / "http-gateway.stderr", "w")  # noqa: SIM115
+    proc = subprocess.Popen([MCPCTL, "serve", "--project", project, "--transport", "http", "--port", str(port)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                            env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
+    try:
+        import socket
+
+        deadline = time.monotonic() + 20
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None, (kit.home / "http-gateway.stderr").read_text()
+            assert time.monotonic() < deadline, "gateway did not listen"
+            time.sleep(0.05)
+        token_file = kit.home / "state" / "tokens" / f"{project}.token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        yield f"http://127.0.0.1:{port}/mcp", token_file.read_text().strip()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        assert proc.stdout is not None and proc.stdout.read() == b""
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str, token: str, mode: str = "legacy") -> AsyncIterator[Any]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                  timeout=httpx2.Timeout(30, read=60)) as h:
+        async with Client(streamable_http_client(url, http_client=h), mode=mode) as c:
+            yield c
+
+
+def _setup(kit: Kit) -> str:
+    kit.server("alpha")
+    kit.server("beta")
+    return kit.project("p", ["alpha", "beta"], tools={"disabled": ["alpha/delete_*"]})
+
+
+async def test_auth_origin_and_host_checks(kit: Kit) -> None:
+    import httpx2
+
+    with http_gateway(kit, _setup(kit)) as (url, token):
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        hdrs = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        async with httpx2.AsyncClient(timeout=10) as h:
+            r = await h.post(url, json=body, headers=hdrs)
+            assert r.status_code == 401
+            r = await h.post(url, json=body, headers={**hdrs, "Authorization": "Bearer wrong"})
+            assert r.status_code == 401
+            auth = {**hdrs, "Authorization": f"Bearer {token}"}
+            r = await h.post(url, json=body, headers={**auth, "Origin": "http://evil.example"})
+            assert r.status_code == 403
+            r = await h.post(url, json=body, headers={**auth, "Host": "evil.example"})
+            assert r.status_code in (403, 421)
+            r = await h.post(url, json=body, headers={**auth, "Origin": "http://localhost:3000"})
+            assert r.status_code == 200
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_http_clients_both_eras(kit: Kit, mode: str) -> None:
+    with http_gateway(kit, _setup(kit)) as (url, token):
+        async with http_client(url, token, mode) as c:
+            assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+            await wait_tools(c, {"alpha__echo", "beta__echo"})
+            r = await c.session.call_tool("beta__echo", {"text": "over http"})
+            assert text_of(r) == "over http"
+            r = await c.session.call_tool("alpha__delete_all", {})
+            assert r.is_error and "disabled" in text_of(r)
+            r = await c.session.call_tool("alpha__structured", {"n": 4})
+            assert r.structured_content == {"square": 16}
+    assert kit.leftovers() == []
+
+
+@pytest.mark.slow
+async def test_two_clients_ten_thousand_calls_never_misrouted(kit: Kit) -> None:
+    per_client, in_flight = 5000, 24
+    with http_gateway(kit, _setup(kit)) as (url, token):
+        async def one_client(cid: str, mode: str) -> int:
+            ok = 0
+            async with http_client(url, token, mode) as c:
+                await wait_tools(c, {"alpha__echo", "beta__echo"})
+                counter = iter(range(per_client))
+
+                async def worker() -> None:
+                    nonlocal ok
+                    for i in counter:
+                        nonce = f"{cid}-{i}"
+                        tool = "alpha__echo" if i % 2 else "beta__echo"
+                        r = await c.session.call_tool(tool, {"text": nonce})
+                        assert text_of(r) == nonce, f"misrouted: sent {nonce}, got {text_of(r)[:40]}"
+                        ok += 1
+
+                async with anyio.create_task_group() as tg:
+                    for _ in range(in_flight):
+                        tg.start_soon(worker)
+            return ok
+
+        results: dict[str, int] = {}
+
+        async def run(cid: str, mode: str) -> None:
+            results[cid] = await one_client(cid, mode)
+
+        with anyio.fail_after(170):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, "A", "legacy")
+                tg.start_soon(run, "B", "auto")
+        assert results == {"A": per_client, "B": per_client}
+    assert kit.leftovers() == []
