@@ -208,3 +208,12 @@ def test_logs_backup_writes_a_consistent_copy(runner: CliRunner, seeded: list[Ca
         assert [r.canonical_id for r in copy.query()] == [r.canonical_id for r in seeded]
     again = runner.invoke(app, ["logs", "backup", str(dest)])
     assert again.exit_code == 1 and "already exists" in again.stderr
+
+
+def test_logs_table_shows_client_supplied_text_literally(runner: CliRunner, tmp_home: Path) -> None:
+    with InvocationLog() as log:
+        log.record(CallRecord(time.time(), 1.0, "p", "[bold]x[/bold]", None, "protocol_error",
+                              error_class="UnknownTool", client_name="[red]evil[/red]", client_version="1"))
+    res = runner.invoke(app, ["logs"])
+    assert res.exit_code == 0, res.output
+    assert "[bold]x[/bold]" in res.stdout and "[red]evil[/red] 1" in res.stdout

@@ -150,8 +150,6 @@ async def run_session(timeout: float, errlog_path: Path, protocol: str = "auto")
 
     from mcpctl import __version__
 
-    Implementation = t.Implementation
-
     env = {k: os.environ[k] for k in _PASS_ENV if os.environ.get(k)}
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcpctl", "serve", "--project", PROJECT],
                                    env=env or None)
@@ -159,7 +157,7 @@ async def run_session(timeout: float, errlog_path: Path, protocol: str = "auto")
     errlog_path.parent.mkdir(parents=True, exist_ok=True)
     with open(errlog_path, "w", encoding="utf-8") as errlog, anyio.fail_after(timeout):
         async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=timeout, mode=protocol,
-                          client_info=Implementation(name="mcpctl-demo", version=__version__)) as c:
+                          client_info=t.Implementation(name="mcpctl-demo", version=__version__)) as c:
             s.protocol = c.protocol_version
             info = c.server_info
             s.server = f"{info.name} {info.version}" if info else "?"
@@ -167,7 +165,7 @@ async def run_session(timeout: float, errlog_path: Path, protocol: str = "auto")
             # Upstreams connect in the background; the first listing may come from an empty cache.
             while True:
                 s.tools = list((await c.list_tools(cache_mode="refresh")).tools)
-                names = [t.name for t in s.tools]
+                names = [tool.name for tool in s.tools]
                 if all(resolve_name(names, cid) in names for cid in NEEDED):
                     break
                 await anyio.sleep(0.25)
@@ -182,7 +180,7 @@ async def run_session(timeout: float, errlog_path: Path, protocol: str = "auto")
                 ms = (time.perf_counter() - t0) * 1000
                 shown = json.dumps(args, ensure_ascii=False)
                 s.steps.append(Step(f"{label}: {name} {_short(shown, 60)}", bool(result.is_error) == expect_error,
-                                    f"{_short(_text(result))}  [dim]({ms:.1f} ms)[/dim]"))
+                                    f"{_short(_text(result))}  ({ms:.1f} ms)"))
                 return result
 
             note = await call("Write a note", resolve_name(names, "notes/create_note"),
@@ -233,16 +231,17 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 def print_report(home_note: str, registered: list[str], s: Session, rows: list[Any], pairs: list[tuple[str, str]],
                  log_path: Path) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from .logs import render_table
 
-    out.print(f"[bold]mcpctl demo[/bold]  {home_note}")
+    out.print(f"[bold]mcpctl demo[/bold]  {escape(home_note)}")
     out.print("\n[bold]1. Registered[/bold] the example servers and project 'demo'")
     for line in registered:
-        out.print(f"   {line}")
-    out.print(f"\n[bold]2. Started the gateway[/bold] ({sys.executable} -m mcpctl serve --project demo): "
-              f"{s.server}, protocol {s.protocol}")
+        out.print(f"   {escape(line)}")
+    out.print(f"\n[bold]2. Started the gateway[/bold] ({escape(sys.executable)} -m mcpctl serve --project demo): "
+              f"{escape(s.server)}, protocol {escape(s.protocol)}")
     out.print(f"\n[bold]3. The agent sees {len(s.tools)} tools[/bold] ({DISABLED} is disabled in the project)")
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     table.add_column("NAME")
@@ -251,17 +250,17 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
     for t in s.tools:
         ann = t.annotations
         ro = "-" if ann is None or ann.read_only_hint is None else ("yes" if ann.read_only_hint else "no")
-        table.add_row(t.name, ro, _short(t.description or "", 70))
+        table.add_row(escape(t.name), ro, escape(_short(t.description or "", 70)))
     out.print(table)
     out.print("\n[bold]4. Calls through the gateway[/bold]")
     for step in s.steps:
         mark = "[green]✓[/green]" if step.ok else "[red]✗[/red]"
-        out.print(f" {mark} {step.title}\n     → {step.detail}")
-    out.print(f"\n[bold]5. Invocation log[/bold] ({log_path}): {len(rows)} rows from this run")
+        out.print(f" {mark} {escape(step.title)}\n     → {escape(step.detail)}")
+    out.print(f"\n[bold]5. Invocation log[/bold] ({escape(str(log_path))}): {len(rows)} rows from this run")
     if rows:
         out.print(render_table(rows))
     for q, cid in pairs:
-        out.print(f"   search {q!r} was followed by a call to {cid}")
+        out.print(escape(f"   search {q!r} was followed by a call to {cid}"))
     out.print("\nNext: [bold]mcpctl serve --project demo[/bold] from your agent's MCP config, "
               "[bold]mcpctl logs --project demo[/bold], [bold]mcpctl get project demo -o yaml[/bold]")
 

@@ -102,6 +102,7 @@ def record_to_json(rec: Any) -> dict[str, Any]:
 
 
 def render_table(records: list[Any]) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -109,12 +110,13 @@ def render_table(records: list[Any]) -> Any:
                     ("MS", {"justify": "right"}), ("CLIENT", {}), ("SESSION", {})):
         table.add_column(col, **kw)
     for r in records:
-        tool = r.canonical_id or f"[dim]{r.presented_name}[/dim]"
-        outcome = r.outcome + (f" ({r.error_class})" if r.error_class else "")
+        # names and client info come from clients: never let them act as rich markup
+        tool = escape(r.canonical_id) if r.canonical_id else f"[dim]{escape(r.presented_name)}[/dim]"
+        outcome = escape(r.outcome + (f" ({r.error_class})" if r.error_class else ""))
         style = _OUTCOME_STYLE.get(r.outcome, "red")
-        client = " ".join(x for x in (r.client_name, r.client_version) if x) or "-"
-        table.add_row(_local(r.ts), r.project, tool, f"[{style}]{outcome}[/{style}]",
-                      f"{r.duration_ms:.1f}", client, (r.session_id or "-")[:12])
+        client = escape(" ".join(x for x in (r.client_name, r.client_version) if x) or "-")
+        table.add_row(_local(r.ts), escape(r.project), tool, f"[{style}]{outcome}[/{style}]",
+                      f"{r.duration_ms:.1f}", client, escape((r.session_id or "-")[:12]))
     return table
 
 
@@ -247,12 +249,13 @@ def register(app: typer.Typer) -> None:
                 "migrations": list(s.migrations),
             })
             return
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(box=None, show_header=False, pad_edge=False)
         table.add_column(style="bold")
         table.add_column()
-        table.add_row("Path", str(s.path))
+        table.add_row("Path", escape(str(s.path)))
         table.add_row("Rows", str(s.rows))
         table.add_row("Size", _human_size(s.size_bytes))
         table.add_row("Oldest", _local(s.oldest_ts) if s.oldest_ts is not None else "-")
@@ -285,6 +288,7 @@ def register(app: typer.Typer) -> None:
         if not stats:
             err.print("No calls logged" + (" matching those filters." if project or since else " yet."))
             return
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False, header_style="bold")
@@ -292,7 +296,7 @@ def register(app: typer.Typer) -> None:
                              ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left")):
             table.add_column(col, justify=justify)  # type: ignore[arg-type]
         for st in stats:
-            table.add_row(st.canonical_id, str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
+            table.add_row(escape(st.canonical_id), str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
                           f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
         out.print(table)
 
