@@ -52,9 +52,9 @@ async def test_calls_are_logged_with_outcomes_and_secrets_never_written(kit: Kit
     # status, tokens); the resource file holds only the environment *reference* we planted.
     leaked = []
     for path in kit.home.rglob("*"):
-        if path.is_file() and not path.name.startswith("client-stderr") and path.suffix != ".yaml":
-            if SECRET.encode() in path.read_bytes():
-                leaked.append(str(path.relative_to(kit.home)))
+        written_by_mcpctl = path.is_file() and not path.name.startswith("client-stderr") and path.suffix != ".yaml"
+        if written_by_mcpctl and SECRET.encode() in path.read_bytes():
+            leaked.append(str(path.relative_to(kit.home)))
     assert leaked == []
 
 

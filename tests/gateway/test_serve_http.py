@@ -55,9 +55,9 @@ async def http_client(url: str, token: str, mode: str = "legacy") -> AsyncIterat
     from mcp.client.streamable_http import streamable_http_client
 
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                  timeout=httpx2.Timeout(30, read=60)) as h:
-        async with Client(streamable_http_client(url, http_client=h), mode=mode) as c:
-            yield c
+                                  timeout=httpx2.Timeout(30, read=60)) as h, \
+            Client(streamable_http_client(url, http_client=h), mode=mode) as c:
+        yield c
 
 
 def _setup(kit: Kit) -> str:
