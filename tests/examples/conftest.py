@@ -10,14 +10,6 @@ import pytest
 
 
 @pytest.fixture
-def tmp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("MCPCTL_HOME", str(home))
-    return home
-
-
-@pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
 
