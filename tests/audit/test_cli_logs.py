@@ -121,7 +121,7 @@ def test_logs_status_reports_rows_and_bounds(runner: CliRunner, seeded: list[Cal
     data = json.loads(res.stdout)
     assert data["rows"] == 4 and data["sizeBytes"] > 0
     assert data["oldest"] < data["newest"]
-    assert data["migrations"] == ["m001_invocations", "m002_indexes"]
+    assert data["migrations"] == ["m001_invocations", "m002_indexes", "m003_search_index"]
     table = runner.invoke(app, ["logs", "status"])
     assert table.exit_code == 0
     assert any(line.split()[:2] == ["Rows", "4"] for line in table.stdout.splitlines())

@@ -311,3 +311,32 @@ def test_search_pairs_since_keeps_later_searches(log: InvocationLog) -> None:
     ])
     assert log.search_pairs("p", since=T0 + 5) == [("new", "notes/read_note")]
     assert [q for q, _ in log.search_pairs("p")] == ["old", "new"]
+
+
+def _reference_percentile(values: list[float], q: float) -> float:
+    v = sorted(values)
+    k = (len(v) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def test_tool_stats_percentiles_match_a_reference_on_random_data(log: InvocationLog) -> None:
+    import random
+
+    rng = random.Random(7)
+    durations: dict[str, list[float]] = {}
+    recs = []
+    for n_tool, n in enumerate([1, 2, 3, 7, 20, 21, 101]):
+        cid = f"s/t{n_tool}"
+        durations[cid] = [round(rng.uniform(0.1, 500), 3) for _ in range(n)]
+        recs += [rec(T0 + i, cid, duration_ms=d, outcome=rng.choice(["ok", "ok", "timeout"]))
+                 for i, d in enumerate(durations[cid])]
+    rng.shuffle(recs)
+    log.record_many(recs)
+    stats = {s.canonical_id: s for s in log.tool_stats()}
+    for cid, values in durations.items():
+        assert stats[cid].calls == len(values)
+        assert stats[cid].p50_ms == pytest.approx(_reference_percentile(values, 0.5))
+        assert stats[cid].p95_ms == pytest.approx(_reference_percentile(values, 0.95))
+        assert stats[cid].errors == sum(1 for r in recs if r.canonical_id == cid and r.outcome != "ok")

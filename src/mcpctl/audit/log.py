@@ -109,16 +109,6 @@ def _is_busy(e: sqlite3.OperationalError) -> bool:
     return "locked" in str(e) or "busy" in str(e)
 
 
-def _percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (q in [0, 1]) of already sorted values."""
-    if not sorted_values:
-        return 0.0
-    k = (len(sorted_values) - 1) * q
-    lo = math.floor(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
-
-
 class InvocationLog:
     """The SQLite invocation log. Thread-safe; every process opens its own."""
 
@@ -270,7 +260,11 @@ class InvocationLog:
         return [(str(q), str(nxt)) for q, nxt in rows if nxt is not None]
 
     def tool_stats(self, project: str | None = None, since: float | None = None) -> list[ToolStats]:
-        """Per canonical id: calls, errors, p50/p95 duration, first/last call. Most called first."""
+        """Per canonical id: calls, errors, p50/p95 duration, first/last call. Most called first.
+
+        Aggregates and percentile ranks are computed in SQL, so only a handful of rows per
+        tool reach Python however long the log is.
+        """
         where = ["canonical_id IS NOT NULL"]
         params: list[object] = []
         if project is not None:
@@ -279,31 +273,49 @@ class InvocationLog:
         if since is not None:
             where.append("ts >= ?")
             params.append(since)
-        rows = self._read(
-            "SELECT canonical_id, duration_ms, outcome, ts FROM invocations WHERE "
-            + " AND ".join(where) + " ORDER BY canonical_id, duration_ms",
+        cond = " AND ".join(where)
+        agg = self._read(
+            "SELECT canonical_id, COUNT(*), SUM(outcome != 'ok'), MIN(ts), MAX(ts) FROM invocations "
+            f"WHERE {cond} GROUP BY canonical_id",
             params,
         )
-        stats: list[ToolStats] = []
-        i = 0
-        while i < len(rows):
-            cid = rows[i][0]
-            j = i
-            while j < len(rows) and rows[j][0] == cid:
-                j += 1
-            group = rows[i:j]
-            durations = [float(r[1]) for r in group]  # type: ignore[arg-type]
-            stamps = [float(r[3]) for r in group]  # type: ignore[arg-type]
-            stats.append(ToolStats(
+        quantiles = (0.50, 0.95)
+        rank_terms = ", ".join(f"CAST((n - 1) * {q} AS INTEGER), CAST((n - 1) * {q} AS INTEGER) + 1"
+                               for q in quantiles)
+        ranked = self._read(
+            f"""
+            SELECT canonical_id, rn, duration_ms FROM (
+                SELECT canonical_id, duration_ms,
+                       ROW_NUMBER() OVER (PARTITION BY canonical_id ORDER BY duration_ms) - 1 AS rn,
+                       COUNT(*) OVER (PARTITION BY canonical_id) AS n
+                FROM invocations WHERE {cond}
+            ) WHERE rn IN ({rank_terms})
+            """,
+            params,
+        )
+        at: dict[str, dict[int, float]] = {}
+        for cid, rn, dur in ranked:
+            at.setdefault(str(cid), {})[int(rn)] = float(dur)  # type: ignore[call-overload, arg-type]
+
+        def pct(cid: str, n: int, q: float) -> float:
+            k = (n - 1) * q
+            lo = math.floor(k)
+            hi = min(lo + 1, n - 1)
+            values = at[cid]
+            return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+        stats = [
+            ToolStats(
                 canonical_id=str(cid),
-                calls=len(group),
-                errors=sum(1 for r in group if r[2] != "ok"),
-                p50_ms=_percentile(durations, 0.50),
-                p95_ms=_percentile(durations, 0.95),
-                first_ts=min(stamps),
-                last_ts=max(stamps),
-            ))
-            i = j
+                calls=int(n),  # type: ignore[call-overload]
+                errors=int(errors or 0),  # type: ignore[call-overload]
+                p50_ms=pct(str(cid), int(n), 0.50),  # type: ignore[call-overload]
+                p95_ms=pct(str(cid), int(n), 0.95),  # type: ignore[call-overload]
+                first_ts=float(first),  # type: ignore[arg-type]
+                last_ts=float(last),  # type: ignore[arg-type]
+            )
+            for cid, n, errors, first, last in agg
+        ]
         stats.sort(key=lambda s: (-s.calls, s.canonical_id))
         return stats
 

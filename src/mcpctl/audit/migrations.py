@@ -99,3 +99,9 @@ def m002_indexes(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX idx_invocations_canonical_ts ON invocations (canonical_id, ts)")
     # search_pairs walks one session forward from each search.
     db.execute("CREATE INDEX idx_invocations_session_ts ON invocations (session_id, ts)")
+
+
+@migration
+def m003_search_index(db: sqlite3.Connection) -> None:
+    # search_pairs starts from the (rare) rows that carry a query.
+    db.execute("CREATE INDEX idx_invocations_searches ON invocations (project, ts) WHERE query IS NOT NULL")
