@@ -217,3 +217,12 @@ def test_logs_table_shows_client_supplied_text_literally(runner: CliRunner, tmp_
     res = runner.invoke(app, ["logs"])
     assert res.exit_code == 0, res.output
     assert "[bold]x[/bold]" in res.stdout and "[red]evil[/red] 1" in res.stdout
+
+
+def test_logs_says_when_older_calls_were_left_out(runner: CliRunner, seeded: list[CallRecord]) -> None:
+    res = runner.invoke(app, ["logs", "--limit", "3"])
+    assert res.exit_code == 0
+    assert len(res.stdout.splitlines()) == 1 + 3
+    assert "the newest 3 calls" in res.stderr
+    full = runner.invoke(app, ["logs", "--limit", "4"])
+    assert "newest" not in full.stderr and len(full.stdout.splitlines()) == 1 + 4

@@ -211,7 +211,11 @@ def register(app: typer.Typer) -> None:
             _follow(filters, limit, output, interval, max_polls)
             return
         with open_log() as log:
-            records = log.query(**filters, limit=limit or None)
+            # one extra row tells whether older calls were left out
+            records = log.query(**filters, limit=limit + 1 if limit else None)
+        truncated = bool(limit) and len(records) > limit
+        if truncated:
+            records = records[1:]
         if output == "json":
             print_json([record_to_json(r) for r in records])
             return
@@ -220,6 +224,8 @@ def register(app: typer.Typer) -> None:
                 (project, since, until, tool, outcome)) else " yet. Start a gateway: mcpctl serve --project P"))
             return
         out.print(render_table(records))
+        if truncated:
+            err.print(f"(the newest {limit} calls; older ones left out: --limit 0 shows all, --since narrows)")
 
     @logs_app.command("path")
     @cli_errors
