@@ -61,7 +61,7 @@ async def test_notes_over_stdio(stdio_example: Any, tmp_path: Path, mode: str) -
 
             listed = json.loads(ok(await c.call_tool("list_notes", {"tag": "work"})))
             assert [n["id"] for n in listed] == ["2"]
-            found = json.loads(ok(await c.call_tool("search_notes", {"query": "milk eggs"})))
+            found = json.loads(ok(await c.call_tool("search_notes", {"query": "a milk, eggs"})))
             assert [n["id"] for n in found] == ["1"]
             found = json.loads(ok(await c.call_tool("search_notes", {"query": "MILK"})))
             assert {n["id"] for n in found} == {"1", "2"}

@@ -204,7 +204,9 @@ def build(store: NoteStore) -> Server[Any]:
               description="Full-text search over the notes' titles, bodies and tags; returns the matching notes "
               "with a short excerpt, best match first.")
     async def search_notes(ctx: ServerRequestContext[Any], a: SearchArgs) -> list[dict[str, Any]]:
-        terms = [w.lower() for w in _WORD_RE.findall(a.query)]
+        words = [w.lower() for w in _WORD_RE.findall(a.query)]
+        # one-letter words ("a", "I") match nearly everything; ignore them unless nothing else is left
+        terms = [w for w in words if len(w) > 1] or words
         if not terms:
             raise ToolFailure("the query has no words to search for")
         hits = [(s, n) for n in store.all() if (s := _score(n, terms)) > 0]
