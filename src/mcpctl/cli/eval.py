@@ -31,7 +31,11 @@ def _run(name: str, docs: Sequence[ToolDoc], queries: Sequence[Query], kinds: Se
 
     results: list[Result] = []
     for kind in kinds:
-        ranker = build_ranker(docs, kind)
+        if kind != "bm25" and err.is_terminal:   # embedding a new catalogue takes a while
+            with err.status(f"{name}: indexing {len(docs)} tools for {kind}…"):
+                ranker = build_ranker(docs, kind)
+        else:
+            ranker = build_ranker(docs, kind)
         actual = getattr(ranker, "kind", kind)
         label = kind if actual == kind else f"{kind}->{actual}"
         with _progress(f"{name} ({label})", len(queries)) as advance:
