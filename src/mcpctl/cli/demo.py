@@ -279,8 +279,10 @@ def register(app: typer.Typer) -> None:
             "--protocol", help="How the demo client connects: auto (2026-07-28 server/discover, as Claude Code "
             "does, falling back to the handshake) or legacy (the initialize handshake).")] = "auto",
     ) -> None:
-        """Register the bundled example servers and a 'demo' project, start the real gateway, call tools
-        through it with the official MCP client, and show the resulting invocation log."""
+        """See mcpctl work end to end on its bundled example servers.
+
+        Registers the example servers and a 'demo' project, starts the real gateway, calls tools through it with the official MCP client, and shows the resulting invocation log.
+        """
         import importlib.util
 
         import anyio
