@@ -265,9 +265,9 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
             tg.start_soon(on_signal)
             tg.start_soon(run_upstreams)
             if transport == "stdio":
-                from mcp.server.stdio import stdio_server
+                from mcpctl.gateway.stdio import gateway_stdio
 
-                async with stdio_server() as (read, write):
+                async with gateway_stdio() as (read, write):
                     if on_ready:
                         on_ready("stdio")
                     await gw.server.run(read, write, gw.initialization_options())
