@@ -76,7 +76,11 @@ def register(tools_app: typer.Typer) -> None:
         if not cat.docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",
                               hint=f"list its servers first: mcpctl serve --project {project}")
-        ranker = build_ranker(cat.docs, spec.search.ranker)
+        if spec.search.ranker != "bm25" and err.is_terminal:   # a first embedding takes a while
+            with err.status(f"indexing {len(cat.docs)} tools for the {spec.search.ranker} ranker…"):
+                ranker = build_ranker(cat.docs, spec.search.ranker)
+        else:
+            ranker = build_ranker(cat.docs, spec.search.ranker)
         hits = ranker.search(query, top_k or spec.search.top_k)
         present = presenter(spec)
         if output == "json":
