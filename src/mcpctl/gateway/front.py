@@ -10,11 +10,13 @@ without re-validating it into models on either hop, with the era envelope (`resu
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -63,6 +65,17 @@ _LEGACY_ONLY_DROP: Final = ("resultType", "ttlMs", "cacheScope")
 _MAX_TRACKED_SESSIONS: Final = 1024
 
 Recorder = Callable[..., None]
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@dataclass
+class Caller:
+    """Who is calling, for the invocation log, and where progress for this request goes."""
+
+    session_id: str
+    client_name: str | None = None
+    client_version: str | None = None
+    progress: Progress | None = None
 
 
 def error_result(message: str) -> dict[str, Any]:
@@ -92,6 +105,8 @@ class Gateway:
         self._clients: weakref.WeakKeyDictionary[Any, tuple[str, str | None, str | None]] = \
             weakref.WeakKeyDictionary()
         self._stamp: dict[str, Any] = {}
+        self._list_json: dict[tuple[int, bool], str] = {}
+        self._notifiers: list[Callable[[str], None]] = []
         if self.search is not None:
             self.catalogue.set_builtins([search_tool_definition(project.search.top_k)])
         for name in project.servers:
@@ -205,6 +220,14 @@ class Gateway:
             events.append((ResourcesListChanged(), "send_resource_list_changed"))
         for event, method in events:
             await self.bus.publish(event)
+            wire = {"send_tool_list_changed": "notifications/tools/list_changed",
+                    "send_prompt_list_changed": "notifications/prompts/list_changed",
+                    "send_resource_list_changed": "notifications/resources/list_changed"}[method]
+            for notify in list(self._notifiers):
+                try:
+                    notify(wire)
+                except Exception:
+                    log.exception("sending %s failed", wire)
             for conn, session in list(self._sessions.items()):
                 try:
                     with anyio.fail_after(2):
@@ -240,17 +263,24 @@ class Gateway:
             self._sessions[conn] = ctx.session
         return known
 
-    def _log_call(self, ctx: ServerRequestContext[Any], ts: float, t0: float, presented: str,
+    def _caller(self, ctx: ServerRequestContext[Any]) -> Caller:
+        session_id, client_name, client_version = self._client(ctx)
+        progress: Progress | None = None
+        meta = (ctx.params or {}).get("_meta")
+        if isinstance(meta, dict) and meta.get("progressToken") is not None:
+            progress = ctx.session.report_progress
+        return Caller(session_id, client_name, client_version, progress)
+
+    def _log_call(self, caller: Caller, ts: float, t0: float, presented: str,
                   canonical: str | None, outcome: str, error_class: str | None = None,
                   query: str | None = None) -> None:
         if self.record is None:
             return
-        session_id, client_name, client_version = self._client(ctx)
         try:
             self.record(ts=ts, duration_ms=(time.perf_counter() - t0) * 1000.0, project=self.project_name,
                         presented_name=presented, canonical_id=canonical, outcome=outcome,
-                        error_class=error_class, client_name=client_name, client_version=client_version,
-                        session_id=session_id, query=query)
+                        error_class=error_class, client_name=caller.client_name,
+                        client_version=caller.client_version, session_id=caller.session_id, query=query)
         except Exception:
             log.exception("recording a call failed")
 
@@ -262,16 +292,17 @@ class Gateway:
             if ctx.session._connection.initialize_accepted:
                 self._client(ctx)
                 if method == "tools/call":
-                    return self._envelope(await self._call(ctx, ctx.params or {}), ctx.protocol_version)
+                    result = await self.call_tool(self._caller(ctx), ctx.params or {})
+                    return self.envelope(result, ctx.protocol_version)
                 result: dict[str, Any] = {"tools": await self._tools()}
                 if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
                     result.update(ttlMs=0, cacheScope="private")
-                return self._envelope(result, ctx.protocol_version)
+                return self.envelope(result, ctx.protocol_version)
         elif method in ("resources/list", "prompts/list") and ctx.session._connection.initialize_accepted:
             self._client(ctx)
         return await call_next(ctx)
 
-    def _envelope(self, result: dict[str, Any], version: str) -> dict[str, Any]:
+    def envelope(self, result: dict[str, Any], version: str) -> dict[str, Any]:
         if version in MODERN_PROTOCOL_VERSIONS:
             result.setdefault("resultType", "complete")
             meta = result.get("_meta")
@@ -282,6 +313,31 @@ class Gateway:
                 result.pop(key, None)
         return result
 
+    async def tools_list_json(self, version: str) -> str:
+        """The whole `tools/list` result as JSON text, serialized once per catalogue version."""
+        tools = await self._tools()
+        key = (self.catalogue.version, version in MODERN_PROTOCOL_VERSIONS)
+        cached = self._list_json.get(key)
+        if cached is None:
+            body = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+            if key[1]:
+                tail = json.dumps({"ttlMs": 0, "cacheScope": "private", "resultType": "complete",
+                                   "_meta": {SERVER_INFO_KEY: self._stamp}}, separators=(",", ":"))
+                cached = '{"tools":' + body + "," + tail[1:]
+            else:
+                cached = '{"tools":' + body + "}"
+            self._list_json = {key: cached, **{k: v for k, v in self._list_json.items()
+                                               if k[0] == self.catalogue.version}}
+        return cached
+
+    def add_notifier(self, notify: Callable[[str], None]) -> Callable[[], None]:
+        """Register a transport-level sender of list_changed notifications (method name)."""
+        self._notifiers.append(notify)
+        return lambda: self._notifiers.remove(notify) if notify in self._notifiers else None
+
+    def new_session_id(self) -> str:
+        return uuid.uuid4().hex[:12]
+
     async def _tools(self) -> list[dict[str, Any]]:
         if not self._settled.is_set():
             remaining = self.list_deadline - (time.monotonic() - self._started)
@@ -290,80 +346,75 @@ class Gateway:
                     await self._settled.wait()
         return self.catalogue.tools_payload
 
-    async def _call(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
+    async def call_tool(self, caller: Caller, params: Any) -> dict[str, Any]:
+        """Route one tools/call (wire-format params) and return the result (no era envelope)."""
         ts, t0 = time.time(), time.perf_counter()
         name = params.get("name") if isinstance(params, dict) else None
         args = params.get("arguments") if isinstance(params, dict) else None
         if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
-            self._log_call(ctx, ts, t0, str(name), None, "protocol_error", "InvalidParams")
+            self._log_call(caller, ts, t0, str(name), None, "protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
         if name == SEARCH_TOOL and self.search is not None:
-            return await self._search(ctx, ts, t0, args)
+            return await self._search(caller, ts, t0, args)
         entry = self.catalogue.by_presented.get(name)
         if entry is None:
             entry = self.catalogue.by_canonical.get(name)   # a canonical id works too
         if entry is None:
-            self._log_call(ctx, ts, t0, name, None, "protocol_error", "UnknownTool")
+            self._log_call(caller, ts, t0, name, None, "protocol_error", "UnknownTool")
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
         if not entry.enabled:
-            self._log_call(ctx, ts, t0, name, entry.canonical_id, "denied", "ToolDisabled")
+            self._log_call(caller, ts, t0, name, entry.canonical_id, "denied", "ToolDisabled")
             return error_result(f"tool {entry.canonical_id!r} is disabled in project {self.project_name!r} "
                                 f"(tools.disabled); enable it with: mcpctl tools enable --project "
                                 f"{self.project_name} {entry.canonical_id}")
         up = self.upstreams.get(entry.server)
         if up is None:
             why = self.unavailable.get(entry.server, "not configured")
-            self._log_call(ctx, ts, t0, name, entry.canonical_id, "upstream_down", "UpstreamUnavailable")
+            self._log_call(caller, ts, t0, name, entry.canonical_id, "upstream_down", "UpstreamUnavailable")
             return error_result(f"upstream server {entry.server!r} is unavailable: {why}")
         fwd: dict[str, Any] = {"name": entry.tool}
         if args is not None:
             fwd["arguments"] = args
-        on_progress = None
         meta = params.get("_meta")
         if isinstance(meta, dict):
             extra = {k: v for k, v in meta.items()
                      if k != "progressToken" and not k.startswith(_RESERVED_META_PREFIX)}
             if extra:
                 fwd["_meta"] = extra
-            if meta.get("progressToken") is not None:
-                session = ctx.session
-
-                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                    await session.report_progress(progress, total, message)
         try:
-            result = await up.request("tools/call", fwd, timeout=up.spec.timeouts.call, on_progress=on_progress)
+            result = await up.request("tools/call", fwd, timeout=up.spec.timeouts.call, on_progress=caller.progress)
         except (UpstreamTimeout, UpstreamUnavailable) as e:
-            self._log_call(ctx, ts, t0, name, entry.canonical_id, e.outcome, type(e).__name__)
+            self._log_call(caller, ts, t0, name, entry.canonical_id, e.outcome, type(e).__name__)
             return error_result(str(e))
         except MCPError as e:
-            self._log_call(ctx, ts, t0, name, entry.canonical_id, "protocol_error", f"MCPError{e.code}")
+            self._log_call(caller, ts, t0, name, entry.canonical_id, "protocol_error", f"MCPError{e.code}")
             raise
         except anyio.get_cancelled_exc_class():
-            self._log_call(ctx, ts, t0, name, entry.canonical_id, "protocol_error", "Cancelled")
+            self._log_call(caller, ts, t0, name, entry.canonical_id, "protocol_error", "Cancelled")
             raise
         except Exception as e:
             log.exception("relaying %s failed", entry.canonical_id)
-            self._log_call(ctx, ts, t0, name, entry.canonical_id, "protocol_error", type(e).__name__)
+            self._log_call(caller, ts, t0, name, entry.canonical_id, "protocol_error", type(e).__name__)
             return error_result(f"mcpctl could not relay the call to {entry.server!r}: {describe_error(e)}")
         rt = result.get("resultType")
         if rt not in (None, "complete"):
-            self._log_call(ctx, ts, t0, name, entry.canonical_id, "protocol_error", "InputRequired")
+            self._log_call(caller, ts, t0, name, entry.canonical_id, "protocol_error", "InputRequired")
             return error_result(f"upstream server {entry.server!r} asked for more input ({rt}), which mcpctl "
                                 "does not relay yet")
         _strip_upstream_meta(result)
-        self._log_call(ctx, ts, t0, name, entry.canonical_id, "tool_error" if result.get("isError") else "ok",
+        self._log_call(caller, ts, t0, name, entry.canonical_id, "tool_error" if result.get("isError") else "ok",
                        "ToolError" if result.get("isError") else None)
         return result
 
-    async def _search(self, ctx: ServerRequestContext[Any], ts: float, t0: float, args: Any) -> dict[str, Any]:
+    async def _search(self, caller: Caller, ts: float, t0: float, args: Any) -> dict[str, Any]:
         assert self.search is not None
         try:
             query, top_k = parse_arguments(args if args is not None else {}, self.project.search.top_k)
         except SearchError as e:
-            self._log_call(ctx, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "tool_error", "InvalidArguments")
+            self._log_call(caller, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "tool_error", "InvalidArguments")
             return error_result(str(e))
         payload = await self.search.search(self.catalogue, query, top_k)
-        self._log_call(ctx, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "ok",
+        self._log_call(caller, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "ok",
                        query=query if self.project.search.record_queries else None)
         return search_result(payload)
 
@@ -373,7 +424,8 @@ class Gateway:
         return _era({"tools": await self._tools()}, ctx)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: t.CallToolRequestParams) -> dict[str, Any]:
-        return _era(await self._call(ctx, params.model_dump(by_alias=True, exclude_none=True)), ctx)
+        return _era(await self.call_tool(self._caller(ctx), params.model_dump(by_alias=True, exclude_none=True)),
+                    ctx)
 
     async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         await self._tools()

@@ -110,18 +110,35 @@ class _StatusWriter:
 
 
 def _recorder() -> tuple[Callable[..., None] | None, Callable[[], None]]:
+    """A non-blocking recorder for the event loop: records are handed to the log's writer
+    thread in batches (one wake-up per batch, not per call)."""
     try:
         from mcpctl.audit.log import BackgroundWriter, CallRecord, InvocationLog
     except ModuleNotFoundError:   # pragma: no cover - the audit package ships with mcpctl
         log.warning("invocation log unavailable; calls are not recorded")
         return None, lambda: None
+    import asyncio
+
     inv = InvocationLog(paths.invocation_log_path())
     writer = BackgroundWriter(inv)
+    batch: list[Any] = []
+
+    def flush() -> None:
+        items = batch[:]
+        batch.clear()
+        for rec in items:
+            writer.submit(rec)
 
     def record(**fields: Any) -> None:
-        writer.submit(CallRecord(**fields))
+        batch.append(CallRecord(**fields))
+        if len(batch) == 1:
+            try:
+                asyncio.get_running_loop().call_later(0.05, flush)
+            except RuntimeError:
+                flush()
 
     def close() -> None:
+        flush()
         writer.close()
         inv.close()
 
@@ -267,7 +284,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
             if transport == "stdio":
                 from mcpctl.gateway.stdio import gateway_stdio
 
-                async with gateway_stdio() as (read, write):
+                async with gateway_stdio(gw) as (read, write):
                     if on_ready:
                         on_ready("stdio")
                     await gw.server.run(read, write, gw.initialization_options())

@@ -6,6 +6,12 @@ with the event loop's own pipe transports when stdin and stdout are pipes or soc
 MCP clients start servers), and falls back to the SDK's transport otherwise (a regular file,
 a closed descriptor). Like the SDK, it diverts fd 0 to /dev/null and fd 1 to stderr while
 serving, so a stray print or a child process can never write into the protocol stream.
+
+The hot path: once the connection's era is settled (`initialize` + `notifications/initialized`,
+or a 2026-07-28 request envelope), `tools/call` and `tools/list` requests are answered here,
+straight from the parsed JSON (the list is pre-serialized, a call's result is relayed as the
+upstream sent it), with their cancellation and progress. Everything else, including every
+request before the era is settled, goes through the SDK server unchanged.
 """
 
 from __future__ import annotations
@@ -13,16 +19,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
+import logging
 import os
 import stat
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import anyio
+import anyio.abc
 import mcp_types as types
+from mcp import MCPError
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+
+from mcpctl.gateway.front import Caller, Gateway
+
+log = logging.getLogger("mcpctl.gateway")
 
 _LINE_LIMIT: Final = 512 * 1024 * 1024
 _HIGH_WATER: Final = 4 * 1024 * 1024
@@ -36,9 +51,150 @@ def _is_stream_fd(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class _HotPath:
+    """Answers tools/call and tools/list of a settled connection without the SDK's layers."""
+
+    def __init__(self, gw: Gateway, write: Any) -> None:
+        self.gw = gw
+        self.write = write
+        self.era: str | None = None          # "legacy" | "modern", decided by the first request
+        self.legacy_version = LATEST_HANDSHAKE_VERSION
+        self.ready = False
+        self.inflight: dict[Any, anyio.CancelScope] = {}
+        self.caller = Caller(gw.new_session_id())
+        self.unregister = gw.add_notifier(self._notify)
+
+    def _notify(self, method: str) -> None:
+        if self.era == "legacy" and self.ready:
+            self.write(_dumps({"jsonrpc": "2.0", "method": method}))
+
+    def observe(self, line: bytes) -> None:
+        """Follow the handshake on messages the SDK handles (cheap substring checks first)."""
+        if self.ready:
+            return
+        if b'"initialize"' in line or b"notifications/initialized" in line or self.era is None:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                return
+            if not isinstance(msg, dict):
+                return
+            method, params = msg.get("method"), msg.get("params") or {}
+            if method == "initialize" and self.era is None and isinstance(params, dict):
+                self.era = "legacy"
+                requested = params.get("protocolVersion")
+                self.legacy_version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS \
+                    else LATEST_HANDSHAKE_VERSION
+                info = params.get("clientInfo") or {}
+                if isinstance(info, dict):
+                    self.caller.client_name, self.caller.client_version = info.get("name"), info.get("version")
+            elif method == "notifications/initialized" and self.era == "legacy":
+                self.ready = True
+            elif self.era is None and "id" in msg and method is not None:
+                self.era = "modern" if _modern_version(params) else "legacy"
+                self.ready = self.era == "modern"
+
+    def take(self, line: bytes, tg: anyio.abc.TaskGroup) -> bool:
+        """Handle `line` here if it is a hot-path message; False leaves it to the SDK."""
+        if not self.ready or not (b"tools/" in line or b"notifications/cancelled" in line):
+            return False
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            return False
+        method, params = msg.get("method"), msg.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return False
+        if method == "notifications/cancelled":
+            scope = self.inflight.get(params.get("requestId"))
+            if scope is None:
+                return False
+            scope.cancel()
+            return True
+        rid = msg.get("id")
+        if method not in ("tools/call", "tools/list") or rid is None or isinstance(rid, bool) \
+                or not isinstance(rid, (int, str)) or rid in self.inflight:
+            return False
+        if self.era == "modern":
+            version = _modern_version(params)
+            if version is None:
+                return False
+            info = (params.get("_meta") or {}).get("io.modelcontextprotocol/clientInfo")
+            if isinstance(info, dict) and self.caller.client_name is None:
+                self.caller.client_name, self.caller.client_version = info.get("name"), info.get("version")
+        else:
+            if _modern_version(params) is not None:
+                return False     # an enveloped request on a legacy connection: the SDK refuses it
+            version = self.legacy_version
+        scope = anyio.CancelScope()
+        self.inflight[rid] = scope
+        tg.start_soon(self._answer, rid, method, params, version, scope)
+        return True
+
+    async def _answer(self, rid: Any, method: str, params: dict[str, Any], version: str,
+                      scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                if method == "tools/list":
+                    body = await self.gw.tools_list_json(version)
+                    self.write(b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":'
+                               + body.encode("utf-8") + b"}\n")
+                    return
+                caller = self.caller
+                meta = params.get("_meta")
+                token = meta.get("progressToken") if isinstance(meta, dict) else None
+                if token is not None:
+                    caller = Caller(caller.session_id, caller.client_name, caller.client_version,
+                                    self._progress(token))
+                try:
+                    result = await self.gw.call_tool(caller, params)
+                except MCPError as e:
+                    error: dict[str, Any] = {"code": e.code, "message": e.message}
+                    if e.error.data is not None:
+                        error["data"] = e.error.data
+                    self.write(_dumps({"jsonrpc": "2.0", "id": rid, "error": error}))
+                    return
+                except Exception:
+                    log.exception("tools/call failed")
+                    self.write(_dumps({"jsonrpc": "2.0", "id": rid,
+                                       "error": {"code": -32603, "message": "Internal error"}}))
+                    return
+                self.write(_dumps({"jsonrpc": "2.0", "id": rid, "result": self.gw.envelope(result, version)}))
+        finally:
+            self.inflight.pop(rid, None)
+
+    def _progress(self, token: Any) -> Any:
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            params: dict[str, Any] = {"progressToken": token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message is not None:
+                params["message"] = message
+            self.write(_dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
+
+        return report
+
+
+def _modern_version(params: Any) -> str | None:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    return version if version in MODERN_PROTOCOL_VERSIONS else None
+
+
 @contextlib.asynccontextmanager
-async def gateway_stdio() -> AsyncIterator[tuple[Any, Any]]:
-    """Yield (read_stream, write_stream) of SessionMessage over this process's stdin/stdout."""
+async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """Yield (read_stream, write_stream) of SessionMessage over this process's stdin/stdout.
+
+    With `gw`, tools/call and tools/list of a settled connection take the hot path.
+    """
     if not (_is_stream_fd(0) and _is_stream_fd(1)):
         async with stdio_server() as streams:
             yield streams
@@ -63,8 +219,9 @@ async def gateway_stdio() -> AsyncIterator[tuple[Any, Any]]:
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
     validate = types.jsonrpc_message_adapter.validate_json
+    hot: _HotPath | None = None
 
-    async def stdin_reader() -> None:
+    async def stdin_reader(tg: anyio.abc.TaskGroup) -> None:
         async with read_writer:
             while True:
                 try:
@@ -76,6 +233,10 @@ async def gateway_stdio() -> AsyncIterator[tuple[Any, Any]]:
                     return
                 if not line.strip():
                     continue
+                if hot is not None:
+                    if hot.take(line, tg):
+                        continue
+                    hot.observe(line)
                 try:
                     message = validate(line, by_name=False)
                 except Exception as exc:
@@ -91,15 +252,19 @@ async def gateway_stdio() -> AsyncIterator[tuple[Any, Any]]:
                 if wtransport.get_write_buffer_size() > _HIGH_WATER:
                     await writer.drain()
 
+    if gw is not None:
+        hot = _HotPath(gw, writer.write)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stdin_reader)
+            tg.start_soon(stdin_reader, tg)
             tg.start_soon(stdout_writer)
             try:
                 yield read_stream, write_stream
             finally:
                 tg.cancel_scope.cancel()
     finally:
+        if hot is not None:
+            hot.unregister()
         with contextlib.suppress(Exception):
             if wtransport.get_write_buffer_size():
                 with anyio.move_on_after(5, shield=True):

@@ -28,12 +28,12 @@ import anyio
 import mcp.types as t
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import ClientSession
-from mcp.client.stdio import stdio_client
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import paths
 from mcpctl.errors import SecretError
+from mcpctl.gateway.stdio_upstream import RawStdioChannel, open_stdio_upstream
 from mcpctl.resources import secrets
 from mcpctl.resources.kinds import ServerSpec
 
@@ -190,6 +190,7 @@ class Upstream:
     _kick: anyio.Event = field(default_factory=anyio.Event)
     _closed: bool = False
     _refresh: set[str] = field(default_factory=set)
+    _raw: RawStdioChannel | None = None
 
     @property
     def name(self) -> str:
@@ -266,8 +267,12 @@ class Upstream:
         params = self._stdio_params()
         errlog = _open_stderr_log(self.name)
         try:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                yield _WatchedReadStream(read, self._connection_lost), write
+            async with open_stdio_upstream(params, errlog, self._connection_lost) as (read, write, raw):
+                self._raw = raw
+                try:
+                    yield read, write
+                finally:
+                    self._raw = None
         finally:
             errlog.close()
 
@@ -427,6 +432,11 @@ class Upstream:
         if session is None or self.state != "up":
             session = await self._wait_ready(timeout)
         try:
+            raw = self._raw
+            if raw is not None:
+                data: dict[str, Any] = {"method": method, "params": dict(params)}
+                session._stamp(data, {})  # type: ignore[arg-type]  # the era's request envelope
+                return await raw.request(data, timeout=timeout, on_progress=on_progress)
             return await raw_request(session, method, params, timeout=timeout, on_progress=on_progress)
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
