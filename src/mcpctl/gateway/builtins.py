@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from mcpctl.catalogue.rank import Ranker, ToolDoc, build_ranker
 from mcpctl.gateway.catalogue import Catalogue, ToolEntry
+
+if TYPE_CHECKING:
+    from mcpctl.catalogue.rank import Ranker
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -96,6 +98,8 @@ class ToolSearch:
             version = catalogue.version
             if self._built_version == version:
                 return
+            from mcpctl.catalogue.rank import ToolDoc, build_ranker  # loaded on the first search
+
             entries = {e.canonical_id: e for e in catalogue.enabled_entries()}
             docs = [ToolDoc.from_wire(e.server, e.wire) for e in entries.values()]
             ranker = await anyio.to_thread.run_sync(build_ranker, docs, self.kind)

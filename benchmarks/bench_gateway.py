@@ -1,0 +1,397 @@
+"""Benchmark `mcpctl serve` against its upstreams, side by side in one run (not a test).
+
+    .venv/bin/python benchmarks/bench_gateway.py [--quick] [--json out.jsonl] [--no-shared]
+
+Measures, with a raw newline-delimited JSON-RPC client over stdio (the same client cost for
+every target):
+  1. tools/call round trip, direct to one upstream vs through `mcpctl serve` (median, p95,
+     gateway CPU per call);
+  2. calls/s with 16 calls in flight, direct vs gateway;
+  3. tools/list latency with 1,000 tools from 20 upstreams (vs one upstream listing 1,000);
+  4. time to the first full tools/list with 10 and 20 upstreams, first start vs from cache;
+  5. the gateway process's own peak RSS with 20 upstreams.
+Then, when the neutral harness `../shared/bench` exists (relative to the repo root), runs its
+`mcpbench.py` against the direct upstream and against `mcpctl serve` too, for numbers
+comparable with the peers in `../shared/bench/PEERS.md`. Upstreams are
+`../shared/bench/synth_server.py` when present, else `tests/servers/fault_server.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_BENCH = REPO.parent / "shared" / "bench"
+PY = sys.executable
+MCPCTL = str(Path(sys.executable).parent / "mcpctl")
+
+# Targets from the gateway issue (peers measured in ../shared/bench/PEERS.md).
+TARGET_OVERHEAD_MS = 0.5
+TARGET_CALLS_PER_S = 1000.0
+TARGET_LIST_MS = 20.0
+TARGET_CACHED_READY_MS = 200.0
+TARGET_RSS_MB = 80.0
+
+
+# -- upstreams ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Upstream:
+    argv: list[str]
+    echo: str          # the upstream's own echo tool name
+
+
+def upstream(index: int, tools: int, use_shared: bool) -> Upstream:
+    synth = SHARED_BENCH / "synth_server.py"
+    if use_shared and synth.exists():
+        prefix = f"s{index}_"
+        return Upstream([PY, str(synth), "--tools", str(tools), "--prefix", prefix, "--name", f"s{index}"],
+                        f"{prefix}echo")
+    fault = REPO / "tests" / "servers" / "fault_server.py"
+    # fault_server has 14 fixed tools plus synthetic ones
+    return Upstream([PY, str(fault), "--name", f"s{index}", "--tools", str(max(0, tools - 14))], "echo")
+
+
+def make_home(root: Path, upstreams: Sequence[Upstream], project: str = "bench") -> Path:
+    home = root / f"home-{project}-{len(upstreams)}-{time.monotonic_ns()}"
+    env = {**os.environ, "MCPCTL_HOME": str(home)}
+    code = (
+        "import json,sys\nfrom mcpctl.resources.store import Store\n"
+        "ups=json.loads(sys.argv[1]); st=Store()\n"
+        "for i,a in enumerate(ups):\n"
+        "    st.put({'apiVersion':'mcpctl/v1','kind':'Server','metadata':{'name':f's{i}'},"
+        "'spec':{'command':a[0],'args':a[1:],'timeouts':{'connect':60,'call':60}}})\n"
+        f"st.put({{'apiVersion':'mcpctl/v1','kind':'Project','metadata':{{'name':'{project}'}},"
+        "'spec':{'servers':[f's{i}' for i in range(len(ups))]}})\n"
+    )
+    subprocess.run([PY, "-c", code, json.dumps([u.argv for u in upstreams])], env=env, check=True)
+    return home
+
+
+# -- a raw JSON-RPC client ------------------------------------------------------------------------
+
+
+class RawClient:
+    """Newline-delimited JSON-RPC over a child's stdio, handshake era (2025-11-25)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.next_id = 0
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.list_changed = asyncio.Event()
+        self.reader = asyncio.create_task(self._read())
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def spawn(cls, argv: Sequence[str], env: dict[str, str] | None = None) -> AsyncIterator[RawClient]:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **(env or {})}, limit=256 * 1024 * 1024)
+        client = cls(proc)
+        try:
+            yield client
+        finally:
+            client.reader.cancel()
+            if proc.stdin:
+                proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), 15)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "id" in msg and ("result" in msg or "error" in msg):
+                fut = self.pending.pop(msg["id"], None)
+                if fut is not None and not fut.done():
+                    fut.set_result(msg)
+            elif msg.get("method") == "notifications/tools/list_changed":
+                self.list_changed.set()
+            elif "id" in msg and "method" in msg:      # ping / roots from the server
+                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.next_id += 1
+        rid = self.next_id
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, **({"params": params} if params else {})})
+        msg = await fut
+        if "error" in msg:
+            raise RuntimeError(f"{method}: {msg['error']}")
+        return msg["result"]
+
+    async def initialize(self) -> dict[str, Any]:
+        result = await self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                   "clientInfo": {"name": "bench", "version": "1"}})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return result
+
+    async def list_all(self) -> list[dict[str, Any]]:
+        tools: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            r = await self.request("tools/list", {"cursor": cursor} if cursor else None)
+            tools += r.get("tools", [])
+            cursor = r.get("nextCursor")
+            if not cursor:
+                return tools
+
+    async def call(self, name: str, nonce: str) -> None:
+        r = await self.request("tools/call", {"name": name, "arguments": {"text": nonce}})
+        text = "".join(c.get("text", "") for c in r.get("content", []))
+        if nonce not in text:
+            raise RuntimeError(f"mismatch: sent {nonce}, got {text[:60]!r}")
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+
+async def wait_full(c: RawClient, expect: int, timeout: float = 120.0) -> tuple[float, list[dict[str, Any]]]:
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    while True:
+        tools = await c.list_all()
+        if len(tools) >= expect:
+            return (time.perf_counter() - t0) * 1000, tools
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(tools)} of {expect} tools after {timeout}s")
+        c.list_changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(c.list_changed.wait(), 0.05)
+
+
+# -- measurements -----------------------------------------------------------------------------------
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+async def measure_calls(c: RawClient, tool: str, n: int) -> dict[str, float]:
+    for i in range(20):
+        await c.call(tool, f"warm{i}")
+    lat = []
+    cpu0 = c.cpu_seconds()
+    for i in range(n):
+        t0 = time.perf_counter()
+        await c.call(tool, f"n{i}")
+        lat.append((time.perf_counter() - t0) * 1000)
+    cpu = (c.cpu_seconds() - cpu0) * 1000 / n
+    return {"p50_ms": statistics.median(lat), "p95_ms": pct(lat, 0.95), "min_ms": min(lat),
+            "cpu_ms_per_call": cpu}
+
+
+async def measure_concurrency(c: RawClient, tool: str, seconds: float, inflight: int = 16) -> float:
+    done = 0
+    stop = time.monotonic() + seconds
+
+    async def worker(w: int) -> None:
+        nonlocal done
+        i = 0
+        while time.monotonic() < stop:
+            await c.call(tool, f"c{w}-{i}")
+            i += 1
+            done += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(inflight)))
+    return done / (time.perf_counter() - t0)
+
+
+async def measure_list(c: RawClient, n: int = 50) -> float:
+    lat = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await c.list_all()
+        lat.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(lat)
+
+
+async def bench_calls(root: Path, use_shared: bool, iters: int, seconds: float) -> dict[str, Any]:
+    up = upstream(0, 20, use_shared)
+    home = make_home(root, [up])
+    out: dict[str, Any] = {}
+    # interleave: direct, gateway, direct, gateway -- keep the better (less disturbed) round of each
+    for rnd in range(2):
+        async with RawClient.spawn(up.argv) as d:
+            await d.initialize()
+            await wait_full(d, 1)
+            call = await measure_calls(d, up.echo, iters)
+            cps = await measure_concurrency(d, up.echo, seconds)
+            out.setdefault("direct", []).append({**call, "calls_per_s": cps})
+        async with RawClient.spawn([MCPCTL, "serve", "--project", "bench"], {"MCPCTL_HOME": str(home)}) as g:
+            await g.initialize()
+            await wait_full(g, 21)
+            call = await measure_calls(g, f"s0__{up.echo}", iters)
+            cps = await measure_concurrency(g, f"s0__{up.echo}", seconds)
+            out.setdefault("gateway", []).append({**call, "calls_per_s": cps})
+        print(f"  round {rnd + 1}: direct p50 {out['direct'][-1]['p50_ms']:.3f} ms, gateway p50 "
+              f"{out['gateway'][-1]['p50_ms']:.3f} ms; {out['direct'][-1]['calls_per_s']:.0f} vs "
+              f"{out['gateway'][-1]['calls_per_s']:.0f} calls/s", flush=True)
+    return out
+
+
+async def bench_many(root: Path, use_shared: bool, n_up: int, tools_each: int) -> dict[str, Any]:
+    ups = [upstream(i, tools_each, use_shared) for i in range(n_up)]
+    home = make_home(root, ups)
+    expect = n_up * tools_each + 1   # + search_tools
+    res: dict[str, Any] = {"upstreams": n_up, "tools": n_up * tools_each}
+    for phase in ("first_start", "cached"):
+        t0 = time.perf_counter()
+        async with RawClient.spawn([MCPCTL, "serve", "--project", "bench"], {"MCPCTL_HOME": str(home)}) as g:
+            await g.initialize()
+            init_ms = (time.perf_counter() - t0) * 1000
+            _, tools = await wait_full(g, expect)
+            res[f"{phase}_ready_ms"] = (time.perf_counter() - t0) * 1000
+            res[f"{phase}_after_init_ms"] = res[f"{phase}_ready_ms"] - init_ms
+            if phase == "cached":
+                res["list_p50_ms"] = await measure_list(g)
+                res["list_bytes"] = len(json.dumps(tools))
+                await asyncio.sleep(1.0)   # let every upstream finish connecting
+                res["gateway_peak_rss_mb"] = g.peak_rss_mb()
+    if n_up * tools_each >= 1000:
+        big = upstream(0, n_up * tools_each, use_shared)
+        async with RawClient.spawn(big.argv) as d:
+            await d.initialize()
+            await wait_full(d, n_up * tools_each)
+            res["direct_list_p50_ms"] = await measure_list(d)
+    return res
+
+
+# -- the shared harness ------------------------------------------------------------------------------
+
+
+def run_shared_harness(root: Path, quick: bool) -> list[dict[str, Any]]:
+    harness = SHARED_BENCH / "mcpbench.py"
+    if not harness.exists():
+        print(f"\n(shared harness not found at {SHARED_BENCH}; skipping the mcpbench.py comparison)")
+        return []
+    print(f"\nshared harness: {harness}")
+    up = upstream(0, 20, True)
+    home = make_home(root, [up], project="shared")
+    common = ["--cold-runs", "1", "--conc-seconds", "3" if quick else "5", "--max-seconds", "90"]
+    runs = [("direct", 20, up.argv), ("mcpctl", 21, [MCPCTL, "serve", "--project", "shared"])]
+    records = []
+    for label, expect, argv in runs:
+        cmd = [PY, str(harness), "--label", label, "--expect-tools", str(expect), *common,
+               "--env", f"MCPCTL_HOME={home}", "--", *argv]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+        line = (p.stdout.strip().splitlines() or ["{}"])[-1]
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            print(f"  {label}: harness failed: {p.stderr[-500:]}")
+            continue
+        records.append(rec)
+        call, conc, mem = rec.get("call", {}), rec.get("conc", {}), rec.get("mem", {})
+        print(f"  {label:7s} call p50 {call.get('p50_ms')} ms, cpu/call {call.get('cpu_ms_per_call_root')} ms, "
+              f"{conc.get('calls_per_s')} calls/s @16, list p50 {rec.get('list', {}).get('p50_ms')} ms, "
+              f"root RSS {mem.get('root_peak_rss_kb', 0) / 1024:.0f} MB, errors {rec.get('errors')}")
+    if len(records) == 2:
+        d, g = records
+        print(f"  mcpctl vs direct: +{g['call']['p50_ms'] - d['call']['p50_ms']:.3f} ms/call at the median, "
+              f"{g['conc']['calls_per_s'] / d['conc']['calls_per_s']:.2f}x calls/s")
+    return records
+
+
+# -- report ---------------------------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "ok " if ok else "MISS"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer iterations (about a minute)")
+    ap.add_argument("--json", type=Path, help="append the results as one JSON line")
+    ap.add_argument("--no-shared", action="store_true", help="do not use ../shared/bench even if present")
+    args = ap.parse_args()
+    use_shared = not args.no_shared and SHARED_BENCH.exists()
+    print(f"mcpctl gateway benchmark; upstream: "
+          f"{'../shared/bench/synth_server.py' if use_shared else 'tests/servers/fault_server.py'}; "
+          f"loadavg {os.getloadavg()[0]:.1f}; {os.cpu_count()} cpus")
+    if not SHARED_BENCH.exists():
+        print(f"(../shared/bench not found at {SHARED_BENCH}: using the repo's own test server)")
+    root = Path(tempfile.mkdtemp(prefix="mcpctl-bench-"))
+    iters, seconds = (300, 2.0) if args.quick else (1000, 5.0)
+    try:
+        print("\n[1,2] tools/call: direct vs through mcpctl serve (1 upstream, 20 tools)")
+        calls = asyncio.run(bench_calls(root, use_shared, iters, seconds))
+        d = min(calls["direct"], key=lambda r: r["p50_ms"])
+        g = min(calls["gateway"], key=lambda r: r["p50_ms"])
+        dcps = max(r["calls_per_s"] for r in calls["direct"])
+        gcps = max(r["calls_per_s"] for r in calls["gateway"])
+        print("\n[3,4,5] many upstreams")
+        many = {}
+        for n_up in (10, 20):
+            many[n_up] = asyncio.run(bench_many(root, use_shared, n_up, 50))
+            m = many[n_up]
+            print(f"  {n_up} upstreams, {m['tools']} tools: first start {m['first_start_ready_ms']:.0f} ms, "
+                  f"from cache {m['cached_ready_ms']:.0f} ms; list p50 {m['list_p50_ms']:.2f} ms; "
+                  f"gateway RSS {m['gateway_peak_rss_mb']:.0f} MB", flush=True)
+        shared = [] if args.no_shared else run_shared_harness(root, args.quick)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    overhead = g["p50_ms"] - d["p50_ms"]
+    m20 = many[20]
+    print("\n== summary (same run) ==")
+    print(f"tools/call p50: direct {d['p50_ms']:.3f} ms, mcpctl {g['p50_ms']:.3f} ms -> overhead "
+          f"{overhead:+.3f} ms ({g['p50_ms'] / d['p50_ms']:.2f}x)   [{verdict(overhead <= TARGET_OVERHEAD_MS)}] "
+          f"target <= {TARGET_OVERHEAD_MS} ms; peers: FastMCP +1.4, magg +2.6")
+    print(f"gateway CPU per call: {g['cpu_ms_per_call']:.3f} ms (p95 {g['p95_ms']:.3f} ms)")
+    print(f"calls/s @16 in flight: direct {dcps:.0f}, mcpctl {gcps:.0f} ({gcps / dcps:.2f}x)   "
+          f"[{verdict(gcps >= TARGET_CALLS_PER_S)}] target >= {TARGET_CALLS_PER_S:.0f}; peers 300-440")
+    print(f"tools/list of {m20['tools']} tools from 20 upstreams: {m20['list_p50_ms']:.2f} ms "
+          f"(one upstream listing them: {m20.get('direct_list_p50_ms', float('nan')):.2f} ms)   "
+          f"[{verdict(m20['list_p50_ms'] <= TARGET_LIST_MS)}] target <= {TARGET_LIST_MS:.0f} ms; peers 178-252")
+    for n_up, m in many.items():
+        print(f"first full tools/list, {n_up} upstreams: from cache {m['cached_ready_ms']:.0f} ms "
+              f"(after initialize {m['cached_after_init_ms']:.0f} ms), first start {m['first_start_ready_ms']:.0f} ms"
+              + (f"   [{verdict(m['cached_ready_ms'] < TARGET_CACHED_READY_MS)}] target < "
+                 f"{TARGET_CACHED_READY_MS:.0f} ms; peers 7.3 s" if n_up == 20 else ""))
+    print(f"gateway peak RSS with 20 upstreams: {m20['gateway_peak_rss_mb']:.0f} MB   "
+          f"[{verdict(m20['gateway_peak_rss_mb'] < TARGET_RSS_MB)}] target < {TARGET_RSS_MB:.0f} MB; peers 113-124")
+    if args.json:
+        with args.json.open("a") as f:
+            f.write(json.dumps({"ts": time.time(), "calls": calls, "many": many, "shared": shared}) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Presented names, the merged catalogue's routing, curation and the catalogue cache (no I/O with MCP)."""
+
+from __future__ import annotations
+
+import re
+
+from mcpctl.catalogue import cache, curation
+from mcpctl.gateway.catalogue import Catalogue, namespaced_uri, split_namespaced_uri
+from mcpctl.gateway.naming import FlatPresentation, portable_name, presented_name
+from mcpctl.resources.kinds import NameSettings, ProjectSpec
+
+PORTABLE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def test_plain_names_pass_through_and_odd_ones_are_mapped_with_a_hash() -> None:
+    p = FlatPresentation(max_length=48)
+    assert p.tool_name("github", "create_issue") == "github__create_issue"
+    assert p.tool_name("everything", "get-sum") == "everything__get-sum"
+    odd = p.tool_name("fs", "read.file/v2")
+    assert PORTABLE.match(odd) and odd.startswith("fs__read_file_v2_")
+    # two names that map to the same characters still differ
+    assert p.tool_name("fs", "a.b") != p.tool_name("fs", "a/b")
+
+
+def test_long_names_fit_the_budget_deterministically() -> None:
+    long_tool = "x" * 80
+    names = {FlatPresentation(max_length=40).tool_name("server", long_tool + str(i)) for i in range(50)}
+    assert len(names) == 50                       # no collisions
+    assert all(len(n) <= 40 and PORTABLE.match(n) for n in names)
+    # stable: the same input gives the same name, in this process or the next
+    assert portable_name("s__" + long_tool, "s/" + long_tool, 40) == portable_name("s__" + long_tool, "s/" + long_tool, 40)
+    # client prefix budget: mcp__mcpctl__ + name stays within 64
+    assert all(len("mcp__mcpctl__" + n) <= 64 for n in names)
+
+
+def test_presented_name_helper_uses_the_project_budget() -> None:
+    spec = ProjectSpec("p", names=NameSettings(max_length=20))
+    name = presented_name("github/create_pull_request_review", spec)
+    assert len(name) <= 20 and PORTABLE.match(name)
+    assert presented_name("gh/echo", ProjectSpec("p")) == "gh__echo"
+
+
+def test_catalogue_routes_curates_and_prebuilds_the_list() -> None:
+    spec = ProjectSpec("p", servers=("a", "b"), disabled=("a/delete_*",))
+    cat = Catalogue(spec)
+    cat.set_builtins([{"name": "search_tools", "inputSchema": {"type": "object"}}])
+    tool = {"name": "echo", "description": "d", "inputSchema": {"type": "object"}, "_meta": {"k": 1},
+            "annotations": {"readOnlyHint": True}}
+    assert cat.set_listing("a", {"tools": [tool, {"name": "delete_all", "inputSchema": {}}],
+                                 "resources": [{"uri": "file:///x", "name": "x"}],
+                                 "prompts": [{"name": "greet"}]})
+    assert cat.set_listing("b", {"tools": [dict(tool)], "resourceTemplates": [{"uriTemplate": "note://b/{id}",
+                                                                              "name": "n"}]})
+    assert not cat.set_listing("b", {"tools": [dict(tool)]})   # unchanged
+    names = [t["name"] for t in cat.tools_payload]
+    assert names == ["search_tools", "a__echo", "b__echo"]
+    listed = cat.tools_payload[1]
+    assert listed == {**tool, "name": "a__echo"} and tool["name"] == "echo"   # upstream dict untouched
+    entry = cat.by_presented["a__echo"]
+    assert (entry.canonical_id, entry.server, entry.tool, entry.enabled) == ("a/echo", "a", "echo", True)
+    assert cat.by_presented["a__delete_all"].enabled is False
+    assert cat.prompts["a__greet"][:2] == ("a", "greet")
+    uri = namespaced_uri("a", "file:///x")
+    assert split_namespaced_uri(uri) == ("a", "file:///x")
+    assert cat.route_resource(uri) == ("a", "file:///x")
+    assert cat.route_resource("file:///x") == ("a", "file:///x")
+    assert cat.route_resource("note://b/7") == ("b", "note://b/7")
+    assert cat.route_resource("nope://x") is None
+
+
+def test_curation_globs_and_allow_list() -> None:
+    spec = ProjectSpec("p", disabled=("*",), enabled=("gh/get_*",))
+    assert curation.is_enabled("gh/get_issue", spec)
+    assert not curation.is_enabled("gh/delete_repo", spec)
+    assert curation.is_enabled("x/y", ProjectSpec("p"))
+    tools = {"servers": ["a"], "tools": {"disabled": ["a/x"]}}
+    assert curation.enable(tools, ["a/x"]) and "tools" not in tools
+    assert curation.disable(tools, ["a/*"]) and tools["tools"] == {"disabled": ["a/*"]}
+    assert not curation.disable(tools, ["a/*"])
+    assert curation.enable(tools, ["a/keep"]) and tools["tools"] == {"disabled": ["a/*"], "enabled": ["a/keep"]}
+
+
+def test_cache_round_trip_and_change_detection(tmp_home: object) -> None:
+    assert cache.read_server_tools("s") is None
+    tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
+    assert cache.write_server_tools("s", tools) is True
+    assert cache.write_server_tools("s", tools) is False
+    assert cache.read_server_tools("s") == tools
+    assert cache.write_server_entry("s", {"prompts": [{"name": "p"}]}) is True
+    assert cache.read_server_tools("s") == tools and cache.read_server_section("s", "prompts") == [{"name": "p"}]
+    cache.cache_path("s").write_text("{not json")
+    assert cache.read_server_tools("s") is None
