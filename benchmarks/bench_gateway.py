@@ -279,10 +279,11 @@ async def bench_many(root: Path, use_shared: bool, n_up: int, tools_each: int) -
             _, tools = await wait_full(g, expect)
             res[f"{phase}_ready_ms"] = (time.perf_counter() - t0) * 1000
             res[f"{phase}_after_init_ms"] = res[f"{phase}_ready_ms"] - init_ms
-            if phase == "cached":
+            if phase == "first_start":
+                # every upstream has listed: the machine is quiet again, measure the steady state
+                await asyncio.sleep(1.0)
                 res["list_p50_ms"] = await measure_list(g)
                 res["list_bytes"] = len(json.dumps(tools))
-                await asyncio.sleep(1.0)   # let every upstream finish connecting
                 res["gateway_peak_rss_mb"] = g.peak_rss_mb()
     if n_up * tools_each >= 1000:
         big = upstream(0, n_up * tools_each, use_shared)

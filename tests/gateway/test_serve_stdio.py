@@ -166,3 +166,28 @@ async def test_search_can_be_disabled(kit: Kit) -> None:
     async with kit.client(project) as c:
         tools = await wait_tools(c, {"alpha__echo"})
         assert "search_tools" not in {x.name for x in tools}
+
+
+async def test_curation_changes_apply_while_serving(kit: Kit, runner: object) -> None:
+    from mcpctl.cli import app
+
+    kit.server("alpha")
+    project = kit.project("p", ["alpha"])
+    changed = anyio.Event()
+
+    async def on_message(msg: object) -> None:
+        if isinstance(msg, t.ToolListChangedNotification):
+            changed.set()
+
+    async with kit.client(project, message_handler=on_message) as c:
+        await wait_tools(c, {"alpha__echo", "alpha__add"})
+        changed = anyio.Event()
+        r = runner.invoke(app, ["tools", "disable", "--project", "p", "alpha/add"])  # type: ignore[attr-defined]
+        assert r.exit_code == 0, r.output
+        with anyio.fail_after(10):
+            await changed.wait()
+            while "alpha__add" in {x.name for x in (await c.list_tools()).tools}:
+                await anyio.sleep(0.1)
+        r = await c.session.call_tool("alpha__add", {"a": 1, "b": 2})
+        assert r.is_error and "disabled" in text_of(r)
+    assert kit.leftovers() == []

@@ -170,6 +170,33 @@ class Gateway:
             self._status(up.name, {"state": "connecting", "lastError": None})
             tg.start_soon(self._supervise, up)
 
+    def stopping(self) -> None:
+        """The gateway is shutting down: keep each server's last known status as it is."""
+        for up in self.upstreams.values():
+            up.stopping = True
+
+    async def watch_project(self, load: Callable[[], ProjectSpec | None], interval: float = 1.0) -> None:
+        """Apply curation and search changes to the project while serving (polls `load`)."""
+        while True:
+            await anyio.sleep(interval)
+            try:
+                spec = await anyio.to_thread.run_sync(load)
+            except Exception as e:
+                log.warning("re-reading project %s failed: %s", self.project_name, e)
+                continue
+            if spec is None or spec == self.project:
+                continue
+            if spec.servers != self.project.servers:
+                log.warning("project %s: server list changed; restart mcpctl serve to apply it", self.project_name)
+            if spec.search != self.project.search:
+                self.search = ToolSearch(spec.search.ranker) if spec.search.enabled else None
+                self.catalogue.builtin_tools = [search_tool_definition(spec.search.top_k)] if self.search else []
+            self.project = spec
+            self.catalogue.project = spec
+            self.catalogue.rebuild()
+            log.info("project %s changed; catalogue updated", self.project_name)
+            await self._notify({"tools"})
+
     async def _supervise(self, up: Upstream) -> None:
         try:
             await up.run()

@@ -257,7 +257,17 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
         finally:
             upstreams_done.set()
 
+    seen_mtime = [_mtime(store.path_for("Project", project_name))]
+
+    def load_project() -> ProjectSpec | None:
+        mtime = _mtime(store.path_for("Project", project_name))
+        if mtime == seen_mtime[0] or mtime is None:
+            return None
+        seen_mtime[0] = mtime
+        return ProjectSpec.from_resource(store.get("Project", project_name))
+
     async def stop_upstreams() -> None:
+        gw.stopping()
         up_scope.cancel()
         with anyio.move_on_after(10, shield=True):
             await upstreams_done.wait()
@@ -281,6 +291,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
 
             tg.start_soon(on_signal)
             tg.start_soon(run_upstreams)
+            tg.start_soon(gw.watch_project, load_project)
             if transport == "stdio":
                 from mcpctl.gateway.stdio import gateway_stdio
 
@@ -299,6 +310,13 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(close_everything)
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _close_all(close_log: Callable[[], None], status: _StatusWriter) -> None:

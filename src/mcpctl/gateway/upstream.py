@@ -191,6 +191,7 @@ class Upstream:
     _closed: bool = False
     _refresh: set[str] = field(default_factory=set)
     _raw: RawStdioChannel | None = None
+    stopping: bool = False                        # the gateway is shutting down: no more status
 
     @property
     def name(self) -> str:
@@ -199,6 +200,8 @@ class Upstream:
     # -- state --------------------------------------------------------------------------------
 
     def _set_state(self, state: str, error: str | None = None) -> None:
+        if self.stopping:
+            return
         self.state = state
         if error is not None or state == "up":
             self.last_error = error
