@@ -118,11 +118,14 @@ class VectorCache:
         # Keys as raw uint8 rows: numpy's fixed-width bytes type drops trailing NUL bytes.
         keys = np.frombuffer(b"".join(entries), dtype=np.uint8).reshape(-1, _KEY_BYTES)
         vecs = np.stack(list(entries.values())) if entries else np.zeros((0, 0), dtype=np.float16)
-        with tmp.open("wb") as fh:
-            np.savez(fh, keys=keys, vecs=vecs)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with tmp.open("wb") as fh:
+                np.savez(fh, keys=keys, vecs=vecs)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def embed_tools(model: MiniLM, model_key: str, docs: Sequence[ToolDoc],
@@ -142,6 +145,8 @@ def embed_tools(model: MiniLM, model_key: str, docs: Sequence[ToolDoc],
         fresh = model.embed([texts[i] for i in missing])
         for row, i in enumerate(missing):
             stored[keys[i]] = fresh[row].astype(np.float16)
+        for k in keys:   # this catalogue's vectors become the newest, kept first when pruning
+            stored[k] = stored.pop(k)
         try:
             cache.save(stored)
         except OSError as e:   # a read-only state dir costs speed next time, not search
