@@ -191,3 +191,48 @@ async def test_curation_changes_apply_while_serving(kit: Kit, runner: object) ->
         r = await c.session.call_tool("alpha__add", {"a": 1, "b": 2})
         assert r.is_error and "disabled" in text_of(r)
     assert kit.leftovers() == []
+
+
+async def test_http_upstream_with_headers_from_the_resource(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from gwkit import FAULT_SERVER, free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(FAULT_SERVER), "--name", "web", "--http-port", str(port),
+                             "--require-token", "tok-123"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
+    try:
+        with anyio.fail_after(20):
+            while True:
+                with socket.socket() as s:
+                    if s.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                await anyio.sleep(0.05)
+        kit.http_server("web", f"http://127.0.0.1:{port}/mcp", headers={"X-Test-Token": "${env:WEB_TOKEN}"})
+        kit.http_server("webbad", f"http://127.0.0.1:{port}/mcp", headers={"X-Test-Token": "wrong"})
+        kit.project("p", ["web", "webbad"])
+        params = kit.params("p")
+        params.env["WEB_TOKEN"] = "tok-123"
+        from mcp import Client
+
+        async with Client(params, mode="auto") as c:
+            await wait_tools(c, {"web__echo"})
+            r = await c.session.call_tool("web__echo", {"text": "over http upstream"})
+            assert text_of(r) == "over http upstream"
+            seen: list[float] = []
+
+            async def on_progress(p: float, total: float | None, msg: str | None) -> None:
+                seen.append(p)
+
+            r = await c.session.call_tool("web__progress", {}, progress_callback=on_progress)
+            assert text_of(r) == "done"
+            assert not any(x.name.startswith("webbad__") for x in (await c.list_tools()).tools)
+        assert kit.store.status("Server", "webbad")["state"] == "down"
+        assert kit.store.status("Server", "web")["serverInfo"]["name"] == "web"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

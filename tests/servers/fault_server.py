@@ -33,6 +33,8 @@ p.add_argument("--page-size", type=int, default=0)
 p.add_argument("--legacy-only", action="store_true")
 p.add_argument("--exit-at-start", action="store_true")
 p.add_argument("--marker-dir", default=None, help="write cancelled-<n> markers here")
+p.add_argument("--http-port", type=int, default=0, help="serve streamable HTTP on this loopback port")
+p.add_argument("--require-token", default=None, help="HTTP: require the header X-Test-Token: <value>")
 opts = p.parse_args()
 
 if opts.exit_at_start:
@@ -189,6 +191,23 @@ def _flood() -> None:
         return
 
 
+def serve_http() -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host="127.0.0.1")
+
+    async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "http" and opts.require_token:
+            got = dict(scope.get("headers") or []).get(b"x-test-token", b"").decode()
+            if got != opts.require_token:
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=opts.http_port, log_level="warning")
+
+
 async def main() -> None:
     if opts.stderr_flood:
         threading.Thread(target=_flood, daemon=True).start()
@@ -208,4 +227,7 @@ async def main() -> None:
             await server.run(r, w, init)
 
 
-anyio.run(main)
+if opts.http_port:
+    serve_http()
+else:
+    anyio.run(main)

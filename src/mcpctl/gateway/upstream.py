@@ -310,6 +310,12 @@ class Upstream:
                 log.error("upstream %s: %s", self.name, e)
                 return
             except Exception as e:
+                config = next((x for x in _leaves(e) if isinstance(x, _ConfigError)), None)
+                if config is not None:
+                    self.fatal = True
+                    self._set_state("down", str(config))
+                    log.error("upstream %s: %s", self.name, config)
+                    return
                 error = describe_error(e)
             except BaseExceptionGroup as e:   # cancellation mixed with errors: re-raise cancels
                 if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in _leaves(e)):
