@@ -90,3 +90,18 @@ def test_cache_round_trip_and_change_detection(tmp_home: object) -> None:
     assert cache.read_server_tools("s") == tools and cache.read_server_section("s", "prompts") == [{"name": "p"}]
     cache.cache_path("s").write_text("{not json")
     assert cache.read_server_tools("s") is None
+
+
+def test_commands_are_found_next_to_the_running_python(monkeypatch: object) -> None:
+    import os
+    import sys
+    from pathlib import Path
+
+    from mcpctl.gateway.upstream import find_command
+
+    monkeypatch.setenv("PATH", "/nonexistent")  # type: ignore[attr-defined]
+    found = find_command("mcpctl")
+    assert found is not None and Path(found).parent == Path(sys.executable).parent
+    assert find_command("definitely-not-a-command-mcpctl") is None
+    assert find_command(sys.executable) == sys.executable
+    assert os.environ["PATH"] == "/nonexistent"
