@@ -107,6 +107,7 @@ class Gateway:
         self._stamp: dict[str, Any] = {}
         self._list_json: dict[tuple[int, bool], str] = {}
         self._notifiers: list[Callable[[str], None]] = []
+        self._disk = anyio.CapacityLimiter(1)       # one cache writer thread, not one per upstream
         if self.search is not None:
             self.catalogue.set_builtins([search_tool_definition(project.search.top_k)])
         for name in project.servers:
@@ -231,7 +232,8 @@ class Gateway:
         changed = {s for s, items in listing.items() if before.get(s) != items}
         if changed:
             self.catalogue.set_listing(up.name, listing)
-            await anyio.to_thread.run_sync(cache.write_server_entry, up.name, dict(listing))
+            await anyio.to_thread.run_sync(cache.write_server_entry, up.name, dict(listing),
+                                           limiter=self._disk)
         self._settle(up.name)
         if changed:
             log.info("catalogue of %s changed (%s); notifying clients", up.name, ", ".join(sorted(changed)))
