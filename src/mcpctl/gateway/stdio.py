@@ -36,6 +36,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.front import Caller, Gateway
+from mcpctl.gateway.stdio_upstream import Coalescer
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -215,6 +216,7 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
                                                        os.fdopen(out_fd, "wb", buffering=0))
     writer = asyncio.StreamWriter(wtransport, wproto, None, loop)
     wtransport.set_write_buffer_limits(high=_HIGH_WATER)
+    out = Coalescer(wtransport)  # type: ignore[arg-type]
 
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
@@ -248,12 +250,12 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
         async with write_reader:
             async for session_message in write_reader:
                 data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                writer.write(data.encode("utf-8") + b"\n")
+                out.write(data.encode("utf-8") + b"\n")
                 if wtransport.get_write_buffer_size() > _HIGH_WATER:
                     await writer.drain()
 
     if gw is not None:
-        hot = _HotPath(gw, writer.write)
+        hot = _HotPath(gw, out.write)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(stdin_reader, tg)
@@ -265,6 +267,7 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
     finally:
         if hot is not None:
             hot.unregister()
+        out.flush()
         with contextlib.suppress(Exception):
             if wtransport.get_write_buffer_size():
                 with anyio.move_on_after(5, shield=True):

@@ -42,12 +42,42 @@ _HIGH_WATER: Final = 4 * 1024 * 1024
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
+class Coalescer:
+    """Writes lines to a pipe transport, joining those written in the same loop turn.
+
+    With many calls in flight, one `write()` syscall (one wake-up of the reader) carries several
+    messages; a lone message costs one extra event-loop turn.
+    """
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self.transport = transport
+        self.buf: list[bytes] = []
+        self.loop = asyncio.get_running_loop()
+
+    def write(self, data: bytes) -> None:
+        if not self.buf:
+            self.loop.call_soon(self.flush)
+        self.buf.append(data)
+
+    def flush(self) -> None:
+        if not self.buf:
+            return
+        data = b"".join(self.buf) if len(self.buf) > 1 else self.buf[0]
+        self.buf.clear()
+        if not self.transport.is_closing():
+            self.transport.write(data)
+
+    def buffered(self) -> int:
+        return self.transport.get_write_buffer_size()
+
+
 class RawStdioChannel:
     """The raw side of one upstream process: `request()` for relayed calls."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, tg: anyio.abc.TaskGroup) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, tg: anyio.abc.TaskGroup, out: Coalescer) -> None:
         self.proc = proc
         self.tg = tg
+        self.out = out
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.progress: dict[str, Progress] = {}
         self.closed = False
@@ -57,7 +87,7 @@ class RawStdioChannel:
         stdin = self.proc.stdin
         if stdin is None or self.closed or stdin.is_closing():
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
-        stdin.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
 
     async def request(self, data: dict[str, Any], *, timeout: float | None,
                       on_progress: Progress | None = None) -> dict[str, Any]:
@@ -81,7 +111,7 @@ class RawStdioChannel:
         try:
             self._write(msg)
             stdin = self.proc.stdin
-            if stdin is not None and stdin.transport.get_write_buffer_size() > _HIGH_WATER:
+            if stdin is not None and self.out.buffered() > _HIGH_WATER:
                 await stdin.drain()
             with anyio.fail_after(timeout):
                 reply = await fut
@@ -178,27 +208,31 @@ async def open_stdio_upstream(params: StdioServerParameters, errlog: IO[str], on
             channel.close()
             on_eof()
 
+    assert proc.stdin is not None
+    out = Coalescer(proc.stdin.transport)  # type: ignore[arg-type]
+
     async def writer() -> None:
         assert proc.stdin is not None
         try:
             async with write_reader:
                 async for sm in write_reader:
                     data = sm.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    proc.stdin.write(data.encode("utf-8") + b"\n")
-                    if proc.stdin.transport.get_write_buffer_size() > _HIGH_WATER:
+                    out.write(data.encode("utf-8") + b"\n")
+                    if out.buffered() > _HIGH_WATER:
                         await proc.stdin.drain()
         except (ConnectionError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
     try:
         async with anyio.create_task_group() as tg:
-            channel = RawStdioChannel(proc, tg)
+            channel = RawStdioChannel(proc, tg, out)
             tg.start_soon(reader, channel)
             tg.start_soon(writer)
             try:
                 yield read_stream, write_stream, channel
             finally:
                 channel.close()
+                out.flush()
                 with anyio.CancelScope(shield=True):
                     await _terminate(proc)
                 tg.cancel_scope.cancel()
