@@ -32,8 +32,8 @@ from mcp.server.subscriptions import (
     ResourcesListChanged,
     ToolsListChanged,
 )
-from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp.types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import __version__
 from mcpctl.catalogue import cache

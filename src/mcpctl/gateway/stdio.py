@@ -28,12 +28,12 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
-import mcp_types as types
+import mcp.types as types
 from mcp import MCPError
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.front import Caller, Gateway
 from mcpctl.gateway.stdio_upstream import Coalescer

@@ -26,11 +26,11 @@ from typing import IO, Any, Final
 
 import anyio
 import anyio.abc
-import mcp_types as types
+import mcp.types as types
 from mcp import MCPError, StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
-from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 log = logging.getLogger("mcpctl.gateway")
 

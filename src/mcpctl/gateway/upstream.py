@@ -28,8 +28,8 @@ import anyio
 import mcp.types as t
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import ClientSession
-from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import paths
 from mcpctl.errors import SecretError
