@@ -206,3 +206,14 @@ async def test_sigterm_stops_gateway_and_upstreams(kit: Kit) -> None:
         if proc.poll() is None:
             proc.kill()
     assert kit.leftovers() == []
+
+
+async def test_call_before_first_listing_waits_for_the_upstream(kit: Kit) -> None:
+    kit.server("good")
+    async with kit.client(kit.project("p", ["good"])) as c:
+        r = await c.session.call_tool("good__echo", {"text": "early"})   # no cache, no list yet
+        assert text_of(r) == "early"
+        from mcp import MCPError
+
+        with pytest.raises(MCPError, match="Unknown tool: good__nope"):
+            await c.session.call_tool("good__nope", {})

@@ -385,9 +385,14 @@ class Gateway:
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
         if name == SEARCH_TOOL and self.search is not None:
             return await self._search(caller, ts, t0, args)
-        entry = self.catalogue.by_presented.get(name)
-        if entry is None:
-            entry = self.catalogue.by_canonical.get(name)   # a canonical id works too
+        entry = self._lookup(name)
+        if entry is None and not self._settled.is_set():
+            # a server never listed yet may bring this tool: wait for it like a call would
+            wait = max((self.upstreams[n].spec.timeouts.connect for n in self._pending if n in self.upstreams),
+                       default=0.0)
+            with anyio.move_on_after(wait):
+                await self._settled.wait()
+            entry = self._lookup(name)
         if entry is None:
             self._log_call(caller, ts, t0, name, None, "protocol_error", "UnknownTool")
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
@@ -434,6 +439,10 @@ class Gateway:
         self._log_call(caller, ts, t0, name, entry.canonical_id, "tool_error" if result.get("isError") else "ok",
                        "ToolError" if result.get("isError") else None)
         return result
+
+    def _lookup(self, name: str) -> Any:
+        entry = self.catalogue.by_presented.get(name)
+        return entry if entry is not None else self.catalogue.by_canonical.get(name)   # canonical ids work too
 
     async def _search(self, caller: Caller, ts: float, t0: float, args: Any) -> dict[str, Any]:
         assert self.search is not None
