@@ -286,7 +286,8 @@ class Gateway:
         known = (uuid.uuid4().hex[:12], name, version)
         with contextlib.suppress(TypeError):
             self._clients[conn] = known
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and not self._notifiers:
+            # (a transport that registered a notifier, like stdio, sends them itself)
             if len(self._sessions) >= _MAX_TRACKED_SESSIONS:
                 self._sessions.pop(next(iter(self._sessions)))
             self._sessions[conn] = ctx.session
