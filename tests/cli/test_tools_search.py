@@ -110,3 +110,11 @@ def test_cli_modules_do_not_import_mcp() -> None:
             "mcpctl.catalogue.current; print('mcp' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_search_is_wired_into_the_mcpctl_tools_group(runner: CliRunner, project: str) -> None:
+    from mcpctl.cli import app as mcpctl_app
+
+    result = runner.invoke(mcpctl_app, ["tools", "search", "-p", project, "pull requests", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tools"][0]["id"] == "github/list_pull_requests"
