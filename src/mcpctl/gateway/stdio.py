@@ -65,7 +65,7 @@ class _HotPath:
         self.era: str | None = None          # "legacy" | "modern", decided by the first request
         self.legacy_version = LATEST_HANDSHAKE_VERSION
         self.ready = False
-        self.inflight: dict[Any, anyio.CancelScope] = {}
+        self.inflight: dict[Any, asyncio.Task[None]] = {}
         self.caller = Caller(gw.new_session_id())
         self.unregister = gw.add_notifier(self._notify)
 
@@ -99,7 +99,11 @@ class _HotPath:
                 self.era = "modern" if _modern_version(params) else "legacy"
                 self.ready = self.era == "modern"
 
-    def take(self, line: bytes, tg: anyio.abc.TaskGroup) -> bool:
+    def cancel_all(self) -> None:
+        for task in list(self.inflight.values()):
+            task.cancel()
+
+    def take(self, line: bytes) -> bool:
         """Handle `line` here if it is a hot-path message; False leaves it to the SDK."""
         if not self.ready or not (b"tools/" in line or b"notifications/cancelled" in line):
             return False
@@ -115,10 +119,10 @@ class _HotPath:
         if not isinstance(params, dict):
             return False
         if method == "notifications/cancelled":
-            scope = self.inflight.get(params.get("requestId"))
-            if scope is None:
+            task = self.inflight.get(params.get("requestId"))
+            if task is None:
                 return False
-            scope.cancel()
+            task.cancel()   # cancels the upstream request too (it sends its own notifications/cancelled)
             return True
         rid = msg.get("id")
         if method not in ("tools/call", "tools/list") or rid is None or isinstance(rid, bool) \
@@ -135,40 +139,37 @@ class _HotPath:
             if _modern_version(params) is not None:
                 return False     # an enveloped request on a legacy connection: the SDK refuses it
             version = self.legacy_version
-        scope = anyio.CancelScope()
-        self.inflight[rid] = scope
-        tg.start_soon(self._answer, rid, method, params, version, scope)
+        # A plain task per request (cheaper than a task-group spawn); cancel_all() on exit.
+        self.inflight[rid] = asyncio.get_running_loop().create_task(self._answer(rid, method, params, version))
         return True
 
-    async def _answer(self, rid: Any, method: str, params: dict[str, Any], version: str,
-                      scope: anyio.CancelScope) -> None:
+    async def _answer(self, rid: Any, method: str, params: dict[str, Any], version: str) -> None:
         try:
-            with scope:
-                if method == "tools/list":
-                    body = await self.gw.tools_list_json(version)
-                    self.write(b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":'
-                               + body.encode("utf-8") + b"}\n")
-                    return
-                caller = self.caller
-                meta = params.get("_meta")
-                token = meta.get("progressToken") if isinstance(meta, dict) else None
-                if token is not None:
-                    caller = Caller(caller.session_id, caller.client_name, caller.client_version,
-                                    self._progress(token))
-                try:
-                    result = await self.gw.call_tool(caller, params)
-                except MCPError as e:
-                    error: dict[str, Any] = {"code": e.code, "message": e.message}
-                    if e.error.data is not None:
-                        error["data"] = e.error.data
-                    self.write(_dumps({"jsonrpc": "2.0", "id": rid, "error": error}))
-                    return
-                except Exception:
-                    log.exception("tools/call failed")
-                    self.write(_dumps({"jsonrpc": "2.0", "id": rid,
-                                       "error": {"code": -32603, "message": "Internal error"}}))
-                    return
-                self.write(_dumps({"jsonrpc": "2.0", "id": rid, "result": self.gw.envelope(result, version)}))
+            if method == "tools/list":
+                body = await self.gw.tools_list_json(version)
+                self.write(b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":'
+                           + body.encode("utf-8") + b"}\n")
+                return
+            caller = self.caller
+            meta = params.get("_meta")
+            token = meta.get("progressToken") if isinstance(meta, dict) else None
+            if token is not None:
+                caller = Caller(caller.session_id, caller.client_name, caller.client_version,
+                                self._progress(token))
+            try:
+                result = await self.gw.call_tool(caller, params)
+            except MCPError as e:
+                error: dict[str, Any] = {"code": e.code, "message": e.message}
+                if e.error.data is not None:
+                    error["data"] = e.error.data
+                self.write(_dumps({"jsonrpc": "2.0", "id": rid, "error": error}))
+                return
+            except Exception:
+                log.exception("tools/call failed")
+                self.write(_dumps({"jsonrpc": "2.0", "id": rid,
+                                   "error": {"code": -32603, "message": "Internal error"}}))
+                return
+            self.write(_dumps({"jsonrpc": "2.0", "id": rid, "result": self.gw.envelope(result, version)}))
         finally:
             self.inflight.pop(rid, None)
 
@@ -223,7 +224,7 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
     validate = types.jsonrpc_message_adapter.validate_json
     hot: _HotPath | None = None
 
-    async def stdin_reader(tg: anyio.abc.TaskGroup) -> None:
+    async def stdin_reader() -> None:
         async with read_writer:
             while True:
                 try:
@@ -236,7 +237,7 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
                 if not line.strip():
                     continue
                 if hot is not None:
-                    if hot.take(line, tg):
+                    if hot.take(line):
                         continue
                     hot.observe(line)
                 try:
@@ -258,7 +259,7 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
         hot = _HotPath(gw, out.write)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stdin_reader, tg)
+            tg.start_soon(stdin_reader)
             tg.start_soon(stdout_writer)
             try:
                 yield read_stream, write_stream
@@ -267,6 +268,7 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
     finally:
         if hot is not None:
             hot.unregister()
+            hot.cancel_all()
         out.flush()
         with contextlib.suppress(Exception):
             if wtransport.get_write_buffer_size():

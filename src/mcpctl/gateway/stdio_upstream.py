@@ -113,7 +113,7 @@ class RawStdioChannel:
             stdin = self.proc.stdin
             if stdin is not None and self.out.buffered() > _HIGH_WATER:
                 await stdin.drain()
-            with anyio.fail_after(timeout):
+            async with asyncio.timeout(timeout):
                 reply = await fut
             answered = True
         except TimeoutError:
