@@ -7,6 +7,7 @@ is rebuilt off the event loop whenever the catalogue changes, never per query.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from typing import TYPE_CHECKING, Any, Final
@@ -102,7 +103,7 @@ class ToolSearch:
 
             entries = {e.canonical_id: e for e in catalogue.enabled_entries()}
             docs = [ToolDoc.from_wire(e.server, e.wire) for e in entries.values()]
-            ranker = await anyio.to_thread.run_sync(build_ranker, docs, self.kind)
+            ranker = await anyio.to_thread.run_sync(functools.partial(build_ranker, docs, self.kind, wait=False))
             self._ranker, self._entries, self._built_version = ranker, entries, version
 
     async def search(self, catalogue: Catalogue, query: str, top_k: int) -> dict[str, Any]:
