@@ -30,10 +30,31 @@ def test_example_manifests_apply_and_round_trip(tmp_home: Path) -> None:
     store = Store()
     for name in ("notes", "calc", "textkit"):
         spec = ServerSpec.from_resource(store.get("Server", name))
-        assert (spec.command, spec.args[0]) == ("python", "-m")
-        assert importlib.util.find_spec(spec.args[1]) is not None, spec.args[1]
+        assert (spec.command, spec.args) == ("mcpctl", ("example-server", name))
+        assert importlib.util.find_spec(f"mcpctl.examples.{name}") is not None
     project = ProjectSpec.from_resource(store.get("Project", "demo"))
     assert project.servers == ("notes", "calc", "textkit")
     assert project.disabled == ("notes/delete_note",)
     assert project.favourite_index.enabled and len(project.favourite_index.tools) == 3
     assert project.search.record_queries is True
+
+
+def test_example_servers_run_from_an_unactivated_venv(tmp_home: Path) -> None:
+    """The gateway finds `mcpctl` next to its own Python even when PATH has none (or another python)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["apply", "-f", str(EXAMPLES / "servers.yaml"), "-f", str(EXAMPLES / "project.yaml")])
+    assert res.exit_code == 0, res.output
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "MCPCTL_HOME": str(tmp_home)}
+    r = subprocess.run([sys.executable, "-m", "mcpctl", "tools", "list", "--project", "demo", "--refresh", "-o", "json"],
+                       env=env, capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    rows = json.loads(r.stdout)
+    assert {row["server"] for row in rows} == {"notes", "calc", "textkit"}
+    assert len(rows) == 17
+    assert [row["state"] for row in rows if row["canonicalId"] == "notes/delete_note"] == ["disabled"]

@@ -265,7 +265,27 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
               "[bold]mcpctl logs --project demo[/bold], [bold]mcpctl get project demo -o yaml[/bold]")
 
 
+EXAMPLE_SERVERS = ("notes", "calc", "textkit")
+
+
 def register(app: typer.Typer) -> None:
+    @app.command("example-server", hidden=True,
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def example_server(
+        ctx: typer.Context,
+        name: Annotated[str, typer.Argument(help="notes | calc | textkit")],
+    ) -> None:
+        """Run one of the bundled example MCP servers over stdio (what examples/servers.yaml registers).
+
+        Same as `python -m mcpctl.examples.NAME`, but found wherever `mcpctl` is: the gateway looks
+        commands up on PATH and next to the Python running it, so this works from an unactivated venv.
+        """
+        import importlib
+
+        if name not in EXAMPLE_SERVERS:
+            raise typer.BadParameter(f"{name!r} is not one of: {', '.join(EXAMPLE_SERVERS)}", param_hint="NAME")
+        importlib.import_module(f"mcpctl.examples.{name}").main(list(ctx.args))
+
     @app.command("demo", rich_help_panel="Getting started")
     @cli_errors
     def demo(

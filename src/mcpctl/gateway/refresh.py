@@ -23,7 +23,7 @@ async def _refresh(servers: dict[str, ServerSpec | str]) -> list[str]:
         done[up.name].set()
 
     def on_state(up: Upstream) -> None:
-        if up.state == "down":
+        if up.state == "down" and not done[up.name].is_set():   # not the shutdown after listing
             problems.append(f"server {up.name!r}: {up.last_error}")
             done[up.name].set()
 
