@@ -196,35 +196,15 @@ class InvocationLog:
         `after_cursor`/`upto_cursor` bound the insertion order (see `cursor()`), which is how
         a follower sees every new row exactly once, whatever its `ts`.
         """
-        where: list[str] = []
-        params: list[object] = []
-        if project is not None:
-            where.append("project = ?")
-            params.append(project)
-        if since is not None:
-            where.append("ts >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("ts < ?")
-            params.append(until)
-        if canonical_id is not None:
-            where.append("canonical_id = ?")
-            params.append(canonical_id)
-        if tool_glob is not None:
-            where.append("(mcpctl_glob(?, canonical_id) OR mcpctl_glob(?, presented_name))")
-            params += [tool_glob, tool_glob]
-        if session_id is not None:
-            where.append("session_id = ?")
-            params.append(session_id)
-        if outcome is not None:
-            where.append("outcome = ?")
-            params.append(outcome)
-        if after_cursor is not None:
-            where.append("id > ?")
-            params.append(after_cursor)
-        if upto_cursor is not None:
-            where.append("id <= ?")
-            params.append(upto_cursor)
+        filters: list[tuple[str, object, int]] = [
+            ("project = ?", project, 1), ("ts >= ?", since, 1), ("ts < ?", until, 1),
+            ("canonical_id = ?", canonical_id, 1),
+            ("(mcpctl_glob(?, canonical_id) OR mcpctl_glob(?, presented_name))", tool_glob, 2),
+            ("session_id = ?", session_id, 1), ("outcome = ?", outcome, 1),
+            ("id > ?", after_cursor, 1), ("id <= ?", upto_cursor, 1),
+        ]
+        where = [clause for clause, value, _ in filters if value is not None]
+        params: list[object] = [value for _, value, n in filters if value is not None for _ in range(n)]
         sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
         if limit is not None:
             if limit < 0:
