@@ -69,6 +69,17 @@ def test_tools_enable_disable_edit_the_project(kit: Kit, runner: CliRunner) -> N
     assert {x["canonicalId"]: x["state"] for x in rows}["beta/echo"] == "disabled"
 
 
+def test_tools_disable_rejects_a_bad_id_and_changes_nothing(kit: Kit, runner: CliRunner) -> None:
+    _cache(kit)
+    before = kit.store.get("Project", "p")
+    r = runner.invoke(app, ["tools", "disable", "--project", "p", "beta/echo", "echo"])
+    assert r.exit_code == 1
+    assert "'echo' is not a tool id: write it as server/tool" in r.stderr
+    assert kit.store.get("Project", "p") == before
+    live = runner.invoke(app, ["get", "project", "p", "-o", "yaml"]).stdout
+    assert runner.invoke(app, ["apply", "-f", "-"], input=live).stdout == "project/p unchanged\n"
+
+
 def test_tools_list_refresh_connects(kit: Kit, runner: CliRunner) -> None:
     kit.server("alpha")
     kit.server("ghost", command="definitely-not-a-command-mcpctl")

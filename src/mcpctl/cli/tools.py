@@ -64,14 +64,25 @@ def _hint(value: Any) -> str:
 
 def _edit(project_name: str, ids: list[str], *, enable: bool) -> bool:
     from mcpctl.catalogue import curation
+    from mcpctl.errors import InvalidResource
+    from mcpctl.resources.schema import FieldError, check_tool_id
     from mcpctl.resources.store import Store
+    from mcpctl.resources.validate import canonical_spec
 
+    for ident in ids:
+        problem = check_tool_id(ident)
+        if problem:
+            raise InvalidResource(f"ID_OR_GLOB: {problem}")
     store = Store()
     with store.locked():
         res = store.get("Project", project_name)
         spec = res.setdefault("spec", {})
         changed = (curation.enable if enable else curation.disable)(spec, ids)
         if changed:
+            try:
+                res["spec"] = canonical_spec("Project", spec)
+            except FieldError as e:
+                raise InvalidResource(f"project {project_name!r}: {e.message}", hint=e.hint) from None
             meta = res.setdefault("metadata", {})
             try:
                 meta["resourceVersion"] = str(int(meta.get("resourceVersion") or 0) + 1)
