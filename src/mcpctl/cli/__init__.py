@@ -2,25 +2,23 @@
 
 Each verb module exposes `register(app)`. Modules must not import `mcp` (or anything that
 does) at import time: shell completion runs this program on every TAB.
+
+The typer app is built on first use (`from mcpctl.cli import app`). `main()` runs a plain
+`mcpctl serve --project P ...` without it: the gateway is a long-lived process, and typer, rich
+and the other verbs would stay resident for nothing (`serve.lean_main`; anything it does not
+recognise, `--help` included, goes to the typer app as before).
 """
 
 from __future__ import annotations
 
 import importlib
-
-import typer
+import sys
+from typing import TYPE_CHECKING, Any
 
 from mcpctl import __version__
 
-app = typer.Typer(
-    name="mcpctl",
-    help="Register MCP servers once, group them into projects, and serve each project as one "
-    "curated, searchable catalogue.",
-    no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
-    rich_markup_mode="rich",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+if TYPE_CHECKING:
+    import typer
 
 # Order is the order of `mcpctl --help`.
 _VERB_MODULES = (
@@ -28,30 +26,59 @@ _VERB_MODULES = (
     "serve", "tools", "logs", "eval", "demo",
 )
 
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"mcpctl {__version__}")
-        raise typer.Exit()
+_app: typer.Typer | None = None
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
-) -> None:
-    """mcpctl: one curated, searchable MCP catalogue for coding agents."""
+def _build_app() -> typer.Typer:
+    import typer
+
+    app = typer.Typer(
+        name="mcpctl",
+        help="Register MCP servers once, group them into projects, and serve each project as one "
+        "curated, searchable catalogue.",
+        no_args_is_help=True,
+        pretty_exceptions_show_locals=False,
+        rich_markup_mode="rich",
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+    def _version(value: bool) -> None:
+        if value:
+            typer.echo(f"mcpctl {__version__}")
+            raise typer.Exit()
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Print the version and exit."),
+    ) -> None:
+        """mcpctl: one curated, searchable MCP catalogue for coding agents."""
+
+    for name in _VERB_MODULES:
+        try:
+            mod = importlib.import_module(f"mcpctl.cli.{name}")
+        except ModuleNotFoundError as e:   # a verb module not written yet
+            if e.name != f"mcpctl.cli.{name}":
+                raise
+            continue
+        mod.register(app)
+    return app
 
 
-for _name in _VERB_MODULES:
-    try:
-        _mod = importlib.import_module(f"mcpctl.cli.{_name}")
-    except ModuleNotFoundError as e:   # a verb module not written yet
-        if e.name != f"mcpctl.cli.{_name}":
-            raise
-        continue
-    _mod.register(app)
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        global _app
+        if _app is None:
+            _app = _build_app()
+        return _app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    app(prog_name="mcpctl")
+    argv = sys.argv[1:]
+    if argv[:1] == ["serve"]:
+        from mcpctl.cli import serve
+
+        if serve.lean_main(argv[1:]):
+            return
+    __getattr__("app")(prog_name="mcpctl")

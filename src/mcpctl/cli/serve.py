@@ -1,46 +1,144 @@
-"""`mcpctl serve --project P [--transport stdio|http] [--host H] [--port N] [--token-file F]`."""
+"""`mcpctl serve --project P [--transport stdio|http] [--host H] [--port N] [--token-file F]`.
+
+The gateway is a long-lived process, so a plain command line is served by `lean_main`, without
+typer or rich (several MB of resident memory for nothing). Both parsers read their options from
+`OPTIONS`; whatever `lean_main` does not recognise (`--help`, a bad value, an unknown option,
+shell completion) goes to the typer command, which then behaves exactly as before.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Any
 
-import typer
+if TYPE_CHECKING:
+    import typer
 
-from ._common import cli_errors, complete_projects, err
+TRANSPORTS = ("stdio", "http")
+
+
+@dataclass(frozen=True)
+class _Option:
+    dest: str
+    flags: tuple[str, ...]
+    kind: type
+    default: Any
+    help: str
+
+
+OPTIONS: tuple[_Option, ...] = (
+    _Option("project", ("--project", "-p"), str, ..., "The project to serve."),
+    _Option("transport", ("--transport",), str, "stdio", "stdio (one local client) or http (streamable HTTP)."),
+    _Option("host", ("--host",), str, "127.0.0.1", "HTTP: interface to bind (loopback by default)."),
+    _Option("port", ("--port",), int, 8765, "HTTP: port to listen on."),
+    _Option("token_file", ("--token-file",), Path, None,
+            "HTTP: file holding the bearer token (created with a fresh token, mode 0600, if missing). "
+            "Default: <state dir>/tokens/<project>.token."),
+    _Option("verbose", ("--verbose", "-v"), bool, False, "Log progress to stderr too."),
+)
+_OPT = {o.dest: o for o in OPTIONS}
+_BY_FLAG = {flag: o for o in OPTIONS for flag in o.flags}
 
 
 def register(app: typer.Typer) -> None:
+    import typer
+
+    from ._common import cli_errors, complete_projects
+
+    def opt(dest: str, **extra: Any) -> Any:
+        o = _OPT[dest]
+        return typer.Option(o.default, *o.flags, help=o.help, **extra)
+
     @app.command("serve", rich_help_panel="Gateway")
     @cli_errors
     def serve(
-        project: Annotated[str, typer.Option("--project", "-p", help="The project to serve.",
-                                             autocompletion=complete_projects)],
-        transport: Annotated[str, typer.Option(help="stdio (one local client) or http (streamable HTTP).")
-                             ] = "stdio",
-        host: Annotated[str, typer.Option(help="HTTP: interface to bind (loopback by default).")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(help="HTTP: port to listen on.")] = 8765,
-        token_file: Annotated[Path | None, typer.Option(
-            "--token-file", help="HTTP: file holding the bearer token (created with a fresh token, "
-            "mode 0600, if missing). Default: <state dir>/tokens/<project>.token.")] = None,
-        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress to stderr too.")] = False,
+        project: str = opt("project", autocompletion=complete_projects),
+        transport: str = opt("transport"),
+        host: str = opt("host"),
+        port: int = opt("port"),
+        token_file: Path | None = opt("token_file"),
+        verbose: bool = opt("verbose"),
     ) -> None:
         """Serve a project's curated catalogue as one MCP server.
 
         stdio is for one local client (Claude Code, Codex, ...): stdout carries only the protocol.
         http serves several clients at http://HOST:PORT/mcp with a required bearer token.
         """
-        if transport not in ("stdio", "http"):
+        if transport not in TRANSPORTS:
             raise typer.BadParameter("must be stdio or http", param_hint="'--transport'")
-        from mcpctl.gateway import run
+        _serve(project, transport, host, port, token_file, verbose)
 
-        log_path = run.setup_logging(project, verbose=verbose)
 
-        def ready(where: str) -> None:
-            if where != "stdio":
-                tpath = token_file or run.token_path(project)
-                err.print(f"mcpctl: serving project {project!r} at {where}", markup=False)
-                err.print(f"  header: Authorization: Bearer $(cat {tpath})", markup=False)
-                err.print(f"  log: {log_path}", markup=False)
+def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool) -> None:
+    from mcpctl.gateway import run
 
-        run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready)
+    log_path = run.setup_logging(project, verbose=verbose)
+
+    def ready(where: str) -> None:
+        if where != "stdio":
+            from ._common import err
+
+            tpath = token_file or run.token_path(project)
+            err.print(f"mcpctl: serving project {project!r} at {where}", markup=False)
+            err.print(f"  header: Authorization: Bearer $(cat {tpath})", markup=False)
+            err.print(f"  log: {log_path}", markup=False)
+
+    run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready)
+
+
+def parse_lean(argv: list[str]) -> dict[str, Any] | None:
+    """The options of a plain `serve` command line, or None for anything typer should handle."""
+    values = {o.dest: o.default for o in OPTIONS}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        o = _BY_FLAG.get(name)
+        if o is None:
+            return None
+        i += 1
+        if o.kind is bool:
+            if eq:
+                return None
+            values[o.dest] = True
+            continue
+        if eq:
+            raw = inline
+        elif i < len(argv):
+            raw = argv[i]
+            i += 1
+        else:
+            return None
+        if not raw or raw.startswith("-"):
+            return None
+        try:
+            values[o.dest] = o.kind(raw)
+        except ValueError:
+            return None
+    if values["project"] is ... or values["transport"] not in TRANSPORTS:
+        return None
+    return values
+
+
+def lean_main(argv: list[str]) -> bool:
+    """Run `serve` with `argv` (after the verb) without typer; False if typer should parse it."""
+    if os.environ.get("_MCPCTL_COMPLETE"):
+        return False
+    values = parse_lean(argv)
+    if values is None:
+        return False
+    from mcpctl.errors import MCPCtlError
+
+    try:
+        _serve(**values)
+    except MCPCtlError as e:    # the same report as _common.cli_errors
+        from ._common import err
+
+        err.print(f"[red]error:[/red] {e.message}", markup=True, highlight=False)
+        if e.hint:
+            err.print(f"  {e.hint}", markup=False)
+        sys.exit(e.exit_code)
+    return True

@@ -1,0 +1,51 @@
+"""`mcpctl serve` parses a plain command line without typer; everything else goes to typer.
+
+(click itself is loaded anyway, by uvicorn through the mcp SDK.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpctl.cli.serve import OPTIONS, parse_lean
+
+
+def test_plain_command_lines_parse_without_typer() -> None:
+    assert parse_lean(["--project", "p"]) == {"project": "p", "transport": "stdio", "host": "127.0.0.1",
+                                              "port": 8765, "token_file": None, "verbose": False}
+    got = parse_lean(["-p", "p", "--transport=http", "--port", "9000", "--host", "::1", "--token-file", "t",
+                      "-v", "--project", "q"])
+    assert got == {"project": "q", "transport": "http", "host": "::1", "port": 9000,
+                   "token_file": Path("t"), "verbose": True}
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["--help"], ["-h"], ["--project"], ["--project", "p", "--bogus"], ["--project", "p", "--port", "x"],
+    ["--project", "p", "--transport", "sse"], ["--project", "--verbose"], ["-pp"], ["--verbose=1", "-p", "p"],
+    ["--project", "p", "extra"], ["--project", ""],
+])
+def test_anything_else_goes_to_typer(argv: list[str]) -> None:
+    assert parse_lean(argv) is None
+
+
+def test_help_still_comes_from_typer_with_every_option() -> None:
+    r = subprocess.run([sys.executable, "-m", "mcpctl", "serve", "--help"], capture_output=True, text=True,
+                       timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    for o in OPTIONS:
+        for flag in o.flags:
+            assert flag in r.stdout
+
+
+def test_lean_serve_does_not_load_typer_or_rich(tmp_path: Path) -> None:
+    code = ("import sys; from mcpctl.cli import serve; import mcpctl.gateway.run as run; "
+            "run.run = lambda *a, **k: print(sorted(m for m in ('typer', 'rich') if m in sys.modules)); "
+            "sys.argv = ['mcpctl', 'serve', '--project', 'p']; import mcpctl.cli; mcpctl.cli.main()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={"MCPCTL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
