@@ -79,12 +79,15 @@ def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
     with InvocationLog() as log:
         pairs = log.search_pairs(project)
     if not pairs:
-        state = "on" if spec.search.record_queries else "off"
+        use = (f"let an agent use search_tools through `mcpctl serve --project {project}`; "
+               "each search followed by a tool call becomes one pair")
+        if spec.search.record_queries:
+            raise MCPCtlError(f"no recorded searches for project {project!r} yet (query recording is on)",
+                              hint=use)
         raise MCPCtlError(
-            f"no recorded searches for project {project!r} (query recording is {state})",
+            f"no recorded searches for project {project!r}: query recording is off",
             hint=("turn it on with `search: {recordQueries: true}` in the project's spec "
-                  f"(mcpctl edit project {project}), then let an agent use search_tools through "
-                  f"`mcpctl serve --project {project}`; each search followed by a tool call becomes one pair"),
+                  f"(mcpctl edit project {project}), then " + use),
         )
     cat = project_catalogue(spec)
     for server in cat.unlisted:
