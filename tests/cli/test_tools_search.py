@@ -118,3 +118,10 @@ def test_search_is_wired_into_the_mcpctl_tools_group(runner: CliRunner, project:
     result = runner.invoke(mcpctl_app, ["tools", "search", "-p", project, "pull requests", "-o", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["tools"][0]["id"] == "github/list_pull_requests"
+
+
+def test_search_empty_query_is_a_clear_error(app: typer.Typer, runner: CliRunner, project: str) -> None:
+    result = runner.invoke(app, ["tools", "search", "-p", project, "   "])
+    assert result.exit_code == 1
+    assert "QUERY is empty" in result.stderr
+    assert result.stdout == ""

@@ -68,6 +68,8 @@ def register(tools_app: typer.Typer) -> None:
         from mcpctl.catalogue.rank import build_ranker
         from mcpctl.errors import MCPCtlError
 
+        if not query.strip():
+            raise MCPCtlError("QUERY is empty", hint='say what the agent wants to do, e.g. "create a github issue"')
         spec = load_project(project)
         cat = project_catalogue(spec)
         for server in cat.unlisted:
