@@ -73,6 +73,13 @@ def register(app: typer.Typer) -> None:
 
 
 def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool) -> None:
+    early = None
+    if transport == "stdio":
+        # Before the SDK import (most of the start-up): read the project and its cache, and answer
+        # the client's first messages meanwhile when the last run left what they need.
+        from mcpctl.gateway import early as early_front
+
+        early = early_front.start(project)
     from mcpctl.gateway import run
 
     log_path = run.setup_logging(project, verbose=verbose)
@@ -86,7 +93,8 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
             err.print(f"  header: Authorization: Bearer $(cat {tpath})", markup=False)
             err.print(f"  log: {log_path}", markup=False)
 
-    run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready)
+    run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready,
+            early=early)
 
 
 def parse_lean(argv: list[str]) -> dict[str, Any] | None:

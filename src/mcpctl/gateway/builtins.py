@@ -12,8 +12,6 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-import anyio
-
 from mcpctl.gateway.catalogue import Catalogue, ToolEntry
 
 if TYPE_CHECKING:
@@ -89,6 +87,8 @@ class ToolSearch:
         self._ranker: Ranker | None = None
         self._entries: dict[str, ToolEntry] = {}
         self._built_version = -1
+        import anyio  # (not at module level: the early stdio front imports this module)
+
         self._lock = anyio.Lock()
 
     async def ensure(self, catalogue: Catalogue) -> None:
@@ -103,6 +103,8 @@ class ToolSearch:
 
             entries = {e.canonical_id: e for e in catalogue.enabled_entries()}
             docs = [ToolDoc.from_wire(e.server, e.wire) for e in entries.values()]
+            import anyio.to_thread
+
             ranker = await anyio.to_thread.run_sync(functools.partial(build_ranker, docs, self.kind, wait=False))
             self._ranker, self._entries, self._built_version = ranker, entries, version
 

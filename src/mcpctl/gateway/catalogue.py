@@ -8,6 +8,7 @@ upstream, and pre-builds the `tools/list` answer so listing costs no serializati
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -18,6 +19,24 @@ from mcpctl.gateway.naming import Presentation, portable_name, presentation_for
 from mcpctl.resources.kinds import ProjectSpec
 
 RESOURCE_SCHEME: Final = "mcpctl"
+SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+CACHE_SECTIONS: Final = ("tools", "resources", "resourceTemplates", "prompts")
+
+
+def cached_listing(entry: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The sections of a catalogue cache entry (`mcpctl.catalogue.cache`) a listing is made of."""
+    return {k: entry[k] for k in CACHE_SECTIONS if isinstance(entry.get(k), list)}
+
+
+def tools_list_json(tools: list[dict[str, Any]], modern: bool, stamp: Mapping[str, Any]) -> str:
+    """The whole `tools/list` result as JSON text: bare in the handshake era; in 2026-07-28 with
+    the cache hints, `resultType` and the `serverInfo` stamp (`stamp`)."""
+    body = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+    if not modern:
+        return '{"tools":' + body + "}"
+    tail = json.dumps({"ttlMs": 0, "cacheScope": "private", "resultType": "complete",
+                       "_meta": {SERVER_INFO_KEY: stamp}}, separators=(",", ":"))
+    return '{"tools":' + body + "," + tail[1:]
 
 
 def namespaced_uri(server: str, uri: str) -> str:

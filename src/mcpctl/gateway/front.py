@@ -10,12 +10,11 @@ without re-validating it into models on either hop, with the era envelope (`resu
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -46,7 +45,7 @@ from mcpctl.gateway.builtins import (
     search_result,
     search_tool_definition,
 )
-from mcpctl.gateway.catalogue import Catalogue
+from mcpctl.gateway.catalogue import Catalogue, cached_listing, tools_list_json
 from mcpctl.gateway.upstream import (
     SERVER_INFO_KEY,
     Listing,
@@ -87,7 +86,9 @@ class Gateway:
 
     def __init__(self, project_name: str, project: ProjectSpec, servers: dict[str, ServerSpec | str], *,
                  record: Recorder | None = None, on_status: Callable[[str, dict[str, Any]], None] | None = None,
-                 list_deadline: float = LIST_DEADLINE) -> None:
+                 list_deadline: float = LIST_DEADLINE,
+                 preloaded: Mapping[str, dict[str, Any] | None] | None = None) -> None:
+        """`preloaded`: catalogue cache entries already read (server -> entry, None if never listed)."""
         self.project_name = project_name
         self.project = project
         self.catalogue = Catalogue(project)
@@ -116,21 +117,19 @@ class Gateway:
                 self.upstreams[name] = Upstream(spec, on_listing=self._on_listing, on_state=self._on_state)
             else:
                 self.unavailable[name] = spec or f"server {name!r} not found"
-        self._load_cache()
+        self._load_cache(preloaded)
         self.server = self._build_server()
         self._stamp = self.server.server_info_stamp
 
     # -- setup ----------------------------------------------------------------------------------
 
-    def _load_cache(self) -> None:
+    def _load_cache(self, preloaded: Mapping[str, dict[str, Any] | None] | None) -> None:
         for name in self.upstreams:
-            entry = cache.read_server_entry(name)
+            entry = preloaded[name] if preloaded is not None and name in preloaded else cache.read_server_entry(name)
             if entry is None:
                 self._pending.add(name)
                 continue
-            self.catalogue.set_listing(name, {k: entry[k] for k in
-                                              ("tools", "resources", "resourceTemplates", "prompts")
-                                              if isinstance(entry.get(k), list)})
+            self.catalogue.set_listing(name, cached_listing(entry))
         if not self._pending:
             self._settled.set()
 
@@ -349,16 +348,14 @@ class Gateway:
         key = (self.catalogue.version, version in MODERN_PROTOCOL_VERSIONS)
         cached = self._list_json.get(key)
         if cached is None:
-            body = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
-            if key[1]:
-                tail = json.dumps({"ttlMs": 0, "cacheScope": "private", "resultType": "complete",
-                                   "_meta": {SERVER_INFO_KEY: self._stamp}}, separators=(",", ":"))
-                cached = '{"tools":' + body + "," + tail[1:]
-            else:
-                cached = '{"tools":' + body + "}"
+            cached = tools_list_json(tools, key[1], self._stamp)
             self._list_json = {key: cached, **{k: v for k, v in self._list_json.items()
                                                if k[0] == self.catalogue.version}}
         return cached
+
+    def server_info_stamp(self) -> dict[str, Any]:
+        """The 2026-07-28 `serverInfo` stamp (a copy)."""
+        return dict(self._stamp)
 
     def add_notifier(self, notify: Callable[[str], None]) -> Callable[[], None]:
         """Register a transport-level sender of list_changed notifications (method name)."""

@@ -24,9 +24,10 @@ import anyio
 import anyio.abc
 
 from mcpctl import paths
-from mcpctl.errors import MCPCtlError, NotFound
+from mcpctl.errors import MCPCtlError
+from mcpctl.gateway.early import EarlyFront, load_gateway_config
 from mcpctl.gateway.front import Gateway
-from mcpctl.resources.kinds import ProjectSpec, ServerSpec
+from mcpctl.resources.kinds import ProjectSpec
 from mcpctl.resources.store import Store, atomic_write
 
 log = logging.getLogger("mcpctl.gateway")
@@ -56,20 +57,6 @@ def setup_logging(project: str, *, verbose: bool = False) -> Path:
     for noisy in ("mcp", "httpx2", "uvicorn.access", "client"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return path
-
-
-def load_gateway_config(project_name: str, store: Store | None = None
-                        ) -> tuple[ProjectSpec, dict[str, ServerSpec | str]]:
-    """The project and its servers; a missing server is reported by name, not raised."""
-    store = store or Store()
-    project = ProjectSpec.from_resource(store.get("Project", project_name))
-    servers: dict[str, ServerSpec | str] = {}
-    for name in project.servers:
-        try:
-            servers[name] = ServerSpec.from_resource(store.get("Server", name))
-        except NotFound as e:
-            servers[name] = f"{e.message} ({e.hint})" if e.hint else e.message
-    return project, servers
 
 
 class _StatusWriter:
@@ -225,13 +212,21 @@ async def _serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio
 
 
 async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
-                token_file: Path | None = None, on_ready: Callable[[str], None] | None = None) -> None:
-    """Run the gateway for `project_name` until the client goes away or a signal arrives."""
-    project, servers = load_gateway_config(project_name)
+                token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
+                early: EarlyFront | None = None) -> None:
+    """Run the gateway for `project_name` until the client goes away or a signal arrives.
+
+    `early`: the project as read (and, over stdio, the client's first messages as answered)
+    before the SDK was imported (`gateway.early`).
+    """
+    if early is not None:
+        project, servers, preloaded = early.project, early.servers, early.entries
+    else:
+        (project, servers), preloaded = load_gateway_config(project_name), None
     store = Store()
     status = _StatusWriter(store)
     record, close_log = _recorder()
-    gw = Gateway(project_name, project, servers, record=record, on_status=status)
+    gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded)
     for name, why in gw.unavailable.items():
         log.error("server %s cannot start: %s", name, why)
     token = None
@@ -257,7 +252,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
         finally:
             upstreams_done.set()
 
-    seen_mtime = [_mtime(store.path_for("Project", project_name))]
+    seen_mtime = [early.project_mtime if early is not None else _mtime(store.path_for("Project", project_name))]
 
     def load_project() -> ProjectSpec | None:
         mtime = _mtime(store.path_for("Project", project_name))
@@ -295,7 +290,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
             if transport == "stdio":
                 from mcpctl.gateway.stdio import gateway_stdio
 
-                async with gateway_stdio(gw) as (read, write):
+                async with gateway_stdio(gw, early) as (read, write):
                     if on_ready:
                         on_ready("stdio")
                     await gw.server.run(read, write, gw.initialization_options())

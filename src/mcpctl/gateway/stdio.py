@@ -12,6 +12,10 @@ or a 2026-07-28 request envelope), `tools/call` and `tools/list` requests are an
 straight from the parsed JSON (the list is pre-serialized, a call's result is relayed as the
 upstream sent it), with their cancellation and progress. Everything else, including every
 request before the era is settled, goes through the SDK server unchanged.
+
+Before all this, `gateway.early` may have answered the client's first messages while the SDK
+was still loading; `gateway_stdio(gw, early)` takes over what it read (see that module) and
+records the SDK's initialize/discover results it needs for the next start.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
+from mcpctl.gateway.early import RECORDED_METHODS, EarlyFront, Handover, request_key, save_record
 from mcpctl.gateway.front import Caller, Gateway
 from mcpctl.gateway.stdio_upstream import Coalescer
 
@@ -191,12 +196,53 @@ def _modern_version(params: Any) -> str | None:
     return version if version in MODERN_PROTOCOL_VERSIONS else None
 
 
+class _Recorder:
+    """Keeps the SDK's initialize/discover results for the early front of the next start."""
+
+    def __init__(self, gw: Gateway, early: EarlyFront) -> None:
+        self.gw = gw
+        self.early = early
+        self.pending: dict[Any, str] = {}      # request id -> record key
+
+    def request(self, line: bytes) -> None:
+        if b'"initialize"' not in line and b"server/discover" not in line:
+            return
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(msg, dict) and msg.get("method") in RECORDED_METHODS and "id" in msg:
+            key = request_key(msg)
+            if key is not None:
+                self.pending[msg["id"]] = key
+
+    def response(self, message: Any, data: str) -> None:
+        key = self.pending.pop(message.id, None)
+        if key is None or not isinstance(message, types.JSONRPCResponse):
+            return
+        try:
+            result = json.loads(data)["result"]
+            save_record(self.gw.project_name, self.early.fingerprint, self.gw.server_info_stamp(),
+                        list(MODERN_PROTOCOL_VERSIONS), {key: result})
+        except Exception:
+            log.exception("recording the %s result for the next start failed", key)
+
+
 @contextlib.asynccontextmanager
-async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, Any]]:
+async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = None
+                        ) -> AsyncIterator[tuple[Any, Any]]:
     """Yield (read_stream, write_stream) of SessionMessage over this process's stdin/stdout.
 
-    With `gw`, tools/call and tools/list of a settled connection take the hot path.
+    With `gw`, tools/call and tools/list of a settled connection take the hot path. With
+    `early` (and `gw`), the early front stops here and its consumed input is taken over: lines
+    it answered for good are only observed, the others go through the normal path in order
+    (the duplicate responses to the ones it answered are dropped); the SDK's own
+    initialize/discover results are recorded for the next start.
     """
+    handover = early.stop() if early is not None else Handover()
+    if handover.consumed:
+        log.info("early front: %d message(s) read before the SDK loaded, %d answered there",
+                 len(handover.consumed), len(handover.suppress) + sum(1 for _, r in handover.consumed if not r))
     if not (_is_stream_fd(0) and _is_stream_fd(1)):
         async with stdio_server() as streams:
             yield streams
@@ -211,6 +257,10 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
     os.dup2(2, 1)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    if handover.tail:
+        reader.feed_data(handover.tail)
+    if handover.eof:
+        reader.feed_eof()
     rtransport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
                                                  os.fdopen(in_fd, "rb", buffering=0))
     wtransport, wproto = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
@@ -223,9 +273,30 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
     write_stream, write_reader = create_context_streams[SessionMessage](0)
     validate = types.jsonrpc_message_adapter.validate_json
     hot: _HotPath | None = None
+    recorder = _Recorder(gw, early) if gw is not None and early is not None else None
+    suppress = set(handover.suppress)
+
+    async def handle(line: bytes) -> None:
+        if hot is not None:
+            if hot.take(line):
+                return
+            hot.observe(line)
+        if recorder is not None:
+            recorder.request(line)
+        try:
+            message = validate(line, by_name=False)
+        except Exception as exc:
+            await read_writer.send(exc)
+            return
+        await read_writer.send(SessionMessage(message))
 
     async def stdin_reader() -> None:
         async with read_writer:
+            for line, replay in handover.consumed:
+                if replay:
+                    await handle(line)
+                elif hot is not None:
+                    hot.observe(line)
             while True:
                 try:
                     line = await reader.readline()
@@ -236,21 +307,22 @@ async def gateway_stdio(gw: Gateway | None = None) -> AsyncIterator[tuple[Any, A
                     return
                 if not line.strip():
                     continue
-                if hot is not None:
-                    if hot.take(line):
-                        continue
-                    hot.observe(line)
-                try:
-                    message = validate(line, by_name=False)
-                except Exception as exc:
-                    await read_writer.send(exc)
-                    continue
-                await read_writer.send(SessionMessage(message))
+                await handle(line)
 
     async def stdout_writer() -> None:
         async with write_reader:
             async for session_message in write_reader:
-                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                message = session_message.message
+                data = message.model_dump_json(by_alias=True, exclude_unset=True)
+                if recorder is not None and recorder.pending and isinstance(
+                        message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    recorder.response(message, data)
+                if suppress and isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) \
+                        and message.id in suppress:
+                    suppress.discard(message.id)       # answered already by the early front
+                    if isinstance(message, types.JSONRPCError):
+                        log.warning("the SDK refused a request the early front answered: %s", data[:300])
+                    continue
                 out.write(data.encode("utf-8") + b"\n")
                 if wtransport.get_write_buffer_size() > _HIGH_WATER:
                     await writer.drain()
