@@ -99,7 +99,23 @@ async def test_http_clients_both_eras(kit: Kit, mode: str) -> None:
             assert r.is_error and "disabled" in text_of(r)
             r = await c.session.call_tool("alpha__structured", {"n": 4})
             assert r.structured_content == {"square": 16}
+        async with http_client(url, token, mode) as other:
+            await other.session.call_tool("beta__echo", {"text": "second client"})
     assert kit.leftovers() == []
+    # One client is one session in the log, in both eras (2026-era HTTP requests carry no
+    # session of their own), and a second client is another: (search -> next call) pairs need it.
+    from mcpctl.audit.log import InvocationLog
+
+    deadline = time.monotonic() + 10
+    while True:
+        with InvocationLog() as log:
+            rows = log.query(project="p")
+        if len(rows) >= 4 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(rows) == 4
+    assert len({r.session_id for r in rows[:3]}) == 1
+    assert rows[3].session_id != rows[0].session_id
 
 
 @pytest.mark.slow

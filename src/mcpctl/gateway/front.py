@@ -103,6 +103,7 @@ class Gateway:
         self._settled = anyio.Event()
         self._started = time.monotonic()
         self._sessions: dict[Any, Any] = {}         # handshake-era connection -> session (for notifications)
+        self._stateless_ids: dict[tuple[Any, ...], str] = {}   # 2026-era HTTP client -> session id
         self._clients: weakref.WeakKeyDictionary[Any, tuple[str, str | None, str | None]] = \
             weakref.WeakKeyDictionary()
         self._stamp: dict[str, Any] = {}
@@ -282,7 +283,7 @@ class Gateway:
             info = meta.get("io.modelcontextprotocol/clientInfo") if isinstance(meta, dict) else None
             if isinstance(info, dict):
                 name, version = info.get("name"), info.get("version")
-        known = (uuid.uuid4().hex[:12], name, version)
+        known = (self._stateless_session_id(ctx, name, version) or uuid.uuid4().hex[:12], name, version)
         with contextlib.suppress(TypeError):
             self._clients[conn] = known
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and not self._notifiers:
@@ -291,6 +292,30 @@ class Gateway:
                 self._sessions.pop(next(iter(self._sessions)))
             self._sessions[conn] = ctx.session
         return known
+
+    def _stateless_session_id(self, ctx: ServerRequestContext[Any], name: str | None,
+                              version: str | None) -> str | None:
+        """A stable session id for 2026-era HTTP requests, which carry no session of their own.
+
+        Each such request arrives on a fresh connection object, so the id is derived from what
+        stays the same for one client: its credential, name, version and TCP connection (HTTP
+        keep-alive). Without it every call would be its own session and (search → next call)
+        pairs could never be mined from the log.
+        """
+        request = getattr(ctx, "request", None)
+        if request is None or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return None
+        try:
+            peer = request.client
+            key = (request.headers.get("authorization"), name, version,
+                   peer.host if peer else None, peer.port if peer else None)
+        except AttributeError:
+            return None
+        sid = self._stateless_ids.pop(key, None) or uuid.uuid4().hex[:12]
+        self._stateless_ids[key] = sid          # most recently used last
+        if len(self._stateless_ids) > _MAX_TRACKED_SESSIONS:
+            self._stateless_ids.pop(next(iter(self._stateless_ids)))
+        return sid
 
     def _caller(self, ctx: ServerRequestContext[Any]) -> Caller:
         session_id, client_name, client_version = self._client(ctx)
