@@ -111,6 +111,8 @@ async def test_early_answers_equal_the_sdks(kit: Kit, era: str) -> None:
     second = await _session(kit, project, era, 29)
     early = _answered_early(kit.home, project)
     assert early and "answered there" in early[-1] and " 0 answered" not in early[-1]
+    logs = "".join(p.read_text() for p in kit.home.rglob(f"gateway-{project}.log"))
+    assert "differed from the SDK" not in logs and "SDK refused" not in logs
     for key in ("hello", "list", "ping"):
         assert second[key] == first[key], key
     assert second["call"]["content"][0]["text"] == first["call"]["content"][0]["text"]

@@ -74,13 +74,19 @@ def record_path(project: str) -> Path:
 def fingerprint(project_file: Path) -> str:
     """What the SDK's initialize/discover results depend on: mcpctl, the SDK, the project."""
     h = hashlib.sha256(__version__.encode())
+    origins: list[str | None] = [str(Path(__file__).with_name("front.py"))]   # an edited checkout, too
     for mod in ("mcp", "mcp_types"):
         try:
             spec = importlib.util.find_spec(mod)
-            st = os.stat(spec.origin) if spec is not None and spec.origin else None
-        except (ImportError, ValueError, OSError):
+            origins.append(spec.origin if spec is not None else None)
+        except (ImportError, ValueError):
+            origins.append(None)
+    for origin in origins:
+        try:
+            st = os.stat(origin) if origin else None
+        except OSError:
             st = None
-        h.update(f"|{mod}:{st.st_mtime_ns if st else 0}:{st.st_size if st else 0}".encode())
+        h.update(f"|{origin}:{st.st_mtime_ns if st else 0}:{st.st_size if st else 0}".encode())
     try:
         h.update(b"|" + project_file.read_bytes())
     except OSError:
@@ -144,6 +150,7 @@ class Handover:
     # (a tools/list answered here for good)
     consumed: list[tuple[bytes, bool]] = field(default_factory=list)
     suppress: set[Any] = field(default_factory=set)       # ids whose SDK response is a duplicate
+    answers: dict[Any, dict[str, Any]] = field(default_factory=dict)   # id -> the response sent
     tail: bytes = b""                                     # an unfinished line
     eof: bool = False
 
@@ -261,6 +268,7 @@ class EarlyFront:
         out, replay = answer
         if replay and out:
             h.suppress.add(msg["id"])
+            h.answers[msg["id"]] = json.loads(out)
         h.consumed.append((line, replay))
         if out:
             _write_all(1, out)

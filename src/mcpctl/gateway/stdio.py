@@ -322,6 +322,9 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
                     suppress.discard(message.id)       # answered already by the early front
                     if isinstance(message, types.JSONRPCError):
                         log.warning("the SDK refused a request the early front answered: %s", data[:300])
+                    elif message.id in handover.answers and handover.answers[message.id] != json.loads(data):
+                        log.warning("the early front's answer to request %r differed from the SDK's "
+                                    "(recorded anew for the next start)", message.id)
                     continue
                 out.write(data.encode("utf-8") + b"\n")
                 if wtransport.get_write_buffer_size() > _HIGH_WATER:
