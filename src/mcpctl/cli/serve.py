@@ -72,8 +72,33 @@ def register(app: typer.Typer) -> None:
         _serve(project, transport, host, port, token_file, verbose)
 
 
+def _check_listen(host: str, port: int) -> None:
+    """Fail early, with a clear message, when the HTTP front could not listen."""
+    import socket
+
+    from mcpctl.errors import MCPCtlError
+
+    if not 1 <= port <= 65535:
+        raise MCPCtlError(f"--port {port}: must be between 1 and 65535")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise MCPCtlError(f"--host {host!r}: cannot resolve it ({e.strerror})",
+                          hint="use 127.0.0.1 (the default) or an address of this machine") from None
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as e:
+            raise MCPCtlError(f"cannot listen on {host}:{port}: {e.strerror}",
+                              hint="choose another --port (or stop what is using it)") from None
+
+
 def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool) -> None:
     early = None
+    if transport == "http":
+        _check_listen(host, port)
     if transport == "stdio":
         # Before the SDK import (most of the start-up): read the project and its cache, and answer
         # the client's first messages meanwhile when the last run left what they need.

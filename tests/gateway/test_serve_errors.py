@@ -1,0 +1,29 @@
+"""`mcpctl serve` refuses a port it cannot use with one clear line, not a traceback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+
+def _serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcpctl", "serve", "--project", "p", "--transport", "http", *args],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_port_out_of_range() -> None:
+    r = _serve("--port", "99999")
+    assert r.returncode == 1
+    assert r.stderr.strip() == "error: --port 99999: must be between 1 and 65535"
+
+
+def test_port_in_use() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        r = _serve("--port", str(port))
+    assert r.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.stderr
+    assert "Traceback" not in r.stderr
