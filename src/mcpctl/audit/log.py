@@ -143,21 +143,26 @@ class InvocationLog:
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 0.25)
 
-    def _write(self, sql: str, rows: Iterable[tuple[object, ...]]) -> None:
-        rows = list(rows)
+    def _immediate(self, work: Callable[[], T]) -> T:
+        """Run `work` in one `BEGIN IMMEDIATE` transaction, retried as a whole while busy."""
 
-        def tx() -> None:
+        def tx() -> T:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(sql, rows)
+                result = work()
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 raise
+            return result
 
         with self._lock:
-            self._retrying(tx)
+            return self._retrying(tx)
+
+    def _write(self, sql: str, rows: Iterable[tuple[object, ...]]) -> None:
+        rows = list(rows)
+        self._immediate(lambda: self._db.executemany(sql, rows))
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         with self._lock:
@@ -337,22 +342,7 @@ class InvocationLog:
         """Delete calls that started before `ts` (in one project, or all); return how many."""
         sql = "DELETE FROM invocations WHERE ts < ?" + (" AND project = ?" if project is not None else "")
         params: tuple[object, ...] = (ts, project) if project is not None else (ts,)
-        deleted = 0
-
-        def tx() -> None:
-            nonlocal deleted
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                deleted = self._db.execute(sql, params).rowcount
-                self._db.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
-
-        with self._lock:
-            self._retrying(tx)
-        return deleted
+        return self._immediate(lambda: self._db.execute(sql, params).rowcount)
 
     def backup(self, dest: Path) -> None:
         """Write a consistent copy of the whole log to `dest` (a new SQLite file), while gateways write."""

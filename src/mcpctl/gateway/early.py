@@ -130,7 +130,7 @@ def save_record(project: str, fp: str, stamp: dict[str, Any], modern: list[str],
         atomic_write(path, json.dumps(new, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
-def _is_stream_fd(fd: int) -> bool:
+def is_stream_fd(fd: int) -> bool:
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
@@ -193,7 +193,7 @@ class EarlyFront:
 
     def start(self) -> bool:
         """Start answering on stdin/stdout if there is anything to answer early with."""
-        if self._record is None or not (_is_stream_fd(0) and _is_stream_fd(1)):
+        if self._record is None or not (is_stream_fd(0) and is_stream_fd(1)):
             return False
         self._wake_r, self._wake_w = os.pipe()
         self._thread = threading.Thread(target=self._run, name="mcpctl-early-front", daemon=True)

@@ -26,7 +26,6 @@ import fcntl
 import json
 import logging
 import os
-import stat
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
@@ -39,7 +38,14 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
-from mcpctl.gateway.early import RECORDED_METHODS, EarlyFront, Handover, request_key, save_record
+from mcpctl.gateway.early import (
+    RECORDED_METHODS,
+    EarlyFront,
+    Handover,
+    is_stream_fd,
+    request_key,
+    save_record,
+)
 from mcpctl.gateway.front import Caller, Gateway
 from mcpctl.gateway.stdio_upstream import Coalescer
 
@@ -47,14 +53,6 @@ log = logging.getLogger("mcpctl.gateway")
 
 _LINE_LIMIT: Final = 512 * 1024 * 1024
 _HIGH_WATER: Final = 4 * 1024 * 1024
-
-
-def _is_stream_fd(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
 def _dumps(obj: Any) -> bytes:
@@ -243,7 +241,7 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
     if handover.consumed:
         log.info("early front: %d message(s) read before the SDK loaded, %d answered there",
                  len(handover.consumed), len(handover.suppress) + sum(1 for _, r in handover.consumed if not r))
-    if not (_is_stream_fd(0) and _is_stream_fd(1)):
+    if not (is_stream_fd(0) and is_stream_fd(1)):
         async with stdio_server() as streams:
             yield streams
         return
