@@ -226,6 +226,10 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     store = Store()
     status = _StatusWriter(store)
     record, close_log = _recorder()
+    if project.presentation != "flat" or project.names.style != "portable":
+        log.warning("project %r asks for presentation %r with %r names; this version serves the flat, "
+                    "portable catalogue (<server>__<tool>) until those modes land",
+                    project_name, project.presentation, project.names.style)
     gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded)
     for name, why in gw.unavailable.items():
         log.error("server %s cannot start: %s", name, why)
