@@ -242,28 +242,52 @@ async def measure_list(c: RawClient, n: int = 50) -> float:
     return statistics.median(lat)
 
 
-async def bench_calls(root: Path, use_shared: bool, iters: int, seconds: float) -> dict[str, Any]:
+async def bench_calls(root: Path, use_shared: bool, iters: int, seconds: float, rounds: int) -> dict[str, Any]:
     up = upstream(0, 20, use_shared)
     home = make_home(root, [up])
-    out: dict[str, Any] = {}
-    # interleave: direct, gateway, direct, gateway -- keep the better (less disturbed) round of each
-    for rnd in range(2):
+    out: dict[str, Any] = {"direct": [], "gateway": []}
+
+    async def direct() -> None:
         async with RawClient.spawn(up.argv) as d:
             await d.initialize()
             await wait_full(d, 1)
             call = await measure_calls(d, up.echo, iters)
             cps = await measure_concurrency(d, up.echo, seconds)
-            out.setdefault("direct", []).append({**call, "calls_per_s": cps})
+            out["direct"].append({**call, "calls_per_s": cps})
+
+    async def gateway() -> None:
         async with RawClient.spawn([MCPCTL, "serve", "--project", "bench"], {"MCPCTL_HOME": str(home)}) as g:
             await g.initialize()
             await wait_full(g, 21)
             call = await measure_calls(g, f"s0__{up.echo}", iters)
             cps = await measure_concurrency(g, f"s0__{up.echo}", seconds)
-            out.setdefault("gateway", []).append({**call, "calls_per_s": cps})
+            out["gateway"].append({**call, "calls_per_s": cps})
+
+    # Interleaved rounds, alternating which target goes first; each round is one paired sample.
+    for rnd in range(rounds):
+        for target in ((direct, gateway) if rnd % 2 == 0 else (gateway, direct)):
+            await target()
         print(f"  round {rnd + 1}: direct p50 {out['direct'][-1]['p50_ms']:.3f} ms, gateway p50 "
               f"{out['gateway'][-1]['p50_ms']:.3f} ms; {out['direct'][-1]['calls_per_s']:.0f} vs "
               f"{out['gateway'][-1]['calls_per_s']:.0f} calls/s", flush=True)
     return out
+
+
+def paired(calls: dict[str, Any]) -> dict[str, float]:
+    """Medians over rounds of the per-round comparisons (noise hits both targets of a round)."""
+    pairs = list(zip(calls["direct"], calls["gateway"], strict=True))
+    med = statistics.median
+    return {
+        "direct_p50_ms": med(d["p50_ms"] for d, _ in pairs),
+        "gateway_p50_ms": med(g["p50_ms"] for _, g in pairs),
+        "overhead_ms": med(g["p50_ms"] - d["p50_ms"] for d, g in pairs),
+        "latency_ratio": med(g["p50_ms"] / d["p50_ms"] for d, g in pairs),
+        "direct_cps": med(d["calls_per_s"] for d, _ in pairs),
+        "gateway_cps": med(g["calls_per_s"] for _, g in pairs),
+        "cps_ratio": med(g["calls_per_s"] / d["calls_per_s"] for d, g in pairs),
+        "gateway_cpu_ms": med(g["cpu_ms_per_call"] for _, g in pairs),
+        "gateway_p95_ms": med(g["p95_ms"] for _, g in pairs),
+    }
 
 
 async def bench_many(root: Path, use_shared: bool, n_up: int, tools_each: int) -> dict[str, Any]:
@@ -350,14 +374,11 @@ def main() -> None:
     if not SHARED_BENCH.exists():
         print(f"(../shared/bench not found at {SHARED_BENCH}: using the repo's own test server)")
     root = Path(tempfile.mkdtemp(prefix="mcpctl-bench-"))
-    iters, seconds = (300, 2.0) if args.quick else (1000, 5.0)
+    iters, seconds, rounds = (300, 2.0, 3) if args.quick else (1000, 5.0, 5)
     try:
         print("\n[1,2] tools/call: direct vs through mcpctl serve (1 upstream, 20 tools)")
-        calls = asyncio.run(bench_calls(root, use_shared, iters, seconds))
-        d = min(calls["direct"], key=lambda r: r["p50_ms"])
-        g = min(calls["gateway"], key=lambda r: r["p50_ms"])
-        dcps = max(r["calls_per_s"] for r in calls["direct"])
-        gcps = max(r["calls_per_s"] for r in calls["gateway"])
+        calls = asyncio.run(bench_calls(root, use_shared, iters, seconds, rounds))
+        c = paired(calls)
         print("\n[3,4,5] many upstreams")
         many = {}
         for n_up in (10, 20):
@@ -370,15 +391,15 @@ def main() -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
-    overhead = g["p50_ms"] - d["p50_ms"]
     m20 = many[20]
-    print("\n== summary (same run) ==")
-    print(f"tools/call p50: direct {d['p50_ms']:.3f} ms, mcpctl {g['p50_ms']:.3f} ms -> overhead "
-          f"{overhead:+.3f} ms ({g['p50_ms'] / d['p50_ms']:.2f}x)   [{verdict(overhead <= TARGET_OVERHEAD_MS)}] "
+    print(f"\n== summary (same run; medians over {rounds} interleaved rounds of per-round comparisons) ==")
+    print(f"tools/call p50: direct {c['direct_p50_ms']:.3f} ms, mcpctl {c['gateway_p50_ms']:.3f} ms -> overhead "
+          f"{c['overhead_ms']:+.3f} ms ({c['latency_ratio']:.2f}x)   [{verdict(c['overhead_ms'] <= TARGET_OVERHEAD_MS)}] "
           f"target <= {TARGET_OVERHEAD_MS} ms; peers: FastMCP +1.4, magg +2.6")
-    print(f"gateway CPU per call: {g['cpu_ms_per_call']:.3f} ms (p95 {g['p95_ms']:.3f} ms)")
-    print(f"calls/s @16 in flight: direct {dcps:.0f}, mcpctl {gcps:.0f} ({gcps / dcps:.2f}x)   "
-          f"[{verdict(gcps >= TARGET_CALLS_PER_S)}] target >= {TARGET_CALLS_PER_S:.0f}; peers 300-440")
+    print(f"gateway CPU per call: {c['gateway_cpu_ms']:.3f} ms (call p95 {c['gateway_p95_ms']:.3f} ms)")
+    print(f"calls/s @16 in flight: direct {c['direct_cps']:.0f}, mcpctl {c['gateway_cps']:.0f} ({c['cps_ratio']:.2f}x)   "
+          f"[{verdict(c['gateway_cps'] >= TARGET_CALLS_PER_S)}] target >= {TARGET_CALLS_PER_S:.0f}; peers 300-440 "
+          "(0.14-0.23x)")
     print(f"tools/list of {m20['tools']} tools from 20 upstreams: {m20['list_p50_ms']:.2f} ms "
           f"(one upstream listing them: {m20.get('direct_list_p50_ms', float('nan')):.2f} ms)   "
           f"[{verdict(m20['list_p50_ms'] <= TARGET_LIST_MS)}] target <= {TARGET_LIST_MS:.0f} ms; peers 178-252")
