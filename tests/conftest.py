@@ -32,3 +32,4 @@ def runner() -> CliRunner:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+

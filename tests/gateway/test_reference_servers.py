@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from gwkit import Kit, npm_bin, text_of, wait_tools
 
+from ci_support import skip_unless_ci
+
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
 NPM = {name: npm_bin(f"mcp-server-{name}") for name in ("everything", "filesystem", "memory")}
@@ -20,10 +22,10 @@ TIME = shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) or
 def _need(*names: str) -> None:
     missing = [n for n in names if not NPM.get(n)]
     if missing:
-        pytest.skip(f"npm reference servers not installed: {', '.join(missing)} (run: npm install --prefix "
+        skip_unless_ci(f"npm reference servers not installed: {', '.join(missing)} (run: npm install --prefix "
                     ".npm-servers @modelcontextprotocol/server-{everything,filesystem,memory})")
     if not TIME:
-        pytest.skip("mcp-server-time is not installed (pip install mcp-server-time)")
+        skip_unless_ci("mcp-server-time is not installed (pip install mcp-server-time)")
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -110,8 +111,7 @@ async def call_tool(ctx: ServerRequestContext, params: t.CallToolRequestParams) 
             await anyio.sleep(3600)
         except BaseException:
             if opts.marker_dir:
-                with open(os.path.join(opts.marker_dir, f"cancelled-{os.getpid()}-{time.time_ns()}"), "w"):
-                    pass
+                Path(opts.marker_dir, f"cancelled-{os.getpid()}-{time.time_ns()}").touch()
             raise
         return _text("unreachable")
     if name == "big":

@@ -109,6 +109,16 @@ def _is_busy(e: sqlite3.OperationalError) -> bool:
     return "locked" in str(e) or "busy" in str(e)
 
 
+def _conditions(*filters: tuple[str, object]) -> tuple[list[str], list[object]]:
+    """WHERE clauses and their parameters for the filters whose value is given (not None).
+
+    A clause takes its value once per `?` it holds.
+    """
+    where = [clause for clause, value in filters if value is not None]
+    params = [value for clause, value in filters if value is not None for _ in range(clause.count("?"))]
+    return where, params
+
+
 class InvocationLog:
     """The SQLite invocation log. Thread-safe; every process opens its own."""
 
@@ -201,15 +211,12 @@ class InvocationLog:
         `after_cursor`/`upto_cursor` bound the insertion order (see `cursor()`), which is how
         a follower sees every new row exactly once, whatever its `ts`.
         """
-        filters: list[tuple[str, object, int]] = [
-            ("project = ?", project, 1), ("ts >= ?", since, 1), ("ts < ?", until, 1),
-            ("canonical_id = ?", canonical_id, 1),
-            ("(mcpctl_glob(?, canonical_id) OR mcpctl_glob(?, presented_name))", tool_glob, 2),
-            ("session_id = ?", session_id, 1), ("outcome = ?", outcome, 1),
-            ("id > ?", after_cursor, 1), ("id <= ?", upto_cursor, 1),
-        ]
-        where = [clause for clause, value, _ in filters if value is not None]
-        params: list[object] = [value for _, value, n in filters if value is not None for _ in range(n)]
+        where, params = _conditions(
+            ("project = ?", project), ("ts >= ?", since), ("ts < ?", until), ("canonical_id = ?", canonical_id),
+            ("(mcpctl_glob(?, canonical_id) OR mcpctl_glob(?, presented_name))", tool_glob),
+            ("session_id = ?", session_id), ("outcome = ?", outcome),
+            ("id > ?", after_cursor), ("id <= ?", upto_cursor),
+        )
         sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
         if limit is not None:
             if limit < 0:
@@ -250,15 +257,8 @@ class InvocationLog:
         Aggregates and percentile ranks are computed in SQL, so only a handful of rows per
         tool reach Python however long the log is.
         """
-        where = ["canonical_id IS NOT NULL"]
-        params: list[object] = []
-        if project is not None:
-            where.append("project = ?")
-            params.append(project)
-        if since is not None:
-            where.append("ts >= ?")
-            params.append(since)
-        cond = " AND ".join(where)
+        where, params = _conditions(("project = ?", project), ("ts >= ?", since))
+        cond = " AND ".join(["canonical_id IS NOT NULL", *where])
         agg = self._read(
             "SELECT canonical_id, COUNT(*), SUM(outcome != 'ok'), MIN(ts), MAX(ts) FROM invocations "
             f"WHERE {cond} GROUP BY canonical_id",
@@ -310,13 +310,7 @@ class InvocationLog:
 
     def count(self, project: str | None = None, *, until: float | None = None) -> int:
         """How many calls (in one project; started before `until`)."""
-        where, params = [], []
-        if project is not None:
-            where.append("project = ?")
-            params.append(project)
-        if until is not None:
-            where.append("ts < ?")
-            params.append(until)
+        where, params = _conditions(("project = ?", project), ("ts < ?", until))
         sql = "SELECT COUNT(*) FROM invocations" + (" WHERE " + " AND ".join(where) if where else "")
         return int(self._read(sql, params)[0][0])  # type: ignore[call-overload]
 

@@ -76,13 +76,16 @@ def _target(spec: dict[str, Any]) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def server_table(objs: list[dict[str, Any]], wide: bool) -> Table:
+def _table(cols: list[str], wide_cols: list[str], wide: bool) -> Table:
+    """A kubectl-style table: no box, bold headers, no wrapping."""
     t = Table(box=None, pad_edge=False, header_style="bold")
-    cols = ["NAME", "TRANSPORT", "TARGET", "STATE", "TOOLS", "AGE"]
-    if wide:
-        cols += ["PROTOCOL", "LAST ERROR", "DESCRIPTION"]
-    for c in cols:
+    for c in cols + (wide_cols if wide else []):
         t.add_column(c, no_wrap=True)
+    return t
+
+
+def server_table(objs: list[dict[str, Any]], wide: bool) -> Table:
+    t = _table(["NAME", "TRANSPORT", "TARGET", "STATE", "TOOLS", "AGE"], ["PROTOCOL", "LAST ERROR", "DESCRIPTION"], wide)
     for o in objs:
         spec, st = o.get("spec", {}), o.get("status", {})
         row = [o["metadata"]["name"], spec.get("transport", "stdio"), _target(spec),
@@ -95,12 +98,7 @@ def server_table(objs: list[dict[str, Any]], wide: bool) -> Table:
 
 
 def project_table(objs: list[dict[str, Any]], wide: bool) -> Table:
-    t = Table(box=None, pad_edge=False, header_style="bold")
-    cols = ["NAME", "SERVERS", "PRESENTATION", "FAVOURITES", "DISABLED", "AGE"]
-    if wide:
-        cols += ["SEARCH", "NAMES", "DESCRIPTION"]
-    for c in cols:
-        t.add_column(c, no_wrap=True)
+    t = _table(["NAME", "SERVERS", "PRESENTATION", "FAVOURITES", "DISABLED", "AGE"], ["SEARCH", "NAMES", "DESCRIPTION"], wide)
     for o in objs:
         s = o.get("spec", {})
         fav = s.get("favouriteIndex", {})

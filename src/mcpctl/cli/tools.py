@@ -13,6 +13,7 @@ tools_app = typer.Typer(help="A project's tool catalogue: list it, enable or dis
                         no_args_is_help=True)
 
 _FORMATS = ("table", "wide", "json", "yaml", "name")
+_Ids = Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).")]
 _Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
 
 
@@ -93,6 +94,12 @@ def _edit(project_name: str, ids: list[str], *, enable: bool) -> bool:
     return changed
 
 
+def _edit_and_report(project: str, ids: list[str], *, enable: bool) -> None:
+    changed = _edit(project, ids, enable=enable)
+    _warn_unmatched(project, ids)
+    out.print(f"project/{project} {'configured' if changed else 'unchanged'}", markup=False)
+
+
 def _warn_unmatched(project_name: str, ids: list[str]) -> None:
     from fnmatch import fnmatchcase
 
@@ -154,25 +161,15 @@ def register(app: typer.Typer) -> None:
 
     @tools_app.command("enable")
     @cli_errors
-    def enable_cmd(
-        project: _Project,
-        ids: Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/get_*).")],
-    ) -> None:
+    def enable_cmd(project: _Project, ids: _Ids) -> None:
         """Enable tools: drop an exact entry from tools.disabled, else add to tools.enabled."""
-        changed = _edit(project, ids, enable=True)
-        _warn_unmatched(project, ids)
-        out.print(f"project/{project} {'configured' if changed else 'unchanged'}", markup=False)
+        _edit_and_report(project, ids, enable=True)
 
     @tools_app.command("disable")
     @cli_errors
-    def disable_cmd(
-        project: _Project,
-        ids: Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).")],
-    ) -> None:
+    def disable_cmd(project: _Project, ids: _Ids) -> None:
         """Disable tools: drop an exact entry from tools.enabled, else add to tools.disabled."""
-        changed = _edit(project, ids, enable=False)
-        _warn_unmatched(project, ids)
-        out.print(f"project/{project} {'configured' if changed else 'unchanged'}", markup=False)
+        _edit_and_report(project, ids, enable=False)
 
     try:
         from mcpctl.cli import tools_search
