@@ -228,8 +228,8 @@ class HybridRanker:
             return []
         s = self.scores(query, vectors)
         k = min(top_k, n)
-        top = np.argpartition(-s, k - 1)[:k] if k < n else np.arange(n)
-        top = sorted(top.tolist(), key=lambda i: (-s[i], i))
+        candidates = np.argpartition(-s, k - 1)[:k] if k < n else np.arange(n)
+        top: list[int] = sorted(candidates.tolist(), key=lambda i: (-s[i], i))
         return [(self.ids[i], float(s[i])) for i in top]
 
 

@@ -49,4 +49,4 @@ def register(app: typer.Typer) -> None:
                 return
             out.print(TABLES[k.name](views, output == "wide"))
             return
-        render_objects(views, output, single=bool(names) and len(names) == 1)
+        render_objects(views, output, single=names is not None and len(names) == 1)

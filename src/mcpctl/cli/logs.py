@@ -102,13 +102,17 @@ def record_to_json(rec: Any) -> dict[str, Any]:
 
 
 def render_table(records: list[Any]) -> Any:
+    from rich.console import JustifyMethod
     from rich.markup import escape
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col, kw in (("TIME", {}), ("PROJECT", {}), ("TOOL", {}), ("OUTCOME", {}),
-                    ("MS", {"justify": "right"}), ("CLIENT", {}), ("SESSION", {})):
-        table.add_column(col, **kw)
+    # "left" is add_column's default; spelled out so each column's justify is a typed literal.
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("TIME", "left"), ("PROJECT", "left"), ("TOOL", "left"), ("OUTCOME", "left"),
+        ("MS", "right"), ("CLIENT", "left"), ("SESSION", "left"))
+    for col, justify in columns:
+        table.add_column(col, justify=justify)
     for r in records:
         # names and client info come from clients: never let them act as rich markup
         tool = escape(r.canonical_id) if r.canonical_id else f"[dim]{escape(r.presented_name)}[/dim]"
@@ -294,13 +298,16 @@ def register(app: typer.Typer) -> None:
         if not stats:
             err.print("No calls logged" + (" matching those filters." if project or since else " yet."))
             return
+        from rich.console import JustifyMethod
         from rich.markup import escape
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False, header_style="bold")
-        for col, justify in (("TOOL", "left"), ("CALLS", "right"), ("ERRORS", "right"), ("ERROR%", "right"),
-                             ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left")):
-            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
+            ("TOOL", "left"), ("CALLS", "right"), ("ERRORS", "right"), ("ERROR%", "right"),
+            ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left"))
+        for col, justify in columns:
+            table.add_column(col, justify=justify)
         for st in stats:
             table.add_row(escape(st.canonical_id), str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
                           f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))

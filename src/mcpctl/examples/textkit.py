@@ -117,7 +117,7 @@ def build() -> Server[Any]:
             rx = re.compile(a.pattern, flags)
         except re.error as e:
             raise ToolFailure(f"invalid regular expression {a.pattern!r}: {e}") from None
-        matches = []
+        matches: list[dict[str, Any]] = []
         truncated = False
         for m in rx.finditer(a.text):
             if len(matches) == a.max_matches:

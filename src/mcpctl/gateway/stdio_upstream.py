@@ -151,7 +151,9 @@ class RawStdioChannel:
             return True
         if msg.get("method") == "notifications/progress":
             params = msg.get("params") or {}
-            cb = self.progress.get(params.get("progressToken")) if isinstance(params, dict) else None
+            token = params.get("progressToken") if isinstance(params, dict) else None
+            # Our tokens are all strings; any other JSON value cannot be one of ours.
+            cb = self.progress.get(token) if isinstance(token, str) else None
             if cb is not None:
                 self.tg.start_soon(_call_progress, cb, params)
                 return True
@@ -209,7 +211,7 @@ async def open_stdio_upstream(params: StdioServerParameters, errlog: IO[str], on
             on_eof()
 
     assert proc.stdin is not None
-    out = Coalescer(proc.stdin.transport)  # type: ignore[arg-type]
+    out = Coalescer(proc.stdin.transport)
 
     async def writer() -> None:
         assert proc.stdin is not None

@@ -279,14 +279,15 @@ class Upstream:
         finally:
             errlog.close()
 
-    async def _on_message(self, msg: Any) -> None:
-        if isinstance(msg, Exception):
-            log.warning("upstream %s: transport error: %s", self.name, describe_error(msg))
-        elif isinstance(msg, t.ToolListChangedNotification):
+    # The parameter is named `message` because the SDK's MessageHandlerFnT protocol names it so.
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            log.warning("upstream %s: transport error: %s", self.name, describe_error(message))
+        elif isinstance(message, t.ToolListChangedNotification):
             self.request_refresh("tools")
-        elif isinstance(msg, t.ResourceListChangedNotification):
+        elif isinstance(message, t.ResourceListChangedNotification):
             self.request_refresh("resources")
-        elif isinstance(msg, t.PromptListChangedNotification):
+        elif isinstance(message, t.PromptListChangedNotification):
             self.request_refresh("prompts")
 
     # -- supervisor -------------------------------------------------------------------------------
@@ -389,15 +390,14 @@ class Upstream:
 
     async def _listen(self, client: Client) -> None:
         caps = client.session.server_capabilities
-        want = {
-            "tools_list_changed": bool(caps and caps.tools and caps.tools.list_changed),
-            "prompts_list_changed": bool(caps and caps.prompts and caps.prompts.list_changed),
-            "resources_list_changed": bool(caps and caps.resources and caps.resources.list_changed),
-        }
-        if not any(want.values()):
+        tools = bool(caps and caps.tools and caps.tools.list_changed)
+        prompts = bool(caps and caps.prompts and caps.prompts.list_changed)
+        resources = bool(caps and caps.resources and caps.resources.list_changed)
+        if not (tools or prompts or resources):
             return
         try:
-            async with client.listen(**want) as sub:
+            async with client.listen(tools_list_changed=tools, prompts_list_changed=prompts,
+                                     resources_list_changed=resources) as sub:
                 async for event in sub:
                     kind = type(event).__name__.lower()
                     self.request_refresh("tools" if "tool" in kind else
@@ -444,7 +444,7 @@ class Upstream:
             raw = self._raw
             if raw is not None:
                 data: dict[str, Any] = {"method": method, "params": dict(params)}
-                session._stamp(data, {})  # type: ignore[arg-type]  # the era's request envelope
+                session._stamp(data, {})  # the era's request envelope
                 return await raw.request(data, timeout=timeout, on_progress=on_progress)
             return await raw_request(session, method, params, timeout=timeout, on_progress=on_progress)
         except MCPError as e:

@@ -134,7 +134,7 @@ def normalize(node: Node, value: Any, path: tuple[str | int, ...]) -> Any:
             return _default(node)
         if not isinstance(value, Mapping):
             raise FieldError(path, f"{dotted(path)} must be a map, got {type(value).__name__}")
-        out = {}
+        entries: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise FieldError((*path, str(k)), f"{dotted(path)}: key {k!r} must be a string")
@@ -142,8 +142,8 @@ def normalize(node: Node, value: Any, path: tuple[str | int, ...]) -> Any:
                 msg = node.key_check(k)
                 if msg:
                     raise FieldError((*path, k), f"{dotted((*path, k))}: {msg}")
-            out[k] = _scalar(node.value, v, (*path, k))
-        return out
+            entries[k] = _scalar(node.value, v, (*path, k))
+        return entries
     # Obj
     if value is None:
         value = {}
