@@ -78,6 +78,9 @@ def test_eval_missing_dataset_names_the_file(runner: CliRunner, tmp_path: Path) 
 
 
 def _project(name: str, servers: list[str], search: dict | None = None) -> None:
+    for server in servers:      # registered (their tools come from the catalogue cache below)
+        Store().put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": server},
+                     "spec": {"command": "true"}})
     Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": name},
                  "spec": {"servers": servers, "tools": {"disabled": ["fs/delete_*"]},
                           "search": search or {}}})

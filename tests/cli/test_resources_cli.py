@@ -205,10 +205,10 @@ def test_delete_from_file_removes_projects_before_servers(runner, applied):
 def test_diff_exit_codes(runner, applied, tmp_path):
     assert run(runner, "diff", "-f", str(applied)).exit_code == 0
     f = tmp_path / "p.yaml"
-    f.write_text(PROJECT.replace("presentation: favourite-index", "presentation: flat"))
+    f.write_text(PROJECT.replace("presentation: favourite-index", "presentation: deferred"))
     r = run(runner, "diff", "-f", str(f))
     assert r.exit_code == 1
-    assert "-  presentation: favourite-index" in r.stdout and "+  presentation: flat" in r.stdout
+    assert "-  presentation: favourite-index" in r.stdout and "+  presentation: deferred" in r.stdout
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: [")
     assert run(runner, "diff", "-f", str(bad)).exit_code >= 2

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from mcpctl.catalogue import cache
-from mcpctl.cli.tools_search import presenter, register
+from mcpctl.cli.tools_search import register
 from mcpctl.resources.store import Store
 
 TOOLS = [
@@ -35,6 +35,9 @@ def app() -> typer.Typer:
 
 @pytest.fixture
 def project() -> str:
+    for server in ("github", "slack", "jira"):
+        Store().put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": server},
+                     "spec": {"command": "true"}})
     Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
                  "spec": {"servers": ["github", "slack", "jira"], "tools": {"disabled": ["github/delete_*"]},
                           "search": {"topK": 2}}})
@@ -73,27 +76,23 @@ def test_search_table_and_unlisted_server_warning(app: typer.Typer, runner: CliR
 
 
 def _presented(cid: str) -> str:
-    from mcpctl.resources.kinds import ProjectSpec
+    from mcpctl.gateway.catalogue import cached_catalogue
 
-    return presenter(ProjectSpec.from_resource(Store().get("Project", "p")))(cid)
+    return cached_catalogue("p").view().present(cid) or cid
 
 
-def test_presented_names_come_from_the_gateway_naming_module(
-    app: typer.Typer, runner: CliRunner, project: str, monkeypatch: pytest.MonkeyPatch
+def test_presented_names_are_what_the_gateway_presents(
+    app: typer.Typer, runner: CliRunner, project: str
 ) -> None:
     result = runner.invoke(app, ["tools", "search", "-p", project, "send a slack message", "-o", "json"])
-    name = json.loads(result.stdout)["tools"][0]["name"]
-    try:
-        from mcpctl.gateway.naming import presented_name
-    except ImportError:
-        assert name == "slack/send_message"
-    else:
-        from mcpctl.resources.kinds import ProjectSpec
-
-        assert name == presented_name("slack/send_message", ProjectSpec.from_resource(Store().get("Project", "p")))
-    monkeypatch.setitem(sys.modules, "mcpctl.gateway.naming", None)   # no naming module: canonical ids
-    result = runner.invoke(app, ["tools", "search", "-p", project, "send a slack message", "-o", "json"])
-    assert json.loads(result.stdout)["tools"][0]["name"] == "slack/send_message"
+    assert json.loads(result.stdout)["tools"][0]["name"] == "slack__send_message"
+    # the same pipeline as the gateway: a pinned favourite comes back under its favourite name
+    res = Store().get("Project", "p")
+    res["spec"]["favouriteIndex"] = {"enabled": True, "tools": ["slack/send_message"]}
+    Store().put(res)
+    result = runner.invoke(app, ["tools", "search", "-p", project, "send a slack message", "-k", "3", "-o", "json"])
+    names = [t["name"] for t in json.loads(result.stdout)["tools"]]
+    assert names[0] == "favourite__send_message" and all(n.startswith(("favourite__", "all__")) for n in names)
 
 
 def test_search_with_no_listed_tools_is_a_clear_error(app: typer.Typer, runner: CliRunner) -> None:
@@ -107,7 +106,7 @@ def test_search_with_no_listed_tools_is_a_clear_error(app: typer.Typer, runner: 
 
 def test_cli_modules_do_not_import_mcp() -> None:
     code = ("import sys, mcpctl.cli.tools_search, mcpctl.cli.eval, mcpctl.catalogue.rank, "
-            "mcpctl.catalogue.current; print('mcp' in sys.modules)")
+            "mcpctl.gateway.catalogue, mcpctl.gateway.view; print('mcp' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

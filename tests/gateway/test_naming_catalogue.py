@@ -6,8 +6,26 @@ import re
 
 from mcpctl.catalogue import cache, curation
 from mcpctl.gateway.catalogue import Catalogue, namespaced_uri, split_namespaced_uri
-from mcpctl.gateway.naming import FlatPresentation, portable_name, presented_name
+from mcpctl.gateway.names import Namer, portable_name
+from mcpctl.gateway.view import Route
 from mcpctl.resources.kinds import NameSettings, ProjectSpec
+
+
+class FlatPresentation:
+    """Flat portable names of single tools (the names stage, no clashes)."""
+
+    def __init__(self, max_length: int = 48) -> None:
+        self.namer = Namer("portable", max_length)
+
+    def tool_name(self, server: str, tool: str) -> str:
+        return portable_name(self.namer.flat(server, tool), f"{server}/{tool}", self.namer.max_length)
+
+
+def presented_name(cid: str, spec: ProjectSpec) -> str:
+    cat = Catalogue("p", spec)
+    server, _, tool = cid.partition("/")
+    cat.set_listing(server, {"tools": [{"name": tool, "inputSchema": {"type": "object"}}]})
+    return cat.view().present(cid) or ""
 
 PORTABLE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -34,16 +52,15 @@ def test_long_names_fit_the_budget_deterministically() -> None:
 
 
 def test_presented_name_helper_uses_the_project_budget() -> None:
-    spec = ProjectSpec("p", names=NameSettings(max_length=20))
+    spec = ProjectSpec("p", servers=("github",), names=NameSettings(max_length=20))
     name = presented_name("github/create_pull_request_review", spec)
     assert len(name) <= 20 and PORTABLE.match(name)
-    assert presented_name("gh/echo", ProjectSpec("p")) == "gh__echo"
+    assert presented_name("gh/echo", ProjectSpec("p", servers=("gh",))) == "gh__echo"
 
 
 def test_catalogue_routes_curates_and_prebuilds_the_list() -> None:
     spec = ProjectSpec("p", servers=("a", "b"), disabled=("a/delete_*",))
-    cat = Catalogue(spec)
-    cat.set_builtins([{"name": "search_tools", "inputSchema": {"type": "object"}}])
+    cat = Catalogue("p", spec)
     tool = {"name": "echo", "description": "d", "inputSchema": {"type": "object"}, "_meta": {"k": 1},
             "annotations": {"readOnlyHint": True}}
     assert cat.set_listing("a", {"tools": [tool, {"name": "delete_all", "inputSchema": {}}],
@@ -52,13 +69,18 @@ def test_catalogue_routes_curates_and_prebuilds_the_list() -> None:
     assert cat.set_listing("b", {"tools": [dict(tool)], "resourceTemplates": [{"uriTemplate": "note://b/{id}",
                                                                               "name": "n"}]})
     assert not cat.set_listing("b", {"tools": [dict(tool)]})   # unchanged
-    names = [t["name"] for t in cat.tools_payload]
+    view = cat.view()
+    names = [t["name"] for t in view.tools]
     assert names == ["search_tools", "a__echo", "b__echo"]
-    listed = cat.tools_payload[1]
+    listed = view.tools[1]
     assert listed == {**tool, "name": "a__echo"} and tool["name"] == "echo"   # upstream dict untouched
-    entry = cat.by_presented["a__echo"]
-    assert (entry.canonical_id, entry.server, entry.tool, entry.enabled) == ("a/echo", "a", "echo", True)
-    assert cat.by_presented["a__delete_all"].enabled is False
+    hit = view.resolve("a__echo")
+    assert isinstance(hit, Route)
+    assert (hit.tool.canonical_id, hit.tool.server, hit.tool.name) == ("a/echo", "a", "echo")
+    refused = view.resolve("a__delete_all")
+    assert refused is not None and not isinstance(refused, Route) and refused.error_class == "ToolDisabled"
+    assert isinstance(view.resolve("a/echo"), Route)          # canonical ids route too
+    assert view.resolve("nope") is None
     assert cat.prompts["a__greet"][:2] == ("a", "greet")
     uri = namespaced_uri("a", "file:///x")
     assert split_namespaced_uri(uri) == ("a", "file:///x")

@@ -49,14 +49,16 @@ def http_gateway(kit: Kit, project: str) -> Iterator[tuple[str, str]]:
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, token: str, mode: str = "legacy") -> AsyncIterator[Any]:
+async def http_client(url: str, token: str, mode: str = "legacy", name: str | None = None) -> AsyncIterator[Any]:
     import httpx2
+    import mcp.types as t
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
+    info = {"client_info": t.Implementation(name=name, version="1.0")} if name else {}
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                   timeout=httpx2.Timeout(30, read=60)) as h, \
-            Client(streamable_http_client(url, http_client=h), mode=mode) as c:
+            Client(streamable_http_client(url, http_client=h), mode=mode, **info) as c:
         yield c
 
 
@@ -99,11 +101,12 @@ async def test_http_clients_both_eras(kit: Kit, mode: str) -> None:
             assert r.is_error and "disabled" in text_of(r)
             r = await c.session.call_tool("alpha__structured", {"n": 4})
             assert r.structured_content == {"square": 16}
-        async with http_client(url, token, mode) as other:
+        async with http_client(url, token, mode, name="second-client") as other:
             await other.session.call_tool("beta__echo", {"text": "second client"})
     assert kit.leftovers() == []
-    # One client is one session in the log, in both eras (2026-era HTTP requests carry no
-    # session of their own), and a second client is another: (search -> next call) pairs need it.
+    # One client is one session in the log, in both eras, and a second client is another:
+    # (search -> next call) pairs need it. 2026-era HTTP requests carry no session of their own:
+    # there a session is the credential + clientInfo name and version (docs/internals.md).
     from mcpctl.audit.log import InvocationLog
 
     deadline = time.monotonic() + 10

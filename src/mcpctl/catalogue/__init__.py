@@ -1,6 +1,7 @@
 """The catalogue: what upstream tools exist and how they are found.
 
-`cache` keeps each server's last listing, `curation` decides what a project enables,
-`current` joins the two into a project's searchable catalogue, and `rank` ranks it for an
-intent (BM25F; `semantic` adds embeddings behind the optional extra). No `mcp` import here.
+`cache` keeps each server's last listing, `curation` decides what a project enables, and `rank`
+ranks tools for an intent (BM25F; `semantic` adds embeddings behind the optional extra). What a
+project presents of them is the gateway's presentation pipeline (`mcpctl.gateway.view`). No `mcp`
+import here.
 """

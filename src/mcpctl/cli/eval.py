@@ -69,9 +69,10 @@ class _progress:
 
 def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
     from mcpctl.audit.log import InvocationLog
-    from mcpctl.catalogue.current import project_catalogue
+    from mcpctl.catalogue.rank import ToolDoc
     from mcpctl.errors import MCPCtlError
     from mcpctl.evaluation.datasets import Query
+    from mcpctl.gateway.catalogue import cached_catalogue
 
     from .tools_search import load_project
 
@@ -89,10 +90,11 @@ def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
             hint=("turn it on with `search: {recordQueries: true}` in the project's spec "
                   f"(mcpctl edit project {project}), then " + use),
         )
-    cat = project_catalogue(spec)
-    for server in cat.unlisted:
+    cached = cached_catalogue(project)
+    for server in cached.unlisted:
         warn(f"server {server!r} has not been listed yet; its tools are not in the catalogue")
-    known = {d.id for d in cat.docs}
+    docs = [ToolDoc.from_wire(t.server, t.wire) for t in cached.view().searchable]   # what search_tools ranks
+    known = {d.id for d in docs}
     queries = [Query(f"log-{i}", q, (frozenset([tool]),)) for i, (q, tool) in enumerate(pairs) if tool in known]
     gone = len(pairs) - len(queries)
     if gone:
@@ -100,7 +102,7 @@ def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
     if not queries:
         raise MCPCtlError(f"none of the {len(pairs)} recorded pairs of project {project!r} "
                           "names a tool in its current catalogue")
-    return _run(f"log:{project}", cat.docs, queries, kinds or [spec.search.ranker], "log")
+    return _run(f"log:{project}", docs, queries, kinds or [spec.search.ranker], "log")
 
 
 def _render(results: Sequence[Result], output: str) -> None:

@@ -18,11 +18,10 @@ _Project = Annotated[str, typer.Option("--project", "-p", help="The project.", a
 
 
 def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[str]]:
-    from mcpctl.catalogue import cache
-    from mcpctl.catalogue.curation import is_enabled
-    from mcpctl.gateway.naming import portable_name, presentation_for
-    from mcpctl.resources.kinds import ProjectSpec
-    from mcpctl.resources.store import Store
+    """One row per catalogue tool, named as the gateway presents it (the same pipeline)."""
+    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.gateway.names import ALL
+    from mcpctl.gateway.view import FLAT, Refusal
 
     if refresh:
         from mcpctl.gateway.refresh import refresh_project
@@ -30,32 +29,29 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
         problems = refresh_project(project_name)
     else:
         problems = []
-    project = ProjectSpec.from_resource(Store().get("Project", project_name))
-    pres = presentation_for(project)
+    cached = cached_catalogue(project_name)
+    if not refresh:
+        problems += [f"server {s!r} was never listed (run with --refresh, or serve the project)"
+                     for s in cached.unlisted]
+    view = cached.view()
+    listed = set(view.listed_names)
+    table = view.table
+    slot = FLAT if FLAT in table.presentation.slot_kinds else ALL
+    favourites = {f.canonical_id: f.name for f in view.favourites if f.listed}
     rows: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for server in project.servers:
-        tools = cache.read_server_tools(server)
-        if tools is None:
-            if not refresh:
-                problems.append(f"server {server!r} was never listed (run with --refresh, or serve the project)")
-            continue
-        for tool in tools:
-            name = tool.get("name")
-            if not isinstance(name, str):
-                continue
-            cid = f"{server}/{name}"
-            presented = pres.tool_name(server, name)
-            if presented in seen or presented == "search_tools":
-                presented = portable_name(presented + "_", cid, project.names.max_length)
-            seen.add(presented)
-            ann = tool.get("annotations") or {}
-            rows.append({
-                "server": server, "canonicalId": cid, "presentedName": presented,
-                "state": "enabled" if is_enabled(cid, project) else "disabled",
-                "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
-                "description": tool.get("description") or "",
-            })
+    for tool in cached.catalogue.tools:
+        cid = tool.canonical_id
+        name = table.name(slot, cid) or cid
+        ann = tool.wire.get("annotations") or {}
+        enabled = not isinstance(view.resolve(cid), Refusal)
+        rows.append({
+            "server": tool.server, "canonicalId": cid, "presentedName": name,
+            "state": "enabled" if enabled else "disabled",
+            "listed": name in listed,
+            "favouriteName": favourites.get(cid),
+            "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
+            "description": tool.description,
+        })
     return rows, problems
 
 
@@ -142,14 +138,15 @@ def register(app: typer.Typer) -> None:
             from rich.table import Table
 
             table = Table(box=None, pad_edge=False, header_style="bold")
-            cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "READ-ONLY", "DESTRUCTIVE"]
+            cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "★", "READ-ONLY", "DESTRUCTIVE"]
             if output == "wide":
                 cols.append("DESCRIPTION")
             for c in cols:
                 table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
             for r in rows:
-                cells = [r["server"], r["canonicalId"], r["presentedName"], r["state"],
-                         _hint(r["readOnly"]), _hint(r["destructive"])]
+                state = r["state"] if r["listed"] or r["state"] == "disabled" else "via search"
+                cells = [r["server"], r["canonicalId"], r["presentedName"], state,
+                         "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
                 if output == "wide":
                     cells.append(r["description"].split("\n", 1)[0][:120])
                 table.add_row(*cells)

@@ -4,8 +4,6 @@ from the shell, over the project's current catalogue (the cached listings, curat
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -21,29 +19,6 @@ def load_project(name: str) -> Any:
     from mcpctl.resources.store import Store
 
     return ProjectSpec.from_resource(Store().get("Project", name))
-
-
-def presenter(spec: Any) -> Callable[[str], str]:
-    """canonical id -> the name the gateway presents to agents, when the gateway says how.
-
-    The gateway's naming module (no `mcp` import) is asked for `presented_name(canonical_id,
-    spec)`; without it, canonical ids are shown.
-    """
-    try:
-        naming = importlib.import_module("mcpctl.gateway.naming")
-    except ModuleNotFoundError:
-        return lambda cid: cid
-    fn = getattr(naming, "presented_name", None)
-    if not callable(fn):
-        return lambda cid: cid
-
-    def present(cid: str) -> str:
-        try:
-            return str(fn(cid, spec))
-        except Exception:   # naming must never break search output
-            return cid
-
-    return present
 
 
 def _first_line(text: str, width: int = 90) -> str:
@@ -64,41 +39,49 @@ def register(tools_app: typer.Typer) -> None:
     ) -> None:
         """Rank the project's tools for a query, as the search_tools built-in does."""
         check_format(output, _FORMATS)
-        from mcpctl.catalogue.current import project_catalogue
-        from mcpctl.catalogue.rank import build_ranker
+        from mcpctl.catalogue.rank import ToolDoc, build_ranker
         from mcpctl.errors import MCPCtlError
+        from mcpctl.gateway.catalogue import cached_catalogue
 
         if not query.strip():
             raise MCPCtlError("QUERY is empty", hint='say what the agent wants to do, e.g. "create a github issue"')
-        spec = load_project(project)
-        cat = project_catalogue(spec)
-        for server in cat.unlisted:
+        cached = cached_catalogue(project)
+        spec = cached.project
+        for server in cached.unlisted:
             warn(f"server {server!r} has not been listed yet; its tools are not searched "
                  f"(run `mcpctl serve --project {project}` once to list it)")
-        if not cat.docs:
+        for server, why in cached.missing.items():
+            warn(f"server {server!r} cannot be served ({why}); its tools are not searched")
+        view = cached.view()          # what search_tools ranks, under the names a session calls
+        tools = {t.canonical_id: t for t in view.searchable}
+        docs = [ToolDoc.from_wire(t.server, t.wire) for t in tools.values()]
+        if not docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",
                               hint=f"list its servers first: mcpctl serve --project {project}")
         if spec.search.ranker != "bm25" and err.is_terminal:   # a first embedding takes a while
-            with err.status(f"indexing {len(cat.docs)} tools for the {spec.search.ranker} ranker…"):
-                ranker = build_ranker(cat.docs, spec.search.ranker)
+            with err.status(f"indexing {len(docs)} tools for the {spec.search.ranker} ranker…"):
+                ranker = build_ranker(docs, spec.search.ranker)
         else:
-            ranker = build_ranker(cat.docs, spec.search.ranker)
+            ranker = build_ranker(docs, spec.search.ranker)
         hits = ranker.search(query, top_k or spec.search.top_k)
-        present = presenter(spec)
+
+        def present(cid: str) -> str:
+            return view.present(cid) or cid
+
         if output == "json":
             print_json({
                 "tools": [{
                     "name": present(cid),
                     "id": cid,
-                    "description": cat.wire[cid].get("description") or "",
-                    "inputSchema": cat.wire[cid].get("inputSchema") or {},
+                    "description": tools[cid].description,
+                    "inputSchema": tools[cid].wire.get("inputSchema") or {},
                     "score": round(score, 4),
                 } for cid, score in hits],
-                "total_searched": len(cat.docs),
+                "total_searched": len(docs),
             })
             return
         if not hits:
-            err.print(f"No tool matches {query!r} (searched {len(cat.docs)} tools).")
+            err.print(f"No tool matches {query!r} (searched {len(docs)} tools).")
             return
         from rich.table import Table
 
@@ -106,6 +89,6 @@ def register(tools_app: typer.Typer) -> None:
         for col in ("#", "NAME", "SCORE", "DESCRIPTION"):
             table.add_column(col, justify="right" if col in ("#", "SCORE") else "left", no_wrap=col != "DESCRIPTION")
         for i, (cid, score) in enumerate(hits, start=1):
-            table.add_row(str(i), present(cid), f"{score:.2f}", _first_line(cat.wire[cid].get("description") or ""))
+            table.add_row(str(i), present(cid), f"{score:.2f}", _first_line(tools[cid].description))
         out.print(table)
-        err.print(f"{len(hits)} of {len(cat.docs)} tools ({getattr(ranker, 'kind', spec.search.ranker)} ranker)")
+        err.print(f"{len(hits)} of {len(docs)} tools ({getattr(ranker, 'kind', spec.search.ranker)} ranker)")

@@ -1,37 +1,51 @@
-"""mcpctl's own tools, served next to the upstream catalogue: `search_tools`.
+"""mcpctl's own tools, served at top level next to the upstream catalogue (no `mcp` import).
 
-`search_tools(query, top_k)` ranks the project's enabled upstream tools (never the built-ins)
-for an intent and returns their real schemas under the names the agent can call. The ranker
-is rebuilt off the event loop whenever the catalogue changes, never per query.
+- `search_tools(query, top_k)` ranks the project's visible upstream tools (never the built-ins)
+  for an intent and returns their real schemas under the names the agent can call.
+- `begin_session(task)` (the session gate) returns the project's instructions, its favourites
+  and the best matches for the task, then ungates the calling session.
+- `call_tool(name, arguments)` (the deferred presentation) calls any tool the session may use by
+  its presented or canonical name, through the same pipeline as a direct call.
+
+Their definitions and argument checks live here; the presentation pipeline (`view`) decides
+which of them a session sees, and the gateway (`front`) runs them.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
-from typing import TYPE_CHECKING, Any, Final
-
-from mcpctl.gateway.catalogue import Catalogue, ToolEntry
-
-if TYPE_CHECKING:
-    from mcpctl.catalogue.rank import Ranker
-
-log = logging.getLogger("mcpctl.gateway")
+from typing import Any, Final
 
 SEARCH_TOOL: Final = "search_tools"
+BEGIN_SESSION: Final = "begin_session"
+CALL_TOOL: Final = "call_tool"
+BUILTIN_NAMES: Final = frozenset({SEARCH_TOOL, BEGIN_SESSION, CALL_TOOL})
 SEARCH_CANONICAL_ID: Final = "mcpctl/search_tools"
+BEGIN_SESSION_CANONICAL_ID: Final = "mcpctl/begin_session"
+CALL_TOOL_CANONICAL_ID: Final = "mcpctl/call_tool"
 MAX_TOP_K: Final = 20
+ALWAYS_LOAD: Final = "anthropic/alwaysLoad"   # Claude Code keeps these loaded when it defers tools
+
+_READ_ONLY: Final = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True,
+                     "openWorldHint": False}
+_TOOL_HIT: Final = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "description": {"type": "string"},
+                   "inputSchema": {"type": "object"}, "score": {"type": "number"}},
+    "required": ["name", "inputSchema", "score"],
+}
 
 
-def search_tool_definition(default_top_k: int) -> dict[str, Any]:
+def search_tool_definition(default_top_k: int, *, deferred: bool = False) -> dict[str, Any]:
     """The wire-format definition of `search_tools`."""
+    how = ("then call the returned `name` through call_tool" if deferred
+           else "call the returned `name` directly")
     return {
         "name": SEARCH_TOOL,
         "title": "Search tools",
         "description": (
             "Search this project's tool catalogue by intent. Returns the best-matching tools with "
-            "their names, descriptions and input schemas, ranked; call the returned `name` directly. "
+            f"their names, descriptions and input schemas, ranked; {how}. "
             "Use it when no tool in your list obviously fits the task."
         ),
         "inputSchema": {
@@ -45,83 +59,116 @@ def search_tool_definition(default_top_k: int) -> dict[str, Any]:
         },
         "outputSchema": {
             "type": "object",
-            "properties": {
-                "tools": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {"name": {"type": "string"}, "description": {"type": "string"},
-                                   "inputSchema": {"type": "object"}, "score": {"type": "number"}},
-                    "required": ["name", "inputSchema", "score"],
-                }},
-                "total_searched": {"type": "integer"},
-            },
+            "properties": {"tools": {"type": "array", "items": _TOOL_HIT}, "total_searched": {"type": "integer"}},
             "required": ["tools", "total_searched"],
         },
-        "annotations": {"title": "Search tools", "readOnlyHint": True, "destructiveHint": False,
-                        "idempotentHint": True, "openWorldHint": False},
+        "annotations": {"title": "Search tools", **_READ_ONLY},
+        "_meta": {ALWAYS_LOAD: True},
     }
 
 
-class SearchError(ValueError):
-    """Bad `search_tools` arguments; the message is shown to the model."""
+def begin_session_definition() -> dict[str, Any]:
+    return {
+        "name": BEGIN_SESSION,
+        "title": "Begin session",
+        "description": (
+            "Start here: call this first, with your task in a sentence. Returns this project's "
+            "instructions, its favourite tools and the tools that best match the task, and then "
+            "unlocks your full tool list."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"task": {"type": "string", "description": "What you are about to do."}},
+            "required": ["task"],
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "instructions": {"type": "string"},
+                "favourites": {"type": "array", "items": {
+                    "type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
+                    "required": ["name"]}},
+                "matches": {"type": "array", "items": _TOOL_HIT},
+            },
+            "required": ["instructions", "favourites", "matches"],
+        },
+        "annotations": {"title": "Begin session", "readOnlyHint": True, "destructiveHint": False,
+                        "idempotentHint": True, "openWorldHint": False},
+        "_meta": {ALWAYS_LOAD: True},
+    }
+
+
+def call_tool_definition() -> dict[str, Any]:
+    return {
+        "name": CALL_TOOL,
+        "title": "Call a tool",
+        "description": (
+            "Call any tool of this project by name: a name returned by search_tools (or a listed "
+            "name, or a canonical server/tool id), with its arguments as an object matching the "
+            "tool's input schema. Returns that tool's result."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The tool's name, as search_tools returned it."},
+                "arguments": {"type": "object", "description": "The tool's arguments."},
+            },
+            "required": ["name"],
+        },
+        "annotations": {"title": "Call a tool", "readOnlyHint": False, "destructiveHint": True,
+                        "idempotentHint": False, "openWorldHint": True},
+        "_meta": {ALWAYS_LOAD: True},
+    }
+
+
+class BuiltinError(ValueError):
+    """Bad arguments to a built-in; the message is shown to the model."""
+
+
+SearchError = BuiltinError
 
 
 def parse_arguments(arguments: Any, default_top_k: int) -> tuple[str, int]:
+    """`search_tools` arguments: (query, top_k)."""
     if not isinstance(arguments, dict):
-        raise SearchError("search_tools needs arguments {\"query\": string, \"top_k\": integer}")
+        raise BuiltinError("search_tools needs arguments {\"query\": string, \"top_k\": integer}")
     query = arguments.get("query")
     if not isinstance(query, str) or not query.strip():
-        raise SearchError("search_tools: 'query' must be a non-empty string describing what you want to do")
+        raise BuiltinError("search_tools: 'query' must be a non-empty string describing what you want to do")
     top_k = arguments.get("top_k", default_top_k)
     if top_k is None:
         top_k = default_top_k
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise SearchError(f"search_tools: 'top_k' must be an integer from 1 to {MAX_TOP_K} (got {top_k!r})")
+        raise BuiltinError(f"search_tools: 'top_k' must be an integer from 1 to {MAX_TOP_K} (got {top_k!r})")
     return query.strip(), top_k
 
 
-class ToolSearch:
-    """The ranker over the catalogue's enabled upstream tools, rebuilt on change."""
+def parse_begin_session(arguments: Any) -> str:
+    task = arguments.get("task") if isinstance(arguments, dict) else None
+    if not isinstance(task, str) or not task.strip():
+        raise BuiltinError("begin_session: 'task' must be a non-empty string saying what you are about to do")
+    return task.strip()
 
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._ranker: Ranker | None = None
-        self._entries: dict[str, ToolEntry] = {}
-        self._built_version = -1
-        import anyio  # (not at module level: the early stdio front imports this module)
 
-        self._lock = anyio.Lock()
+def parse_call_tool(arguments: Any) -> tuple[str, dict[str, Any] | None]:
+    if not isinstance(arguments, dict):
+        raise BuiltinError("call_tool needs arguments {\"name\": string, \"arguments\": object}")
+    name, args = arguments.get("name"), arguments.get("arguments")
+    if not isinstance(name, str) or not name.strip():
+        raise BuiltinError("call_tool: 'name' must be the name of a tool (as search_tools returned it)")
+    if args is not None and not isinstance(args, dict):
+        raise BuiltinError(f"call_tool: 'arguments' must be an object, got {type(args).__name__}")
+    return name.strip(), args
 
-    async def ensure(self, catalogue: Catalogue) -> None:
-        """Rebuild the index in a worker thread if the catalogue changed since the last build."""
-        if self._built_version == catalogue.version:
-            return
-        async with self._lock:
-            version = catalogue.version
-            if self._built_version == version:
-                return
-            from mcpctl.catalogue.rank import ToolDoc, build_ranker  # loaded on the first search
 
-            entries = {e.canonical_id: e for e in catalogue.enabled_entries()}
-            docs = [ToolDoc.from_wire(e.server, e.wire) for e in entries.values()]
-            import anyio.to_thread
-
-            ranker = await anyio.to_thread.run_sync(functools.partial(build_ranker, docs, self.kind, wait=False))
-            self._ranker, self._entries, self._built_version = ranker, entries, version
-
-    async def search(self, catalogue: Catalogue, query: str, top_k: int) -> dict[str, Any]:
-        await self.ensure(catalogue)
-        hits = self._ranker.search(query, top_k) if self._ranker is not None else []
-        tools = []
-        for cid, score in hits:
-            entry = self._entries.get(cid)
-            if entry is None:
-                continue
-            tools.append({"name": entry.presented, "description": entry.wire.get("description") or "",
-                          "inputSchema": entry.wire.get("inputSchema") or {"type": "object"},
-                          "score": round(float(score), 6)})
-        return {"tools": tools, "total_searched": len(self._entries)}
+def structured_result(payload: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text if text is not None else json.dumps(payload, ensure_ascii=False)}],
+            "structuredContent": payload, "isError": False}
 
 
 def search_result(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": json.dumps(payload, ensure_ascii=False)}],
-            "structuredContent": payload, "isError": False}
+    return structured_result(payload)
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}

@@ -1,22 +1,26 @@
 """The merged catalogue: every upstream's tools, resources and prompts under one namespace.
 
-Canonical ids are `server/tool`; presented names come from `naming` (a separate, swappable
-step). The catalogue keeps wire-format (camelCase) dicts exactly as upstreams sent them,
-applies curation, routes presented names, prompt names and resource URIs back to their
-upstream, and pre-builds the `tools/list` answer so listing costs no serialization work.
+Canonical ids are `server/tool`. The catalogue keeps wire-format (camelCase) dicts exactly as
+upstreams sent them and routes prompt names and resource URIs back to their upstream; what a
+session sees of the tools, and how a tool name routes, comes from the presentation pipeline
+(`gateway.view`), whose views it builds once per catalogue version.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
 
-from mcpctl.catalogue.curation import is_enabled
-from mcpctl.gateway.naming import Presentation, portable_name, presentation_for
-from mcpctl.resources.kinds import ProjectSpec
+from mcpctl.errors import NotFound
+from mcpctl.gateway.names import Namer, assign, prompt_key
+from mcpctl.gateway.view import CatalogueTool, NameTable, SessionKey, View, build_view, instructions
+from mcpctl.resources.kinds import ProjectSpec, ServerSpec
+
+if TYPE_CHECKING:
+    from mcpctl.resources.store import Store
 
 RESOURCE_SCHEME: Final = "mcpctl"
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
@@ -51,105 +55,121 @@ def split_namespaced_uri(uri: str) -> tuple[str, str] | None:
     return (server, unquote(rest)) if server and rest else None
 
 
-@dataclass(frozen=True)
-class ToolEntry:
-    canonical_id: str
-    server: str
-    tool: str                      # the upstream's own name
-    presented: str
-    enabled: bool
-    wire: dict[str, Any]           # the tool as the upstream listed it (camelCase)
-
-
 class Catalogue:
-    """The project's merged view of its upstreams, rebuilt whenever a listing changes."""
+    """The project's merged view of its upstreams, rebuilt whenever a listing changes.
 
-    def __init__(self, project: ProjectSpec, presentation: Presentation | None = None) -> None:
+    Tools are kept in canonical form (`view.CatalogueTool`); what a session sees of them comes
+    from the presentation pipeline (`view(session)`), built once per catalogue version and
+    session key.
+    """
+
+    def __init__(self, project_name: str, project: ProjectSpec) -> None:
+        self.project_name = project_name
         self.project = project
-        self.presentation = presentation or presentation_for(project)
         self.order = list(project.servers)
         self.listings: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        self.entries: list[ToolEntry] = []
-        self.by_presented: dict[str, ToolEntry] = {}
-        self.by_canonical: dict[str, ToolEntry] = {}
+        self.down: dict[str, str] = {}                                   # server -> why it cannot serve
+        self.tools: list[CatalogueTool] = []
+        self.table = NameTable([], project)
         self.prompts: dict[str, tuple[str, str, dict[str, Any]]] = {}    # presented -> (server, name, wire)
         self.resources: dict[str, tuple[str, str, dict[str, Any]]] = {}  # presented uri -> (server, uri, wire)
         self.raw_uris: dict[str, str] = {}                               # upstream uri -> server
         self.templates: list[tuple[str, dict[str, Any]]] = []            # (server, wire)
-        self.builtin_tools: list[dict[str, Any]] = []
         self.version = 0
-        self._tools_payload: list[dict[str, Any]] = []
+        self._views: dict[SessionKey, View] = {}
+        self._instructions: str | None = None
 
     # -- updates ------------------------------------------------------------------------------
 
     def set_listing(self, server: str, listing: Mapping[str, list[dict[str, Any]]]) -> bool:
-        """Replace sections of one server's listing; True if the presented catalogue changed."""
-        current = self.listings.setdefault(server, {})
+        """Replace sections of one server's listing; True if the catalogue changed."""
+        return self.set_listings({server: listing})
+
+    def set_listings(self, listings: Mapping[str, Mapping[str, list[dict[str, Any]]]]) -> bool:
+        """Replace sections of several servers' listings at once (one rebuild); True if changed."""
         changed = False
-        for section, items in listing.items():
-            if current.get(section) != items:
-                current[section] = list(items)
-                changed = True
+        for server, listing in listings.items():
+            current = self.listings.setdefault(server, {})
+            for section, items in listing.items():
+                if current.get(section) != items:
+                    current[section] = list(items)
+                    changed = True
         if changed:
             self.rebuild()
         return changed
 
-    def set_builtins(self, tools: Iterable[dict[str, Any]]) -> None:
-        self.builtin_tools = list(tools)
+    def set_down(self, down: Mapping[str, str]) -> bool:
+        """Servers that cannot serve at all (not registered, misconfigured); True if changed."""
+        if dict(down) == self.down:
+            return False
+        self.down = dict(down)
+        self.rebuild()
+        return True
+
+    def set_project(self, project: ProjectSpec) -> None:
+        self.project = project
         self.rebuild()
 
     def rebuild(self) -> None:
-        entries: list[ToolEntry] = []
-        by_presented: dict[str, ToolEntry] = {}
-        prompts: dict[str, tuple[str, str, dict[str, Any]]] = {}
+        tools: list[CatalogueTool] = []
+        seen: set[str] = set()
+        prompt_requests: dict[str, str] = {}
+        prompt_items: dict[str, tuple[str, str, dict[str, Any]]] = {}
         resources: dict[str, tuple[str, str, dict[str, Any]]] = {}
         raw_uris: dict[str, str] = {}
         templates: list[tuple[str, dict[str, Any]]] = []
-        reserved = {tool["name"] for tool in self.builtin_tools}
+        namer = Namer(self.project.names.style, self.project.names.max_length)
         for server in self.order:
             listing = self.listings.get(server) or {}
             for wire in listing.get("tools") or []:
-                tool = wire["name"]
-                cid = f"{server}/{tool}"
-                presented = self.presentation.tool_name(server, tool)
-                if presented in by_presented or presented in reserved:
-                    presented = portable_name(presented + "_", cid, self._max_length())
-                entry = ToolEntry(cid, server, tool, presented, is_enabled(cid, self.project), wire)
-                entries.append(entry)
-                by_presented[presented] = entry
+                name = wire.get("name")
+                cid = f"{server}/{name}"
+                if not isinstance(name, str) or cid in seen:     # an upstream listing one name twice
+                    continue
+                seen.add(cid)
+                tools.append(CatalogueTool(cid, server, name, wire))
             for wire in listing.get("prompts") or []:
-                prompts[self.presentation.prompt_name(server, wire["name"])] = (server, wire["name"], wire)
+                name = wire.get("name")
+                if not isinstance(name, str):
+                    continue
+                key = prompt_key(server, name)
+                if key not in prompt_items:
+                    prompt_requests[key] = namer.prompt(server, name)
+                    prompt_items[key] = (server, name, wire)
             for wire in listing.get("resources") or []:
                 uri = wire["uri"]
                 resources[namespaced_uri(server, uri)] = (server, uri, wire)
                 raw_uris.setdefault(uri, server)
             for wire in listing.get("resourceTemplates") or []:
                 templates.append((server, wire))
-        self.entries = entries
-        self.by_presented = by_presented
-        self.by_canonical = {e.canonical_id: e for e in entries}
-        self.prompts = prompts
+        prompt_names = assign(prompt_requests, namer.max_length, namer.style)
+        self.tools = tools
+        self.table = NameTable(tools, self.project)
+        self.prompts = {prompt_names[key]: item for key, item in prompt_items.items()}
         self.resources = resources
         self.raw_uris = raw_uris
         self.templates = templates
-        self._tools_payload = [
-            *self.builtin_tools,
-            *({**e.wire, "name": e.presented} for e in entries if e.enabled),
-        ]
+        self._views = {}
+        self._instructions = None
         self.version += 1
-
-    def _max_length(self) -> int:
-        return getattr(self.presentation, "max_length", 48)
 
     # -- views ----------------------------------------------------------------------------------
 
-    @property
-    def tools_payload(self) -> list[dict[str, Any]]:
-        """The presented `tools` array (built-ins first), shared: do not mutate."""
-        return self._tools_payload
+    def view(self, session: SessionKey = SessionKey()) -> View:
+        """What a session with this key sees (built once per catalogue version)."""
+        if not (self.project.gate.enabled and session.gated):
+            session = SessionKey(False, session.profile)
+        v = self._views.get(session)
+        if v is None:
+            v = self._views[session] = build_view(self.project_name, self.project, self.table, session, self.down)
+        return v
 
-    def enabled_entries(self) -> list[ToolEntry]:
-        return [e for e in self.entries if e.enabled]
+    @property
+    def instructions(self) -> str:
+        """The server instructions for this catalogue (every stage's text)."""
+        if self._instructions is None:
+            self._instructions = instructions(self.project_name, self.project, self.view())
+        return self._instructions
 
     def prompt_list(self) -> list[dict[str, Any]]:
         return [{**wire, "name": name} for name, (_, _, wire) in self.prompts.items()]
@@ -175,3 +195,56 @@ class Catalogue:
             if prefix and uri.startswith(prefix):
                 return server, uri
         return None
+
+
+# -- a project's catalogue without a gateway (the CLI, the early stdio front) -----------------------
+
+
+def load_gateway_config(project_name: str, store: Store | None = None
+                        ) -> tuple[ProjectSpec, dict[str, ServerSpec | str]]:
+    """The project and its servers; a missing server is reported by name, not raised."""
+    from mcpctl.resources.store import Store
+
+    store = store or Store()
+    project = ProjectSpec.from_resource(store.get("Project", project_name))
+    servers: dict[str, ServerSpec | str] = {}
+    for name in project.servers:
+        try:
+            servers[name] = ServerSpec.from_resource(store.get("Server", name))
+        except NotFound as e:
+            servers[name] = f"{e.message} ({e.hint})" if e.hint else e.message
+    return project, servers
+
+
+def catalogue_from(project_name: str, project: ProjectSpec, servers: Mapping[str, ServerSpec | str],
+                   entries: Mapping[str, dict[str, Any] | None]) -> Catalogue:
+    """The catalogue a gateway starts from: the cached listings, unregistered servers down."""
+    cat = Catalogue(project_name, project)
+    cat.set_down({name: spec for name, spec in servers.items() if isinstance(spec, str)})
+    cat.set_listings({name: cached_listing(entry) for name, entry in entries.items() if entry is not None})
+    return cat
+
+
+@dataclass
+class CachedCatalogue:
+    """A project's catalogue as the gateway would start serving it, read from the cache."""
+
+    project: ProjectSpec
+    catalogue: Catalogue
+    unlisted: list[str] = field(default_factory=list)       # registered servers never listed
+    missing: dict[str, str] = field(default_factory=dict)   # servers not registered -> why
+
+    def view(self, session: SessionKey = SessionKey()) -> View:
+        return self.catalogue.view(session)
+
+
+def cached_catalogue(project_name: str, store: Store | None = None) -> CachedCatalogue:
+    """What `mcpctl serve --project P` would present right now, from the catalogue cache, so the
+    CLI (`tools list`, `tools search`, `favourites list`) shows exactly what a client gets."""
+    from mcpctl.catalogue import cache
+
+    project, servers = load_gateway_config(project_name, store)
+    entries = {name: cache.read_server_entry(name) for name, spec in servers.items() if isinstance(spec, ServerSpec)}
+    cat = catalogue_from(project_name, project, servers, entries)
+    return CachedCatalogue(project, cat, [n for n, e in entries.items() if e is None],
+                           {n: s for n, s in servers.items() if isinstance(s, str)})

@@ -39,10 +39,9 @@ from typing import Any, Final
 
 from mcpctl import __version__, paths
 from mcpctl.catalogue import cache
-from mcpctl.errors import NotFound
-from mcpctl.gateway.builtins import search_tool_definition
-from mcpctl.gateway.catalogue import Catalogue, cached_listing, tools_list_json
-from mcpctl.resources.kinds import ProjectSpec, ServerSpec
+from mcpctl.gateway.catalogue import catalogue_from, load_gateway_config, tools_list_json
+from mcpctl.gateway.view import SessionKey
+from mcpctl.resources.kinds import ServerSpec
 from mcpctl.resources.store import Store, atomic_write
 
 log = logging.getLogger("mcpctl.gateway")
@@ -53,27 +52,15 @@ _VERSION_META: Final = "io.modelcontextprotocol/protocolVersion"
 _READ_SIZE: Final = 1 << 16
 
 
-def load_gateway_config(project_name: str, store: Store | None = None
-                        ) -> tuple[ProjectSpec, dict[str, ServerSpec | str]]:
-    """The project and its servers; a missing server is reported by name, not raised."""
-    store = store or Store()
-    project = ProjectSpec.from_resource(store.get("Project", project_name))
-    servers: dict[str, ServerSpec | str] = {}
-    for name in project.servers:
-        try:
-            servers[name] = ServerSpec.from_resource(store.get("Server", name))
-        except NotFound as e:
-            servers[name] = f"{e.message} ({e.hint})" if e.hint else e.message
-    return project, servers
-
-
 def record_path(project: str) -> Path:
     return paths.state_dir() / "front" / f"{project}.json"
 
 
-def fingerprint(project_file: Path) -> str:
-    """What the SDK's initialize/discover results depend on: mcpctl, the SDK, the project."""
+def fingerprint(project_file: Path, instructions: str = "") -> str:
+    """What the SDK's initialize/discover results depend on: mcpctl, the SDK, the project, and
+    the server instructions (the pipeline writes them from the project and its catalogue)."""
     h = hashlib.sha256(__version__.encode())
+    h.update(b"|" + instructions.encode("utf-8"))
     origins: list[str | None] = [str(Path(__file__).with_name("front.py"))]   # an edited checkout, too
     for mod in ("mcp", "mcp_types"):
         try:
@@ -166,10 +153,12 @@ class EarlyFront:
         except OSError:
             self.project_mtime = None
         self.project, self.servers = load_gateway_config(project_name, store)
-        self.fingerprint = fingerprint(store.path_for("Project", project_name))
         # the same cache entries the gateway's catalogue starts from
         self.entries: dict[str, dict[str, Any] | None] = {
             name: cache.read_server_entry(name) for name, spec in self.servers.items() if isinstance(spec, ServerSpec)}
+        # the same pipeline as the gateway's: its instructions are part of what is recorded
+        self.catalogue = catalogue_from(project_name, self.project, self.servers, self.entries)
+        self.fingerprint = fingerprint(store.path_for("Project", project_name), self.catalogue.instructions)
         self._record = self._read_record()
         self._lists: dict[bool, str] = {}
         self._full = all(e is not None for e in self.entries.values())
@@ -293,7 +282,8 @@ class EarlyFront:
                 return None
             state.era = "legacy"
             return _response(rid, json.dumps(result, ensure_ascii=False, separators=(",", ":"))), True
-        if method == "server/discover" and state.era in (None, "modern") and version in modern_versions:
+        if method == "server/discover" and state.era in (None, "modern") and isinstance(version, str) \
+                and version in modern_versions:
             result = results.get(record_key("server/discover", version))
             if not isinstance(result, dict):
                 return None
@@ -311,13 +301,8 @@ class EarlyFront:
         body = self._lists.get(modern)
         if body is None:
             assert self._record is not None
-            cat = Catalogue(self.project)
-            if self.project.search.enabled:
-                cat.set_builtins([search_tool_definition(self.project.search.top_k)])
-            for name, entry in self.entries.items():
-                if entry is not None:
-                    cat.set_listing(name, cached_listing(entry))
-            body = self._lists[modern] = tools_list_json(cat.tools_payload, modern, self._record["stamp"])
+            view = self.catalogue.view(SessionKey(gated=True))      # a new session: gated if the project is
+            body = self._lists[modern] = tools_list_json(view.tools, modern, self._record["stamp"])
         return body
 
 

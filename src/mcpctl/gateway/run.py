@@ -220,17 +220,17 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     before the SDK was imported (`gateway.early`).
     """
     if early is not None:
-        project, servers, preloaded = early.project, early.servers, early.entries
+        project, servers, preloaded, catalogue = early.project, early.servers, early.entries, early.catalogue
     else:
-        (project, servers), preloaded = load_gateway_config(project_name), None
+        (project, servers), preloaded, catalogue = load_gateway_config(project_name), None, None
     store = Store()
     status = _StatusWriter(store)
     record, close_log = _recorder()
-    if project.presentation != "flat" or project.names.style != "portable":
-        log.warning("project %r asks for presentation %r with %r names; this version serves the flat, "
-                    "portable catalogue (<server>__<tool>) until those modes land",
-                    project_name, project.presentation, project.names.style)
-    gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded)
+    gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded,
+                 catalogue=catalogue)
+    log.info("project %s: %s presentation, %s names, %d favourite(s) pinned%s", project_name,
+             project.presentation, project.names.style, len(project.favourite_index.tools),
+             ", session gate on" if project.gate.enabled else "")
     for name, why in gw.unavailable.items():
         log.error("server %s cannot start: %s", name, why)
     token = None

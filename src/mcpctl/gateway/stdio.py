@@ -70,6 +70,7 @@ class _HotPath:
         self.ready = False
         self.inflight: dict[Any, asyncio.Task[None]] = {}
         self.caller = Caller(gw.new_session_id())
+        gw.bind_stdio(self.caller)                 # stdio is one session, whichever path answers
         self.unregister = gw.add_notifier(self._notify)
 
     def _notify(self, method: str) -> None:
@@ -149,7 +150,7 @@ class _HotPath:
     async def _answer(self, rid: Any, method: str, params: dict[str, Any], version: str) -> None:
         try:
             if method == "tools/list":
-                body = await self.gw.tools_list_json(version)
+                body = await self.gw.tools_list_json(version, self.caller.session_id)
                 self.write(b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":'
                            + body.encode("utf-8") + b"}\n")
                 return
@@ -265,7 +266,7 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
                                                        os.fdopen(out_fd, "wb", buffering=0))
     writer = asyncio.StreamWriter(wtransport, wproto, None, loop)
     wtransport.set_write_buffer_limits(high=_HIGH_WATER)
-    out = Coalescer(wtransport)  # type: ignore[arg-type]
+    out = Coalescer(wtransport)
 
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)

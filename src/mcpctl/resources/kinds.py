@@ -23,6 +23,10 @@ from mcpctl.resources.schema import (
 )
 
 API_VERSION: Final = "mcpctl/v1"
+PRESENTATIONS: Final = ("flat", "favourite-index", "deferred")
+NAME_STYLES: Final = ("portable", "spec")
+DEFAULT_MAX_FAVOURITES: Final = 15
+DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
 
 SECRET_REF_RE = re.compile(r"\$\{(env|file):([^}]+)\}")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -36,6 +40,24 @@ def _check_url(value: str) -> str | None:
     if value.startswith(("http://", "https://")) or SECRET_REF_RE.search(value):
         return None
     return f"{value!r} is not an http:// or https:// URL"
+
+
+def check_favourite_id(value: str) -> str | None:
+    """A favourite is one tool: a canonical id `server/tool`, no globs."""
+    problem = check_tool_id(value)
+    if problem:
+        return problem
+    if any(c in value for c in "*?["):
+        return f"{value!r} is a glob; a favourite names one tool (server/tool)"
+    return None
+
+
+def effective_presentation(presentation: str | None, favourites_enabled: bool | None) -> str:
+    """The presentation a project gets: `presentation` when set, else favourite-index when the
+    favourite index is enabled, else flat."""
+    if presentation:
+        return presentation
+    return "favourite-index" if favourites_enabled else "flat"
 
 
 def _check_nonempty(value: str) -> str | None:
@@ -66,14 +88,21 @@ PROJECT_SPEC: Final = Obj({
         "disabled": ListOf(Scalar(str, check=check_tool_id)),
         "enabled": ListOf(Scalar(str, check=check_tool_id)),
     }),
+    # `enabled` and `presentation` are left unset unless given: favouriteIndex.enabled: true alone
+    # means the favourite-index presentation; `presentation` chooses favourite-index or deferred
+    # (see `effective_presentation`; contradictions are refused by `validate`).
     "favouriteIndex": Obj({
-        "enabled": Scalar(bool, default=False),
-        "tools": ListOf(Scalar(str, check=check_tool_id)),
-        "maxFavourites": Scalar(int, default=15, check=check_range(1, 200)),
+        "enabled": Scalar(bool, nullable=True),
+        "tools": ListOf(Scalar(str, check=check_favourite_id)),
+        "maxFavourites": Scalar(int, default=DEFAULT_MAX_FAVOURITES, check=check_range(1, 200)),
     }),
-    "presentation": Scalar(str, default="flat", enum=("flat", "favourite-index", "deferred")),
+    "presentation": Scalar(str, nullable=True, enum=PRESENTATIONS),
+    "gate": Obj({
+        "enabled": Scalar(bool, default=False),
+        "instructions": Scalar(str, nullable=True),
+    }),
     "names": Obj({
-        "style": Scalar(str, default="portable", enum=("portable", "spec")),
+        "style": Scalar(str, default="portable", enum=NAME_STYLES),
         "maxLength": Scalar(int, default=48, check=check_range(16, 128)),
     }),
     "search": Obj({
@@ -170,9 +199,15 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class FavouriteIndex:
-    enabled: bool = False
+    enabled: bool = False                 # effective: the presentation shows favourites
     tools: tuple[str, ...] = ()
-    max_favourites: int = 15
+    max_favourites: int = DEFAULT_MAX_FAVOURITES
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    enabled: bool = False
+    instructions: str | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +235,7 @@ class ProjectSpec:
     names: NameSettings = NameSettings()
     search: SearchSettings = SearchSettings()
     description: str | None = None
+    gate: GateSettings = GateSettings()
 
     @classmethod
     def from_resource(cls, res: dict[str, Any]) -> ProjectSpec:
@@ -208,17 +244,19 @@ class ProjectSpec:
         fav = s.get("favouriteIndex") or {}
         names = s.get("names") or {}
         search = s.get("search") or {}
+        gate = s.get("gate") or {}
+        presentation = effective_presentation(s.get("presentation"), fav.get("enabled"))
         return cls(
             name=res["metadata"]["name"],
             servers=tuple(s.get("servers") or ()),
             disabled=tuple(tools.get("disabled") or ()),
             enabled=tuple(tools.get("enabled") or ()),
             favourite_index=FavouriteIndex(
-                enabled=bool(fav.get("enabled", False)),
+                enabled=presentation != "flat",
                 tools=tuple(fav.get("tools") or ()),
-                max_favourites=int(fav.get("maxFavourites", 15)),
+                max_favourites=int(fav.get("maxFavourites", DEFAULT_MAX_FAVOURITES)),
             ),
-            presentation=s.get("presentation", "flat"),
+            presentation=presentation,
             names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),
             search=SearchSettings(
                 enabled=bool(search.get("enabled", True)),
@@ -227,4 +265,5 @@ class ProjectSpec:
                 record_queries=bool(search.get("recordQueries", False)),
             ),
             description=s.get("description"),
+            gate=GateSettings(bool(gate.get("enabled", False)), gate.get("instructions")),
         )

@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpctl.errors import InvalidResource, did_you_mean
-from mcpctl.resources.kinds import API_VERSION, KINDS, METADATA
+from mcpctl.resources.kinds import (
+    API_VERSION,
+    DEFERRED_FAVOURITES_WARN,
+    KINDS,
+    METADATA,
+    effective_presentation,
+)
 from mcpctl.resources.schema import FieldError, normalize
 from mcpctl.resources.secrets import looks_like_secret
 from mcpctl.resources.yamlio import Document
@@ -90,7 +96,68 @@ def validate_document(doc: Document) -> Validated:
     v = Validated(kind, name, prune({k: meta.get(k) for k in ("name", "labels", "annotations")}), spec, doc)
     if kind == "Server":
         _check_server(v)
+    else:
+        _check_project(v)
     return v
+
+
+def _check_project(v: Validated) -> None:
+    """What no single field can say: the presentation settings must agree with each other."""
+    s, doc = v.spec, v.doc
+    fav = s.get("favouriteIndex") or {}
+    presentation, enabled = s.get("presentation"), fav.get("enabled")
+    pinned: list[str] = fav.get("tools") or []
+    if presentation == "flat" and enabled is True:
+        raise InvalidResource(
+            f"{doc.where(('spec', 'presentation'))}: spec.presentation is 'flat' but "
+            "spec.favouriteIndex.enabled is true",
+            hint="remove spec.presentation (favouriteIndex.enabled: true gives the favourite-index "
+                 "presentation), or set spec.favouriteIndex.enabled: false")
+    if presentation in ("favourite-index", "deferred") and enabled is False:
+        raise InvalidResource(
+            f"{doc.where(('spec', 'favouriteIndex', 'enabled'))}: spec.favouriteIndex.enabled is false but "
+            f"spec.presentation is {presentation!r}, which presents favourites",
+            hint="remove spec.favouriteIndex.enabled, or set spec.presentation: flat")
+    seen: dict[str, int] = {}
+    for i, tool in enumerate(pinned):
+        if tool in seen:
+            raise InvalidResource(f"{doc.where(('spec', 'favouriteIndex', 'tools', i))}: "
+                                  f"spec.favouriteIndex.tools[{i}]: {tool!r} is pinned twice "
+                                  f"(first at spec.favouriteIndex.tools[{seen[tool]}])", hint="keep one of them")
+        seen[tool] = i
+    limit = fav.get("maxFavourites")
+    if isinstance(limit, int) and len(pinned) > limit:
+        raise InvalidResource(
+            f"{doc.where(('spec', 'favouriteIndex', 'tools'))}: spec.favouriteIndex.tools pins {len(pinned)} "
+            f"tools, more than spec.favouriteIndex.maxFavourites ({limit})",
+            hint=f"unpin {len(pinned) - limit}, or raise spec.favouriteIndex.maxFavourites to {len(pinned)}")
+    mode = effective_presentation(presentation, enabled)
+    search = s.get("search") or {}
+    if mode == "deferred":
+        if search.get("enabled") is False:
+            raise InvalidResource(
+                f"{doc.where(('spec', 'search', 'enabled'))}: spec.search.enabled is false but "
+                "spec.presentation is 'deferred', which reaches every tool outside the favourites through "
+                "search_tools", hint="set spec.search.enabled: true, or use presentation: favourite-index")
+        if len(pinned) > DEFERRED_FAVOURITES_WARN:
+            v.warnings.append(
+                f"{doc.where(('spec', 'favouriteIndex', 'tools'))}: the deferred presentation lists only the "
+                f"favourites and {len(pinned)} are pinned; 3-5 are recommended (above "
+                f"{DEFERRED_FAVOURITES_WARN} the list is no longer short)")
+        elif not pinned:
+            v.warnings.append(f"{doc.where(('spec', 'presentation'))}: the deferred presentation with no "
+                              "favourites lists only search_tools and call_tool")
+    elif mode == "flat" and pinned:
+        v.warnings.append(
+            f"{doc.where(('spec', 'favouriteIndex', 'tools'))}: {len(pinned)} favourite(s) pinned but the "
+            "favourite index is off (flat presentation), so they are not presented; set "
+            "spec.favouriteIndex.enabled: true to present them")
+    servers = set(s.get("servers") or [])
+    for i, tool in enumerate(pinned):
+        server = tool.split("/", 1)[0]
+        if server not in servers:
+            v.warnings.append(f"{doc.where(('spec', 'favouriteIndex', 'tools', i))}: favourite {tool!r} names "
+                              f"server {server!r}, which is not one of the project's servers; it is not presented")
 
 
 def _check_server(v: Validated) -> None:

@@ -1,0 +1,125 @@
+"""The names stage: what each presented tool (and prompt) is called, and nothing else (no `mcp`).
+
+Two styles (`names.style`):
+
+- `portable` (default): `__` separates the parts and only `[A-Za-z0-9_-]` is used, because
+  Claude Desktop, Claude Code and Codex reject any other tool name (and one bad name breaks the
+  whole session). Names are budgeted to `names.maxLength` so the client's own `mcp__<name>__`
+  prefix still fits in 64.
+- `spec`: the literal SEP-986 forms, `/` as the separator (`favourite/<tool>`,
+  `all/<server>/<tool>`, `<server>/<tool>`), other characters outside `[A-Za-z0-9_.-/]` mapped.
+
+A name that needs no mapping and fits is used as is. Otherwise it is mapped, truncated and
+suffixed with a hash of its key (the slot and canonical id), so the same inputs always give the
+same name: stable across restarts. `assign` makes names unique *by construction*, whatever the
+input and its order: every member of a clash (and any name equal to a reserved one) is re-hashed
+with a salt for the round, until no two keys share a name. Decisions depend only on the set of
+(key, raw) pairs, never on list order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+STYLES: Final = ("portable", "spec")
+SEP: Final = {"portable": "__", "spec": "/"}
+_BAD: Final = {"portable": re.compile(r"[^A-Za-z0-9_-]"), "spec": re.compile(r"[^A-Za-z0-9_./-]")}
+HASH_LEN: Final = 8
+MAX_ROUNDS: Final = 16
+
+FAVOURITE: Final = "favourite"
+ALL: Final = "all"
+
+
+def short_hash(text: str, n: int = HASH_LEN) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def fit(raw: str, key: str, max_length: int, style: str = "portable", salt: int = 0) -> str:
+    """`raw` as a valid name of `style` within `max_length`; hashed by `key` (and `salt`) when
+    it had to be mapped or cut, or when `salt` > 0 (a clash being resolved)."""
+    bad = _BAD[style]
+    if salt == 0 and raw and len(raw) <= max_length and not bad.search(raw):
+        return raw
+    mapped = bad.sub("_", raw) or "x"
+    suffix = "_" + short_hash(key if salt == 0 else f"{key}#{salt}")
+    return mapped[: max(1, max_length - len(suffix))] + suffix
+
+
+def portable_name(raw: str, key: str, max_length: int) -> str:
+    """`raw` mapped into `^[A-Za-z0-9_-]{1,max_length}$` (see `fit`)."""
+    return fit(raw, key, max_length, "portable")
+
+
+def assign(requests: Mapping[str, str], max_length: int, style: str = "portable",
+           reserved: Iterable[str] = ()) -> dict[str, str]:
+    """Unique names for `requests` (key -> raw name), none equal to a `reserved` one.
+
+    Round 0 fits each raw name. Each later round re-hashes, with that round's salt, every key
+    whose name is shared or reserved; a salted hash of a unique key cannot match another
+    key's except by a hash collision, which the next round resolves the same way.
+    """
+    taken = frozenset(reserved)
+    names = {key: fit(raw, key, max_length, style) for key, raw in requests.items()}
+    for salt in range(1, MAX_ROUNDS + 1):
+        owners: dict[str, list[str]] = {}
+        for key, name in names.items():
+            owners.setdefault(name, []).append(key)
+        clashing = [key for name, keys in owners.items() if len(keys) > 1 or name in taken for key in keys]
+        if not clashing:
+            return names
+        for key in clashing:
+            names[key] = fit(requests[key], key, max_length, style, salt)
+    raise RuntimeError("presented names did not converge")   # pragma: no cover - needs 16 hash collisions
+
+
+@dataclass(frozen=True)
+class Namer:
+    """Raw names for each slot in one style (before `assign` makes them unique)."""
+
+    style: str = "portable"
+    max_length: int = 48
+
+    @property
+    def sep(self) -> str:
+        return SEP[self.style]
+
+    def flat(self, server: str, tool: str) -> str:
+        return f"{server}{self.sep}{tool}"
+
+    def all(self, server: str, tool: str) -> str:
+        return f"{ALL}{self.sep}{server}{self.sep}{tool}"
+
+    def favourite(self, server: str, tool: str, *, qualified: bool = False) -> str:
+        """`favourite/<tool>`; `favourite/<server>/<tool>` when pinned tools share a name."""
+        return f"{FAVOURITE}{self.sep}{server}{self.sep}{tool}" if qualified else f"{FAVOURITE}{self.sep}{tool}"
+
+    def prompt(self, server: str, prompt: str) -> str:
+        return f"{server}{self.sep}{prompt}"
+
+    # the patterns shown to the model in the instructions
+    def pattern(self, slot: str) -> str:
+        return {FAVOURITE: self.favourite("<server>", "<tool>").replace(f"<server>{self.sep}", ""),
+                ALL: self.all("<server>", "<tool>")}.get(slot, self.flat("<server>", "<tool>"))
+
+
+# Keys: what a name is hashed by. The flat key is the bare canonical id, so flat names stay the
+# ones earlier versions presented.
+def flat_key(canonical_id: str) -> str:
+    return canonical_id
+
+
+def all_key(canonical_id: str) -> str:
+    return f"{ALL}:{canonical_id}"
+
+
+def favourite_key(canonical_id: str) -> str:
+    return f"{FAVOURITE}:{canonical_id}"
+
+
+def prompt_key(server: str, prompt: str) -> str:
+    return f"prompt:{server}/{prompt}"

@@ -1,0 +1,234 @@
+"""The call path: a tool name walks the presentation pipeline backwards, then is routed.
+
+`Router.call_tool` takes one `tools/call` of a session: mcpctl's built-ins (`search_tools`,
+`begin_session`, `call_tool`) are answered here; any other name is resolved by the session's
+view to its canonical `server/tool` with every filter checked again (a refusal is an `isError`
+result saying why), and relayed verbatim to its upstream over the pooled connection. Every call
+is one row in the invocation log, under the name the caller used and the canonical id.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+from mcp import MCPError
+from mcp.types.jsonrpc import INVALID_PARAMS
+
+from mcpctl.gateway.builtins import (
+    BEGIN_SESSION,
+    BEGIN_SESSION_CANONICAL_ID,
+    CALL_TOOL,
+    CALL_TOOL_CANONICAL_ID,
+    SEARCH_CANONICAL_ID,
+    SEARCH_TOOL,
+    BuiltinError,
+    error_result,
+    parse_arguments,
+    parse_begin_session,
+    parse_call_tool,
+    search_result,
+    structured_result,
+)
+from mcpctl.gateway.sessions import Caller
+from mcpctl.gateway.upstream import SERVER_INFO_KEY, UpstreamTimeout, UpstreamUnavailable, describe_error
+from mcpctl.gateway.view import Refusal, Route, View
+
+if TYPE_CHECKING:
+    from mcpctl.gateway.front import Gateway
+
+log = logging.getLogger("mcpctl.gateway")
+
+_RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
+_MAX_LOGGED_NAME: Final = 200   # an unknown name is the caller's text: log a bounded copy
+_BUILTIN_IDS: Final = {SEARCH_TOOL: SEARCH_CANONICAL_ID, BEGIN_SESSION: BEGIN_SESSION_CANONICAL_ID,
+                       CALL_TOOL: CALL_TOOL_CANONICAL_ID}
+
+
+class Router:
+    """Routes the calls of a gateway's sessions."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+
+    async def call_tool(self, caller: Caller, params: Any) -> dict[str, Any]:
+        """Route one tools/call (wire-format params) and return the result (no era envelope)."""
+        ts, t0 = time.time(), time.perf_counter()
+        name = params.get("name") if isinstance(params, dict) else None
+        args = params.get("arguments") if isinstance(params, dict) else None
+        if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
+            self._log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
+            raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
+        view = self.gw.view_for(caller.session_id)
+        if name in view.builtins:
+            return await self._builtin(caller, ts, t0, view, name, args)
+        hit = await self._resolve(view, caller, name)
+        if hit is None:
+            self._log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "UnknownTool")
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {_bounded(name)}")
+        if isinstance(hit, Refusal):
+            self._log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
+            return error_result(hit.message)
+        meta = params.get("_meta")
+        return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
+                                      args, meta if isinstance(meta, dict) else None)
+
+    async def _resolve(self, view: View, caller: Caller, name: str) -> Route | Refusal | None:
+        hit = view.resolve(name)
+        if hit is None and not self.gw.settled:
+            await self.gw.wait_for_unlisted()    # a server never listed yet may bring this tool
+            hit = self.gw.view_for(caller.session_id).resolve(name)
+        return hit
+
+    async def _relay_call(self, caller: Caller, ts: float, t0: float, presented: str, server: str, tool: str,
+                          cid: str, args: dict[str, Any] | None, meta: dict[str, Any] | None) -> dict[str, Any]:
+        up = self.gw.upstreams.get(server)
+        if up is None:
+            why = self.gw.unavailable.get(server, "not configured")
+            self._log_call(caller, ts, t0, presented, cid, "upstream_down", "UpstreamUnavailable")
+            return error_result(f"upstream server {server!r} is unavailable: {why}")
+        fwd: dict[str, Any] = {"name": tool}
+        if args is not None:
+            fwd["arguments"] = args
+        if meta:
+            extra = {k: v for k, v in meta.items()
+                     if k != "progressToken" and not k.startswith(_RESERVED_META_PREFIX)}
+            if extra:
+                fwd["_meta"] = extra
+        try:
+            result = await up.request("tools/call", fwd, timeout=up.spec.timeouts.call, on_progress=caller.progress)
+        except (UpstreamTimeout, UpstreamUnavailable) as e:
+            self._log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
+            return error_result(str(e))
+        except MCPError as e:
+            self._log_call(caller, ts, t0, presented, cid, "protocol_error", f"MCPError{e.code}")
+            raise
+        except anyio.get_cancelled_exc_class():
+            self._log_call(caller, ts, t0, presented, cid, "protocol_error", "Cancelled")
+            raise
+        except Exception as e:
+            log.exception("relaying %s failed", cid)
+            self._log_call(caller, ts, t0, presented, cid, "protocol_error", type(e).__name__)
+            return error_result(f"mcpctl could not relay the call to {server!r}: {describe_error(e)}")
+        rt = result.get("resultType")
+        if rt not in (None, "complete"):
+            self._log_call(caller, ts, t0, presented, cid, "protocol_error", "InputRequired")
+            return error_result(f"upstream server {server!r} asked for more input ({rt}), which mcpctl "
+                                "does not relay yet")
+        strip_upstream_meta(result)
+        failed = bool(result.get("isError"))
+        self._log_call(caller, ts, t0, presented, cid, "tool_error" if failed else "ok",
+                       "ToolError" if failed else None)
+        return result
+
+    # -- built-ins -------------------------------------------------------------------------------------
+
+    async def _builtin(self, caller: Caller, ts: float, t0: float, view: View, name: str, args: Any
+                       ) -> dict[str, Any]:
+        cid = _BUILTIN_IDS[name]
+        try:
+            if name == SEARCH_TOOL:
+                return await self._search(caller, ts, t0, view, args)
+            if name == BEGIN_SESSION:
+                return await self._begin_session(caller, ts, t0, args)
+            return await self._call_by_name(caller, ts, t0, view, args)
+        except BuiltinError as e:
+            self._log_call(caller, ts, t0, name, cid, "tool_error", "InvalidArguments")
+            return error_result(str(e))
+
+    async def _search(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
+        if self.gw.search is None:      # pragma: no cover - not in view.builtins then
+            return error_result("search_tools is disabled in this project (search.enabled: false)")
+        query, top_k = parse_arguments(args if args is not None else {}, self.gw.project.search.top_k)
+        payload = await self.gw.search.search(self.gw.catalogue.version, view, query, top_k)
+        self._log_call(caller, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "ok",
+                       query=query if self.gw.project.search.record_queries else None)
+        return search_result(payload)
+
+    async def _begin_session(self, caller: Caller, ts: float, t0: float, args: Any) -> dict[str, Any]:
+        """The session gate: brief the session for its task, then ungate it (it alone)."""
+        task = parse_begin_session(args if args is not None else {})
+        was_gated = self.gw.sessions.begin(caller.session_id)
+        view = self.gw.view_for(caller.session_id)
+        matches: list[dict[str, Any]] = []
+        if self.gw.search is not None:
+            found = await self.gw.search.search(self.gw.catalogue.version, view, task, self.gw.project.search.top_k)
+            matches = found["tools"]
+        favourites = [{"name": f.name or f.canonical_id, "description": f.description}
+                      for f in view.favourites if f.listed]
+        gate_text = self.gw.project.gate.instructions or ""
+        payload = {"instructions": gate_text, "favourites": favourites, "matches": matches}
+        lines = [gate_text] if gate_text else []
+        if favourites:
+            lines.append("Favourite tools (prefer these):")
+            lines += [f"- {f['name']}: {_first_line(f['description'])}" for f in favourites]
+        if matches:
+            lines.append(f"Best matches for the task {task!r}:")
+            lines += [f"- {m['name']}: {_first_line(m['description'])}" for m in matches]
+        lines.append("Your full tool list is now available." if was_gated else "This session had already begun.")
+        self._log_call(caller, ts, t0, BEGIN_SESSION, BEGIN_SESSION_CANONICAL_ID, "ok",
+                       query=task if self.gw.project.search.record_queries else None)
+        if was_gated:
+            await self.gw.sessions.notify({"tools"}, only=caller.session_id)
+        return structured_result(payload, "\n".join(lines))
+
+    async def _call_by_name(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
+        """`call_tool(name, arguments)`: the same pipeline as a direct call, one log row under the
+        name the agent gave."""
+        name, tool_args = parse_call_tool(args)
+        if name in view.builtins or name == CALL_TOOL:
+            raise BuiltinError(f"call_tool calls the project's tools; call {name} directly")
+        hit = await self._resolve(view, caller, name)
+        if hit is None:
+            self._log_call(caller, ts, t0, _bounded(name), None, "tool_error", "UnknownTool")
+            return error_result(f"no tool named {_bounded(name)!r} in this project; call search_tools to find one")
+        if isinstance(hit, Refusal):
+            self._log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
+            return error_result(hit.message)
+        return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
+                                      tool_args, None)
+
+    def _log_call(self, caller: Caller, ts: float, t0: float, presented: str,
+                  canonical: str | None, outcome: str, error_class: str | None = None,
+                  query: str | None = None) -> None:
+        record = self.gw.record
+        if record is None:
+            return
+        try:
+            record(ts=ts, duration_ms=(time.perf_counter() - t0) * 1000.0, project=self.gw.project_name,
+                        presented_name=presented, canonical_id=canonical, outcome=outcome,
+                        error_class=error_class, client_name=caller.client_name,
+                        client_version=caller.client_version, session_id=caller.session_id, query=query)
+        except Exception:
+            log.exception("recording a call failed")
+
+
+
+def _bounded(name: Any) -> str:
+    """A caller-supplied name as it may appear in the log and in messages: printable, bounded."""
+    text = name if isinstance(name, str) else repr(name)
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= _MAX_LOGGED_NAME else text[:_MAX_LOGGED_NAME] + "…"
+
+
+def _first_line(text: str, width: int = 160) -> str:
+    line = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def hit_id(view: View, name: str) -> str | None:
+    """The canonical id a refused name stands for (the log keeps it), if any."""
+    hit = view.table.lookup(name)
+    return hit[1].canonical_id if hit is not None else None
+
+
+def strip_upstream_meta(result: dict[str, Any]) -> None:
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and SERVER_INFO_KEY in meta:
+        rest = {k: v for k, v in meta.items() if k != SERVER_INFO_KEY}
+        if rest:
+            result["_meta"] = rest
+        else:
+            del result["_meta"]

@@ -1,0 +1,483 @@
+"""The presentation pipeline: what a session's `tools/list` shows and where a call goes (no `mcp`).
+
+One pipeline, in DESIGN §4's order, for `tools/list`, `search_tools`, `call_tool`, the router,
+the early stdio front and the CLI (`tools list`, `favourites list`) alike:
+
+    upstream listings -> curation -> credential view -> session gate -> presentation -> names -> built-ins
+
+Each stage is a small object with one job. The filters (curation, credential view, gate) answer
+`check(tool)`: forward they drop what they refuse, in reverse they refuse the call with the
+reason. The presentation decides which slots a tool takes (`favourite`, `all`, `flat`) and
+whether a slot is listed or only reachable (the deferred mode's long tail). The names stage
+(`NameTable`, per catalogue version) names every slot of every catalogue tool, unique by
+construction and independent of curation, so enabling or disabling a tool never renames
+another. The built-ins stage adds mcpctl's own tools at top level.
+
+A call walks it backwards: presented name (any style or slot form, or the canonical id) ->
+canonical `server/tool` -> every filter checked again -> route. `View` is computed once per
+catalogue version and session key (gated or not; later, the credential's profile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from mcpctl.catalogue.curation import is_enabled
+from mcpctl.gateway import names as nm
+from mcpctl.gateway.builtins import (
+    ALWAYS_LOAD,
+    BEGIN_SESSION,
+    BUILTIN_NAMES,
+    CALL_TOOL,
+    SEARCH_TOOL,
+    begin_session_definition,
+    call_tool_definition,
+    search_tool_definition,
+)
+from mcpctl.resources.kinds import ProjectSpec
+
+FLAT: Final = "flat"
+FAVOURITE_INDEX: Final = "favourite-index"
+DEFERRED: Final = "deferred"
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueTool:
+    """One upstream tool, as its server listed it."""
+
+    canonical_id: str
+    server: str
+    name: str                       # the upstream's own name
+    wire: Mapping[str, Any]         # camelCase, exactly as listed: never mutated
+
+    @property
+    def description(self) -> str:
+        return str(self.wire.get("description") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    """What a view depends on besides the catalogue: the session's gate state (and, with
+    credential profiles, the profile)."""
+
+    gated: bool = False
+    profile: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a call may not go through, for the caller (`message`) and the log (outcome, class)."""
+
+    outcome: str
+    error_class: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    tool: CatalogueTool
+    presented: str                  # the name the call used
+
+
+# -- filters: forward they drop, in reverse they refuse ----------------------------------------------
+
+
+class Filter(Protocol):
+    def check(self, tool: CatalogueTool) -> Refusal | None: ...
+
+
+@dataclass(frozen=True)
+class Curation:
+    """`tools.disabled` / `tools.enabled`."""
+
+    project_name: str
+    project: ProjectSpec
+
+    def check(self, tool: CatalogueTool) -> Refusal | None:
+        if is_enabled(tool.canonical_id, self.project):
+            return None
+        cid, p = tool.canonical_id, self.project_name
+        return Refusal("denied", "ToolDisabled", f"tool {cid!r} is disabled in project {p!r} (tools.disabled); "
+                       f"enable it with: mcpctl tools enable --project {p} {cid}")
+
+
+@dataclass(frozen=True)
+class CredentialView:
+    """The credential's view of the project (per-credential profiles plug in here). Without a
+    profile every tool passes."""
+
+    profile: str | None = None
+
+    def check(self, tool: CatalogueTool) -> Refusal | None:
+        return None
+
+
+GATED: Final = Refusal("denied", "SessionGated",
+                       "this session has not begun: call begin_session with your task first; it returns the "
+                       "project's instructions and tools, and then every tool can be called")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """While a session is gated it sees and may call only `begin_session`."""
+
+    gated: bool
+
+    def check(self, tool: CatalogueTool) -> Refusal | None:
+        return GATED if self.gated else None
+
+
+# -- presentation: which slots each visible tool takes -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    kind: str                       # names.FAVOURITE | names.ALL | FLAT
+    tool: CatalogueTool
+    listed: bool = True             # False: reachable by name (search, call_tool), not listed
+
+
+class Presentation(Protocol):
+    mode: str
+    slot_kinds: tuple[str, ...]     # the slot kinds the names stage must name
+
+    def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
+                ) -> tuple[list[Slot], list[Slot]]:
+        """(slots listed before the built-ins, slots after them)."""
+        ...
+
+    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str: ...
+
+
+class FlatPresentation:
+    mode: str = FLAT
+    slot_kinds: tuple[str, ...] = (FLAT,)
+
+    def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
+                ) -> tuple[list[Slot], list[Slot]]:
+        return [], [Slot(FLAT, t) for t in visible]
+
+    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str:
+        text = f"Tools are named {namer.pattern(FLAT)}."
+        if search:
+            text += (" When no listed tool obviously fits, call search_tools with a short description of the "
+                     "task and then call the tool it returns.")
+        return text
+
+
+class FavouriteIndexPresentation:
+    """Favourites first (pinned order), then every visible tool under `all`."""
+
+    mode: str = FAVOURITE_INDEX
+    slot_kinds: tuple[str, ...] = (nm.FAVOURITE, nm.ALL)
+
+    def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
+                ) -> tuple[list[Slot], list[Slot]]:
+        return [Slot(nm.FAVOURITE, t) for t in favourites], [Slot(nm.ALL, t) for t in visible]
+
+    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str:
+        fav, rest = namer.pattern(nm.FAVOURITE), namer.pattern(nm.ALL)
+        text = f"PREFER {fav} when one fits; use {rest} only if nothing in favourites fits."
+        if favourite_names:
+            text += f" Favourites: {', '.join(favourite_names)}."
+        if search:
+            text += (f" When neither a favourite nor an obvious {rest} tool fits, call search_tools with a short "
+                     "description of the task and call the tool it returns.")
+        return text
+
+
+class DeferredPresentation:
+    """Only the favourites are listed; every other visible tool is reachable through
+    `search_tools` and `call_tool` under its `all` name."""
+
+    mode: str = DEFERRED
+    slot_kinds: tuple[str, ...] = (nm.FAVOURITE, nm.ALL)
+
+    def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
+                ) -> tuple[list[Slot], list[Slot]]:
+        return [Slot(nm.FAVOURITE, t) for t in favourites], [Slot(nm.ALL, t, listed=False) for t in visible]
+
+    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str:
+        listed = f" ({', '.join(favourite_names)})" if favourite_names else ""
+        return (f"Your tool list holds only this project's favourites{listed}; PREFER them when one fits. "
+                "Before calling anything else, call search_tools with a short description of the task, then "
+                "call the tool it returns with call_tool(name, arguments).")
+
+
+PRESENTATIONS: Final[Mapping[str, Presentation]] = {
+    FLAT: FlatPresentation(), FAVOURITE_INDEX: FavouriteIndexPresentation(), DEFERRED: DeferredPresentation()}
+
+
+# -- names: every slot of every catalogue tool, once per catalogue version ------------------------------
+
+
+class NameTable:
+    """Presented names of every catalogue tool in the project's style and mode, and the reverse
+    map from any name a client may use (either style, any slot form, the canonical id)."""
+
+    def __init__(self, tools: Sequence[CatalogueTool], project: ProjectSpec) -> None:
+        self.namer = nm.Namer(project.names.style, project.names.max_length)
+        self.presentation = PRESENTATIONS[project.presentation]
+        self.by_cid = {t.canonical_id: t for t in tools}
+        pinned = [cid for cid in project.favourite_index.tools if cid in self.by_cid] \
+            if project.favourite_index.enabled else []
+        self.pinned = pinned
+        self._qualified = _shared_tool_names([self.by_cid[c] for c in pinned])
+        requests: dict[str, str] = {}
+        self._slot_of: dict[str, tuple[str, str]] = {}           # key -> (slot kind, cid)
+        for kind, key, raw, cid in self._requests(self.namer, tools, pinned):
+            requests[key] = raw
+            self._slot_of[key] = (kind, cid)
+        assigned = nm.assign(requests, self.namer.max_length, self.namer.style, reserved=BUILTIN_NAMES)
+        self.names: dict[tuple[str, str], str] = {}              # (slot kind, cid) -> name
+        self.primary: dict[str, tuple[str, CatalogueTool]] = {}  # name -> (slot kind, tool)
+        for key, name in assigned.items():
+            kind, cid = self._slot_of[key]
+            self.names[(kind, cid)] = name
+            self.primary[name] = (kind, self.by_cid[cid])
+        self._aliases: dict[str, tuple[str, CatalogueTool] | None] | None = None
+
+    def _requests(self, namer: nm.Namer, tools: Sequence[CatalogueTool], pinned: Sequence[str]
+                  ) -> Iterable[tuple[str, str, str, str]]:
+        """(slot kind, key, raw name, canonical id) for every slot this mode names."""
+        kinds = self.presentation.slot_kinds
+        for t in tools:
+            if FLAT in kinds:
+                yield FLAT, nm.flat_key(t.canonical_id), namer.flat(t.server, t.name), t.canonical_id
+            if nm.ALL in kinds:
+                yield nm.ALL, nm.all_key(t.canonical_id), namer.all(t.server, t.name), t.canonical_id
+        if nm.FAVOURITE in kinds:
+            for cid in pinned:
+                t = self.by_cid[cid]
+                yield (nm.FAVOURITE, nm.favourite_key(cid),
+                       namer.favourite(t.server, t.name, qualified=t.name in self._qualified), cid)
+
+    def name(self, kind: str, cid: str) -> str | None:
+        return self.names.get((kind, cid))
+
+    def lookup(self, name: str) -> tuple[str, CatalogueTool] | None:
+        """(slot kind, tool) that `name` stands for, or None."""
+        hit = self.primary.get(name)
+        if hit is not None:
+            return hit
+        tool = self.by_cid.get(name)
+        if tool is not None:
+            return "canonical", tool
+        if self._aliases is None:
+            self._aliases = self._build_aliases()
+        return self._aliases.get(name)
+
+    def _build_aliases(self) -> dict[str, tuple[str, CatalogueTool] | None]:
+        """Names of the other style and the other modes' slot forms, so a client that listed under
+        another configuration still reaches the same tool. An alias two tools could claim maps to
+        None (unknown): it never routes to a guess."""
+        aliases: dict[str, tuple[str, CatalogueTool] | None] = {}
+        pinned = set(self.pinned)
+        for style in nm.STYLES:
+            namer = nm.Namer(style, self.namer.max_length)
+            for t in self.by_cid.values():
+                cid = t.canonical_id
+                forms = [(FLAT, namer.flat(t.server, t.name), nm.flat_key(cid)),
+                         (nm.ALL, namer.all(t.server, t.name), nm.all_key(cid))]
+                if cid in pinned:
+                    forms += [(nm.FAVOURITE, namer.favourite(t.server, t.name), nm.favourite_key(cid)),
+                              (nm.FAVOURITE, namer.favourite(t.server, t.name, qualified=True), nm.favourite_key(cid))]
+                for kind, raw, key in forms:
+                    name = nm.fit(raw, key, namer.max_length, style)
+                    if name in self.primary or name in self.by_cid or name in BUILTIN_NAMES:
+                        continue
+                    prev = aliases.get(name, ...)
+                    if prev is ...:
+                        aliases[name] = (kind, t)
+                    elif prev is not None and prev[1].canonical_id != cid:
+                        aliases[name] = None
+        return aliases
+
+
+def _shared_tool_names(tools: Sequence[CatalogueTool]) -> frozenset[str]:
+    seen: dict[str, int] = {}
+    for t in tools:
+        seen[t.name] = seen.get(t.name, 0) + 1
+    return frozenset(n for n, count in seen.items() if count > 1)
+
+
+# -- the view -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Favourite:
+    """One pinned favourite as a session sees it: listed under `name`, or why not."""
+
+    canonical_id: str
+    name: str | None
+    listed: bool
+    reason: str | None
+    description: str = ""
+
+
+@dataclass
+class View:
+    """What one session key sees: the `tools/list` payload, the names it may call, the
+    favourites with their reasons, and what `search_tools` ranks."""
+
+    mode: str
+    session: SessionKey
+    tools: list[dict[str, Any]]                   # the tools/list array: shared, do not mutate
+    favourites: list[Favourite]
+    searchable: list[CatalogueTool]               # visible upstream tools (ranked by search_tools)
+    builtins: frozenset[str]                      # built-ins this session may call
+    table: NameTable
+    filters: tuple[Filter, ...]
+    _present: dict[str, str] = field(default_factory=dict)    # cid -> the name to call it by
+
+    @property
+    def listed_names(self) -> list[str]:
+        return [t["name"] for t in self.tools]
+
+    def present(self, canonical_id: str) -> str | None:
+        """The name a session calls `canonical_id` by: its favourite name when it is a listed
+        favourite, else its `all`/flat name (None when not visible)."""
+        return self._present.get(canonical_id)
+
+    def resolve(self, name: str) -> Route | Refusal | None:
+        """Walk the pipeline backwards: the tool `name` stands for, with every filter checked
+        again (a `Refusal` says which and why), or None when no tool has that name."""
+        hit = self.table.lookup(name)
+        if hit is None:
+            return None
+        tool = hit[1]
+        for f in self.filters:
+            refusal = f.check(tool)
+            if refusal is not None:
+                return refusal
+        return Route(tool, name)
+
+
+def build_view(project_name: str, project: ProjectSpec, table: NameTable, session: SessionKey,
+               down: Mapping[str, str] | None = None) -> View:
+    """The view of one session key over a named catalogue. `down`: servers that cannot serve
+    (not registered, misconfigured) -> why; their favourites are left out with that reason."""
+    down = down or {}
+    filters: tuple[Filter, ...] = (Gate(project.gate.enabled and session.gated),
+                                   Curation(project_name, project), CredentialView(session.profile))
+    content_filters = filters[1:]                 # what the session may see once it has begun
+    searchable = [t for t in table.by_cid.values() if all(f.check(t) is None for f in content_filters)]
+    visible_ids = {t.canonical_id for t in searchable}
+    favourites = _favourites(project, table, content_filters, visible_ids, down)
+    listed_favs = [table.by_cid[f.canonical_id] for f in favourites if f.listed]
+    pres = table.presentation
+    gated = project.gate.enabled and session.gated
+    before, after = ([], []) if gated else pres.arrange(searchable, listed_favs)
+    present: dict[str, str] = {}
+    payload: list[dict[str, Any]] = []
+    for slot in before:
+        name = table.name(slot.kind, slot.tool.canonical_id)
+        if name is None:              # pragma: no cover - every arranged slot was named
+            continue
+        present.setdefault(slot.tool.canonical_id, name)
+        payload.append(_listed(slot.tool, name, always_load=slot.kind == nm.FAVOURITE))
+    builtins, callable_builtins = _builtins(project, gated)
+    payload.extend(builtins)
+    for slot in after:
+        name = table.name(slot.kind, slot.tool.canonical_id)
+        if name is None:              # pragma: no cover
+            continue
+        present.setdefault(slot.tool.canonical_id, name)
+        if slot.listed:
+            payload.append(_listed(slot.tool, name, always_load=False))
+    return View(pres.mode, session, payload, favourites, searchable, callable_builtins, table, filters, present)
+
+
+def _favourites(project: ProjectSpec, table: NameTable, filters: Sequence[Filter], visible: set[str],
+                down: Mapping[str, str]) -> list[Favourite]:
+    out: list[Favourite] = []
+    if not project.favourite_index.enabled:
+        return out
+    servers = set(project.servers)
+    listed = 0
+    for cid in project.favourite_index.tools:
+        server = cid.split("/", 1)[0]
+        tool = table.by_cid.get(cid)
+        name = table.name(nm.FAVOURITE, cid)
+        reason: str | None = None
+        if server not in servers:
+            reason = f"server {server!r} is not one of the project's servers"
+        elif server in down:
+            reason = f"server {server!r} is down: {down[server]}"
+        elif tool is None:
+            reason = (f"server {server!r} has not been listed yet" if not any(
+                t.server == server for t in table.by_cid.values()) else f"no tool {cid!r} in the catalogue")
+        else:
+            refusal = next((r for f in filters if (r := f.check(tool)) is not None), None)
+            if refusal is not None:
+                reason = "disabled in the project (tools.disabled)" if refusal.error_class == "ToolDisabled" \
+                    else refusal.message
+            elif cid not in visible:          # pragma: no cover - filters decide visibility
+                reason = "not visible"
+        if reason is None and listed >= project.favourite_index.max_favourites:   # pragma: no cover
+            reason = f"over favouriteIndex.maxFavourites ({project.favourite_index.max_favourites})"
+        ok = reason is None
+        listed += ok
+        out.append(Favourite(cid, name, ok, reason, tool.description if tool else ""))
+    return out
+
+
+def _listed(tool: CatalogueTool, name: str, *, always_load: bool) -> dict[str, Any]:
+    item = {**tool.wire, "name": name}
+    if always_load:
+        meta = item.get("_meta")
+        item["_meta"] = {**meta, ALWAYS_LOAD: True} if isinstance(meta, dict) else {ALWAYS_LOAD: True}
+    return item
+
+
+def _builtins(project: ProjectSpec, gated: bool) -> tuple[list[dict[str, Any]], frozenset[str]]:
+    """(built-ins listed, built-ins callable). Once a session has begun, `begin_session` is no
+    longer listed but still answers (it repeats the briefing for a new task)."""
+    if gated:
+        return [begin_session_definition()], frozenset({BEGIN_SESSION})
+    deferred = project.presentation == DEFERRED
+    out: list[dict[str, Any]] = []
+    if project.search.enabled:
+        out.append(search_tool_definition(project.search.top_k, deferred=deferred))
+    if deferred:
+        out.append(call_tool_definition())
+    callable_ = {b["name"] for b in out} | ({BEGIN_SESSION} if project.gate.enabled else set())
+    return out, frozenset(callable_)
+
+
+def instructions(project_name: str, project: ProjectSpec, view: View) -> str:
+    """The server instructions: every stage's text, concatenated (both protocol eras send it)."""
+    parts = [f"mcpctl gateway for project {project_name!r}."]
+    if project.gate.enabled:
+        parts.append(f"Call {BEGIN_SESSION} with your task before anything else: until then it is your only "
+                     "tool. It returns this project's instructions, its favourite tools and the best matches "
+                     "for the task, and then unlocks the full list.")
+    fav_names = [f.name for f in view.favourites if f.listed and f.name]
+    parts.append(view.table.presentation.instructions(view.table.namer, fav_names, project.search.enabled))
+    return " ".join(parts)
+
+
+__all__ = [
+    "CALL_TOOL",
+    "DEFERRED",
+    "FAVOURITE_INDEX",
+    "FLAT",
+    "PRESENTATIONS",
+    "SEARCH_TOOL",
+    "CatalogueTool",
+    "CredentialView",
+    "Curation",
+    "Favourite",
+    "Filter",
+    "Gate",
+    "NameTable",
+    "Refusal",
+    "Route",
+    "SessionKey",
+    "Slot",
+    "View",
+    "build_view",
+    "instructions",
+]
