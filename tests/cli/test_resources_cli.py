@@ -173,7 +173,7 @@ def test_create_http_server_and_project_with_flags(runner):
             "--max-favourites", "5", "--disable", "web/delete_*", "--presentation", "deferred")
     assert r.exit_code == 0, r.output
     spec = json.loads(run(runner, "get", "project", "p", "-o", "json").stdout)["spec"]
-    assert spec["favouriteIndex"] == {"enabled": True, "tools": ["web/search"], "maxFavourites": 5}
+    assert spec["favouriteIndex"] == {"tools": ["web/search"], "maxFavourites": 5}   # --presentation decides
     assert spec["tools"] == {"disabled": ["web/delete_*"]}
     assert spec["presentation"] == "deferred"
 

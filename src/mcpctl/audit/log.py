@@ -93,6 +93,19 @@ class ToolStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """Calls under one (canonical id, presented name, session) in a window: the rows
+    `favourites suggest` collapses onto canonical ids."""
+
+    canonical_id: str | None        # None: the gateway could not name the tool when it was called
+    presented_name: str
+    session_id: str | None
+    calls: int
+    errors: int                     # every outcome other than "ok"
+    last_ts: float
+
+
+@dataclass(frozen=True, slots=True)
 class LogSummary:
     path: Path
     rows: int
@@ -303,6 +316,22 @@ class InvocationLog:
         ]
         stats.sort(key=lambda s: (-s.calls, s.canonical_id))
         return stats
+
+    def usage(self, project: str, *, since: float | None = None, until: float | None = None) -> list[Usage]:
+        """Calls per (canonical id, presented name, session) in `project` in [since, until),
+        built-ins (`mcpctl/...`) left out. One aggregate row per group reaches Python, however
+        long the log is."""
+        where, params = _conditions(("project = ?", project), ("ts >= ?", since), ("ts < ?", until))
+        rows = self._read(
+            "SELECT canonical_id, presented_name, session_id, COUNT(*), SUM(outcome != 'ok'), MAX(ts) "
+            f"FROM invocations WHERE {' AND '.join(where)} "
+            "AND (canonical_id IS NULL OR canonical_id NOT LIKE 'mcpctl/%') "
+            "GROUP BY canonical_id, presented_name, session_id",
+            params,
+        )
+        return [Usage(None if cid is None else str(cid), str(name), None if sid is None else str(sid),
+                      int(n), int(errors or 0), float(last))  # type: ignore[call-overload, arg-type]
+                for cid, name, sid, n, errors, last in rows]
 
     def cursor(self) -> int:
         """An opaque position in insertion order: rows recorded later have a larger cursor."""

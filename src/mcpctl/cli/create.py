@@ -49,6 +49,16 @@ _FLAGS = (
     ("spec.tools.disabled", "--disable"),
     ("spec.tools.enabled", "--enable"),
     ("spec.presentation", "--presentation"),
+    ("spec.favouriteIndex.enabled", "--favourite-index"),
+    ("spec.gate.instructions", "--gate-instructions"),
+    ("spec.gate.enabled", "--gate"),
+    ("spec.names.maxLength", "--max-name-length"),
+    ("spec.names.style", "--names"),
+    ("spec.search.enabled", "--search"),
+    ("spec.search.ranker", "--ranker"),
+    ("spec.search.topK", "--top-k"),
+    ("spec.search.recordQueries", "--record-queries"),
+    ("metadata.annotations", "--annotation"),
     ("spec.servers", "--server"),
     ("spec.timeouts.connect", "--connect-timeout"),
     ("spec.timeouts.call", "--call-timeout"),
@@ -126,23 +136,69 @@ def create_server(
     _create({"apiVersion": API_VERSION, "kind": "Server", "metadata": meta, "spec": spec}, force=force)
 
 
+def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """Canonical ids `server/tool` from the catalogue cache: of the servers named on the command
+    line (--server) or the project's (--project), else of every cached server."""
+    from mcpctl.catalogue import cache
+    from mcpctl.resources.store import Store
+
+    servers = [s for s in (ctx.params.get("server") or []) if isinstance(s, str)]
+    project = ctx.params.get("project")
+    if not servers and isinstance(project, str):
+        try:
+            servers = list((Store().get("Project", project).get("spec") or {}).get("servers") or [])
+        except Exception:
+            servers = []
+    if not servers:
+        try:
+            servers = sorted(p.stem for p in cache.cache_path("x").parent.glob("*.json"))
+        except OSError:
+            return []
+    out: list[tuple[str, str]] = []
+    for server in servers:
+        for tool in cache.read_server_tools(server) or []:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            cid = f"{server}/{name}"
+            if isinstance(name, str) and cid.startswith(incomplete):
+                out.append((cid, (str(tool.get("description") or "").strip().splitlines() or [""])[0][:80]))
+    return out
+
+
 @create_app.command("project")
 @cli_errors
 def create_project(
     name: Annotated[str, typer.Argument(help="Project name: lowercase letters, digits, '-'.")],
     server: Annotated[list[str] | None, typer.Option("--server", "-s", help="A registered server (repeatable).",
                                                      autocompletion=complete_names("Server"))] = None,
-    favourite: Annotated[list[str] | None, typer.Option("--favourite", help="Pin a favourite tool server/tool (repeatable).")] = None,
-    favourite_index: Annotated[bool | None, typer.Option("--favourite-index/--no-favourite-index", help="Turn the favourite index on or off (on when favourites are given).")] = None,
+    favourite: Annotated[list[str] | None, typer.Option(
+        "--favourite", help="Pin a favourite tool server/tool (repeatable; in order). Turns the favourite index on.",
+        autocompletion=complete_tool_ids)] = None,
+    favourite_index: Annotated[bool | None, typer.Option(
+        "--favourite-index/--no-favourite-index",
+        help="Present favourites first, then every tool under all/ (on when favourites are given).")] = None,
     max_favourites: Annotated[int | None, typer.Option("--max-favourites", help="At most this many favourites (1-200).")] = None,
     disable: Annotated[list[str] | None, typer.Option("--disable", help="Disable tools: server/tool or a glob like github/delete_* (repeatable).")] = None,
     enable: Annotated[list[str] | None, typer.Option("--enable", help="Exceptions to --disable (repeatable).")] = None,
-    presentation: Annotated[str | None, typer.Option("--presentation", help="flat | favourite-index | deferred")] = None,
+    presentation: Annotated[str | None, typer.Option(
+        "--presentation", help="flat | favourite-index | deferred (default: favourite-index with favourites, else flat)")] = None,
+    gate: Annotated[bool | None, typer.Option(
+        "--gate/--no-gate", help="Gate each session: it sees only begin_session(task) until it calls it.")] = None,
+    gate_instructions: Annotated[str | None, typer.Option(
+        "--gate-instructions", help="What begin_session tells the agent (with --gate).")] = None,
+    names: Annotated[str | None, typer.Option("--names", help="Presented names: portable (client-safe, default) | spec")] = None,
+    max_name_length: Annotated[int | None, typer.Option("--max-name-length", help="Longest presented name (16-128; default 48).")] = None,
+    search: Annotated[bool | None, typer.Option("--search/--no-search", help="Offer the search_tools built-in (default on).")] = None,
+    ranker: Annotated[str | None, typer.Option("--ranker", help="search_tools ranker: bm25 | semantic | hybrid")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", help="search_tools results by default (1-20).")] = None,
+    record_queries: Annotated[bool | None, typer.Option(
+        "--record-queries/--no-record-queries", help="Record search_tools queries in the invocation log.")] = None,
     description: Annotated[str | None, typer.Option("--description")] = None,
+    label: Annotated[list[str] | None, typer.Option("--label", "-l", help="Label KEY=VALUE (repeatable).")] = None,
+    annotation: Annotated[list[str] | None, typer.Option("--annotation", help="Annotation KEY=VALUE (repeatable).")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Accept servers that are not registered yet.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the project if it exists.")] = False,
 ) -> None:
-    """Create a project: a set of servers with curation, favourites and presentation."""
+    """Create a project: a set of servers with curation, favourites, presentation and search settings."""
     spec: dict[str, Any] = {"servers": list(server or [])}
     tools = {k: v for k, v in (("disabled", disable), ("enabled", enable)) if v}
     if tools:
@@ -150,7 +206,8 @@ def create_project(
     fav: dict[str, Any] = {}
     if favourite:
         fav["tools"] = favourite
-        fav["enabled"] = True
+        if presentation is None:          # else --presentation decides what is presented
+            fav["enabled"] = True
     if favourite_index is not None:
         fav["enabled"] = favourite_index
     if max_favourites is not None:
@@ -159,10 +216,83 @@ def create_project(
         spec["favouriteIndex"] = fav
     if presentation:
         spec["presentation"] = presentation
+    sections: dict[str, dict[str, Any]] = {
+        "gate": {"enabled": gate, "instructions": gate_instructions},
+        "names": {"style": names, "maxLength": max_name_length},
+        "search": {"enabled": search, "ranker": ranker, "topK": top_k, "recordQueries": record_queries},
+    }
+    for key, values in sections.items():
+        given = {k: v for k, v in values.items() if v is not None}
+        if given:
+            spec[key] = given
     if description:
         spec["description"] = description
-    doc = {"apiVersion": API_VERSION, "kind": "Project", "metadata": {"name": name}, "spec": spec}
+    meta: dict[str, Any] = {"name": name}
+    if label:
+        meta["labels"] = _pairs(label, "--label")
+    if annotation:
+        meta["annotations"] = _pairs(annotation, "--annotation")
+    doc = {"apiVersion": API_VERSION, "kind": "Project", "metadata": meta, "spec": spec}
     _create(doc, force=force, allow_missing=allow_missing)
+
+
+def project_command(resource: dict[str, Any], *, favourites: list[str] | None = None,
+                    max_favourites: int | None = None, force: bool = True) -> list[str]:
+    """The `mcpctl create project` command line that recreates `resource` (a stored project),
+    optionally with other favourites: running it changes nothing else. The inverse of
+    `create_project`'s flags; a test keeps the two in step. (One spec has no flags: favourites
+    pinned while the index is neither on nor off and no presentation is set; the line turns the
+    index on.)"""
+    from mcpctl.resources.kinds import DEFAULT_MAX_FAVOURITES
+
+    meta, spec = resource.get("metadata") or {}, resource.get("spec") or {}
+    argv = ["mcpctl", "create", "project", str(meta["name"])] + (["--force"] if force else [])
+    for s in spec.get("servers") or []:
+        argv += ["--server", s]
+    tools = spec.get("tools") or {}
+    for key, flag in (("disabled", "--disable"), ("enabled", "--enable")):
+        for pattern in tools.get(key) or []:
+            argv += [flag, pattern]
+    fav = spec.get("favouriteIndex") or {}
+    presentation = spec.get("presentation")
+    if favourites is not None:
+        enabled: bool | None = True
+        pins, limit = favourites, max_favourites or fav.get("maxFavourites") or DEFAULT_MAX_FAVOURITES
+        if presentation == "flat":
+            presentation = None
+    else:
+        enabled, pins, limit = fav.get("enabled"), list(fav.get("tools") or []), fav.get("maxFavourites")
+    if enabled is not None:
+        argv.append("--favourite-index" if enabled else "--no-favourite-index")
+    for tool in pins:
+        argv += ["--favourite", tool]
+    if limit is not None and (limit != DEFAULT_MAX_FAVOURITES or favourites is not None):
+        argv += ["--max-favourites", str(limit)]
+    if presentation:
+        argv += ["--presentation", presentation]
+    gate, names, search = spec.get("gate") or {}, spec.get("names") or {}, spec.get("search") or {}
+    if gate.get("enabled"):
+        argv.append("--gate")
+    if gate.get("instructions"):
+        argv += ["--gate-instructions", gate["instructions"]]
+    if names.get("style", "portable") != "portable":
+        argv += ["--names", names["style"]]
+    if names.get("maxLength", 48) != 48:
+        argv += ["--max-name-length", str(names["maxLength"])]
+    if search.get("enabled") is False:
+        argv.append("--no-search")
+    if search.get("ranker", "bm25") != "bm25":
+        argv += ["--ranker", search["ranker"]]
+    if search.get("topK", 5) != 5:
+        argv += ["--top-k", str(search["topK"])]
+    if search.get("recordQueries"):
+        argv.append("--record-queries")
+    if spec.get("description"):
+        argv += ["--description", spec["description"]]
+    for key, flag in (("labels", "--label"), ("annotations", "--annotation")):
+        for k, v in (meta.get(key) or {}).items():
+            argv += [flag, f"{k}={v}"]
+    return argv
 
 
 def register(app: typer.Typer) -> None:

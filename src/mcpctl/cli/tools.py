@@ -62,32 +62,20 @@ def _hint(value: Any) -> str:
 def _edit(project_name: str, ids: list[str], *, enable: bool) -> bool:
     from mcpctl.catalogue import curation
     from mcpctl.errors import InvalidResource
-    from mcpctl.resources.schema import FieldError, check_tool_id
+    from mcpctl.resources.edit import edit_spec
+    from mcpctl.resources.schema import check_tool_id
     from mcpctl.resources.store import Store
-    from mcpctl.resources.validate import canonical_spec
 
     for ident in ids:
         problem = check_tool_id(ident)
         if problem:
             raise InvalidResource(f"ID_OR_GLOB: {problem}")
-    store = Store()
-    with store.locked():
-        res = store.get("Project", project_name)
-        spec = res.setdefault("spec", {})
-        changed = (curation.enable if enable else curation.disable)(spec, ids)
-        if changed:
-            try:
-                res["spec"] = canonical_spec("Project", spec)
-            except FieldError as e:
-                raise InvalidResource(f"project {project_name!r}: {e.message}", hint=e.hint) from None
-            meta = res.setdefault("metadata", {})
-            try:
-                meta["resourceVersion"] = str(int(meta.get("resourceVersion") or 0) + 1)
-            except (TypeError, ValueError):
-                meta["resourceVersion"] = "1"
-            meta["generation"] = int(meta.get("generation") or 0) + 1
-            store.put(res)
-    return changed
+    change = curation.enable if enable else curation.disable
+    verb = "enable" if enable else "disable"
+    try:
+        return edit_spec(Store(), "Project", project_name, lambda spec: change(spec, ids), where=f"tools {verb}").changed
+    except InvalidResource as e:
+        raise InvalidResource(f"project {project_name!r}: {e.message}", hint=e.hint) from None
 
 
 def _edit_and_report(project: str, ids: list[str], *, enable: bool) -> None:

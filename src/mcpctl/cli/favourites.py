@@ -1,0 +1,373 @@
+"""`mcpctl favourites list|add|remove|suggest --project P`: a project's favourite index.
+
+`list` shows exactly what the gateway presents (the same pipeline, built from the catalogue
+cache); `add`/`remove` pin and unpin tools (validated like `apply`); `suggest` ranks tools by
+their calls in the invocation log and prints a ready-to-run `mcpctl create project … --force`
+line that changes nothing but the favourites (`--apply` writes it after showing the diff).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ._common import check_format, cli_errors, complete_projects, err, out, print_json, warn, write_stdout
+from .create import complete_tool_ids, project_command
+
+if TYPE_CHECKING:
+    from mcpctl.catalogue.favourites import Suggestions
+    from mcpctl.gateway.catalogue import CachedCatalogue
+
+favourites_app = typer.Typer(help="A project's favourite tools: list, pin, unpin, and suggest them from real use.",
+                             no_args_is_help=True)
+
+_Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
+_now = time.time            # the clock the window is measured from (a test can fix it)
+
+
+def _complete_pinned(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    from mcpctl.resources.store import Store
+
+    project = ctx.params.get("project")
+    try:
+        spec = Store().get("Project", str(project)).get("spec") or {}
+    except Exception:
+        return []
+    pinned = (spec.get("favouriteIndex") or {}).get("tools") or []
+    return [(t, "pinned favourite") for t in pinned if t.startswith(incomplete)]
+
+
+_Ids = Annotated[list[str], typer.Argument(help="Canonical tool ids server/tool.", autocompletion=complete_tool_ids)]
+_Pinned = Annotated[list[str], typer.Argument(help="Canonical tool ids server/tool.", autocompletion=_complete_pinned)]
+
+
+# -- list ----------------------------------------------------------------------------------------------
+
+
+def favourites_report(cached: CachedCatalogue, project_name: str) -> dict[str, Any]:
+    """What the gateway presents of the project's favourites (the JSON/YAML shape of `list`)."""
+    from mcpctl.gateway.names import ALL
+
+    project = cached.project
+    view = cached.view()
+    table = view.table
+    pinned = list(project.favourite_index.tools)
+    if project.favourite_index.enabled:
+        rows = [{"id": f.canonical_id, "pinned": True, "name": f.name, "state": "listed" if f.listed else "not listed",
+                 "reason": f.reason, "description": f.description} for f in view.favourites]
+    else:
+        rows = [{"id": cid, "pinned": True, "name": None, "state": "not presented",
+                 "reason": "the favourite index is off (flat presentation)", "description": ""} for cid in pinned]
+    listed = set(view.listed_names)
+    under_all = [t for t in view.searchable if table.name(ALL, t.canonical_id) is not None]
+    return {
+        "project": project_name,
+        "presentation": project.presentation,
+        "names": project.names.style,
+        "maxFavourites": project.favourite_index.max_favourites,
+        "gate": project.gate.enabled,
+        "favourites": rows,
+        "all": {"count": len(under_all), "pattern": table.namer.pattern(ALL) if under_all else None,
+                "listed": any(table.name(ALL, t.canonical_id) in listed for t in under_all)},
+        "instructions": cached.catalogue.instructions,
+    }
+
+
+def _render_list(report: dict[str, Any], cached: CachedCatalogue) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = report["favourites"]
+    out.print(f"project/{report['project']}: {report['presentation']} presentation, {report['names']} names, "
+              f"{len(rows)} of at most {report['maxFavourites']} favourites pinned"
+              + (", session gate on (favourites appear after begin_session)" if report["gate"] else ""),
+              markup=False)
+    if rows:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for col in ("", "#", "CANONICAL ID", "PRESENTED NAME", "STATE", "WHY NOT LISTED / DESCRIPTION"):
+            table.add_column(col, no_wrap=col != "WHY NOT LISTED / DESCRIPTION",
+                             overflow="fold" if col.startswith("WHY") else "ignore")
+        for i, r in enumerate(rows, 1):
+            detail = r["reason"] or " ".join(r["description"].split())[:90]
+            table.add_row("★", str(i), escape(r["id"]), escape(r["name"] or "-"), r["state"], escape(detail))
+        out.print(table)
+    else:
+        out.print("No favourites pinned. Pin some with: mcpctl favourites add --project "
+                  f"{report['project']} SERVER/TOOL …, or let the log suggest them: mcpctl favourites suggest "
+                  f"--project {report['project']}", markup=False)
+    a = report["all"]
+    if a["count"]:
+        how = "listed" if a["listed"] else "not listed: reachable through search_tools and call_tool"
+        out.print(f"Under all/: {a['count']} tools as {a['pattern']} ({how})", markup=False)
+    out.print("Instructions sent to the client:", markup=False)
+    out.print(f"  {report['instructions']}", markup=False)
+    for server in cached.unlisted:
+        warn(f"server {server!r} has not been listed yet: its tools are unknown "
+             f"(mcpctl tools list --project {report['project']} --refresh)")
+
+
+# -- add / remove --------------------------------------------------------------------------------------
+
+
+def _check_ids(ids: list[str]) -> None:
+    from mcpctl.errors import InvalidResource
+    from mcpctl.resources.kinds import check_favourite_id
+
+    for ident in ids:
+        problem = check_favourite_id(ident)
+        if problem:
+            raise InvalidResource(f"SERVER/TOOL: {problem}")
+
+
+def _flagged(message: str) -> str:
+    """Validation speaks in manifest paths; here the user typed ids and flags."""
+    return (message.split(": ", 1)[1] if message.startswith("favourites ") and ": " in message else message) \
+        .replace("spec.favouriteIndex.maxFavourites", "maxFavourites (--max-favourites)") \
+        .replace("spec.favouriteIndex.tools", "the favourites")
+
+
+def _edit(project: str, change: Any, verb: str) -> Any:
+    from mcpctl.errors import InvalidResource
+    from mcpctl.resources.edit import edit_spec
+    from mcpctl.resources.store import Store
+
+    try:
+        return edit_spec(Store(), "Project", project, change, where=f"favourites {verb}")
+    except InvalidResource as e:
+        raise InvalidResource(f"project {project!r}: {_flagged(e.message)}", hint=e.hint) from None
+
+
+def _warn_unknown(project: str, ids: list[str]) -> None:
+    from mcpctl.gateway.catalogue import cached_catalogue
+
+    try:
+        cached = cached_catalogue(project)
+    except Exception:
+        return
+    known = {t.canonical_id for t in cached.catalogue.tools}
+    for ident in ids:
+        server = ident.split("/", 1)[0]
+        if ident in known:
+            continue
+        if server not in cached.project.servers:
+            warn(f"{ident!r}: server {server!r} is not one of project {project!r}'s servers; it is not presented")
+        elif server in cached.unlisted:
+            warn(f"{ident!r}: server {server!r} has not been listed yet, so the id cannot be checked "
+                 f"(mcpctl tools list --project {project} --refresh)")
+        else:
+            warn(f"{ident!r} is not in the cached catalogue of project {project!r}; it is not presented until "
+                 f"its server lists it (mcpctl tools list --project {project} --refresh)")
+
+
+# -- suggest -------------------------------------------------------------------------------------------
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def _suggestions(project: str, top: int, window: float) -> tuple[Suggestions, CachedCatalogue, float, int]:
+    from mcpctl.catalogue import favourites as fv
+    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.gateway.view import Refusal
+
+    from .logs import open_log
+
+    cached = cached_catalogue(project)
+    since = _now() - window * 86400.0
+    with open_log() as log:
+        rows = log.usage(project, since=since)
+        ever = log.count(project) if not rows else -1
+    view = cached.view()
+
+    def resolve(name: str) -> str | None:
+        hit = view.table.lookup(name)
+        return hit[1].canonical_id if hit is not None else None
+
+    def ineligible(cid: str) -> str | None:
+        server = cid.split("/", 1)[0]
+        if server not in cached.project.servers:
+            return f"server {server!r} is no longer in the project"
+        hit = view.resolve(cid)
+        if hit is None:
+            return "not in the catalogue now" if server not in cached.unlisted else "server not listed yet"
+        if isinstance(hit, Refusal):
+            return "disabled in the project" if hit.error_class == "ToolDisabled" else hit.message
+        return None
+
+    pinned = list(cached.project.favourite_index.tools)
+    return fv.suggest(rows, pinned=pinned, top=top, resolve=resolve, ineligible=ineligible), cached, since, ever
+
+
+def _suggest_json(project: str, s: Suggestions, window: float, since: float, command: str | None) -> dict[str, Any]:
+    return {
+        "project": project, "windowDays": window, "since": since, "calls": s.calls, "sessions": s.sessions,
+        "suggested": s.suggested,
+        "tools": [{"id": c.use.canonical_id, "calls": c.use.calls, "sessions": c.use.sessions,
+                   "errors": c.use.errors, "errorRate": round(c.use.error_rate, 4), "lastUse": c.use.last_ts,
+                   "pinned": c.pinned, "suggested": c.suggested, "flag": c.flag, "names": list(c.use.names)}
+                  for c in s.candidates],
+        "pinnedUnused": s.pinned_unused,
+        "command": command,
+    }
+
+
+def _render_suggest(project: str, s: Suggestions, window: float, since: float) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    out.print(f"Favourites for project {project}: {s.calls} calls in {s.sessions} session(s) over the last "
+              f"{window:g} days (since {_when(since)}); ★ = pinned now", markup=False)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("#", "", "TOOL", "CALLS", "SESSIONS", "ERRORS", "LAST USE", "NOTE"):
+        table.add_column(col, justify="right" if col in ("#", "CALLS", "SESSIONS", "ERRORS") else "left", no_wrap=True)
+    rank = 0
+    for c in s.candidates:
+        if c.suggested:
+            rank += 1
+        note = f"flagged: {c.flag}" if c.flag else ("" if c.suggested else "below --top")
+        table.add_row(str(rank) if c.suggested else "-", "★" if c.pinned else "", escape(c.use.canonical_id),
+                      str(c.use.calls), str(c.use.sessions), f"{c.use.error_rate:.0%}", _when(c.use.last_ts),
+                      escape(note))
+    out.print(table)
+    if s.pinned_unused:
+        out.print(f"Pinned but not called in the window (dropped by the line below): {', '.join(s.pinned_unused)}",
+                  markup=False)
+
+
+def _spec_diff(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
+    import difflib
+
+    from mcpctl.resources.yamlio import to_yaml
+
+    return "".join(difflib.unified_diff(to_yaml({"spec": before.get("spec", {})}).splitlines(keepends=True),
+                                        to_yaml({"spec": after.get("spec", {})}).splitlines(keepends=True),
+                                        fromfile=f"live/{ref}", tofile=f"suggested/{ref}"))
+
+
+# -- commands ------------------------------------------------------------------------------------------
+
+
+def register(app: typer.Typer) -> None:
+    @favourites_app.command("list")
+    @cli_errors
+    def list_cmd(
+        project: _Project,
+        output: Annotated[str, typer.Option("-o", "--output", help="table|json|yaml")] = "table",
+    ) -> None:
+        """Exactly what the gateway presents: favourites (★, presented name, state and why not listed), the
+        count under all/, and the instruction text."""
+        from mcpctl.gateway.catalogue import cached_catalogue
+
+        check_format(output, ("table", "json", "yaml"))
+        cached = cached_catalogue(project)
+        report = favourites_report(cached, project)
+        if output == "json":
+            print_json(report)
+        elif output == "yaml":
+            from mcpctl.resources.yamlio import to_yaml
+
+            write_stdout(to_yaml(report))
+        else:
+            _render_list(report, cached)
+
+    @favourites_app.command("add")
+    @cli_errors
+    def add_cmd(
+        project: _Project,
+        ids: _Ids,
+        max_favourites: Annotated[int | None, typer.Option("--max-favourites", help="Also set maxFavourites (1-200).")] = None,
+    ) -> None:
+        """Pin tools as favourites (appended in order). Turns the favourite index on unless the project
+        turned it off explicitly."""
+        from mcpctl.catalogue import favourites as fv
+
+        _check_ids(ids)
+        notes: list[str] = []
+
+        def change(spec: dict[str, Any]) -> None:
+            fv.pin(spec, ids)
+            fav = spec["favouriteIndex"]
+            if max_favourites is not None:
+                fav["maxFavourites"] = max_favourites
+            if spec.get("presentation") is None and fav.get("enabled") is None:
+                fav["enabled"] = True
+                notes.append("favourite index turned on (favourite-index presentation)")
+            elif spec.get("presentation") == "flat" or fav.get("enabled") is False:
+                notes.append("the favourite index is off in this project, so favourites are not presented: "
+                             "remove spec.presentation: flat / set favouriteIndex.enabled: true "
+                             f"(mcpctl edit project {project})")
+
+        result = _edit(project, change, "add")
+        for w in result.warnings:
+            warn(w)
+        for note in notes if result.changed else []:
+            if "turned on" in note:
+                err.print(note, markup=False)
+            else:
+                warn(note)
+        _warn_unknown(project, ids)
+        write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
+
+    @favourites_app.command("remove")
+    @cli_errors
+    def remove_cmd(project: _Project, ids: _Pinned) -> None:
+        """Unpin favourites."""
+        from mcpctl.catalogue import favourites as fv
+
+        _check_ids(ids)
+        removed: list[str] = []
+        result = _edit(project, lambda spec: removed.extend(fv.unpin(spec, ids)), "remove")
+        for ident in ids:
+            if ident not in removed:
+                warn(f"{ident!r} is not pinned in project {project!r}")
+        write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
+
+    @favourites_app.command("suggest")
+    @cli_errors
+    def suggest_cmd(
+        project: _Project,
+        top: Annotated[int, typer.Option("--top", "-n", min=1, max=200, help="How many favourites to suggest.")] = 20,
+        window: Annotated[float, typer.Option("--window", min=0.001, help="Days of the invocation log to count.")] = 30.0,
+        apply: Annotated[bool, typer.Option("--apply", help="Show the change and write it.")] = False,
+        output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
+    ) -> None:
+        """Suggest favourites from the invocation log: tools ranked by calls (every presented form counted as
+        its canonical id), with distinct sessions, error rate and last use; tools that mostly fail are flagged,
+        not suggested. Ends with a ready-to-run `mcpctl create project … --force` line."""
+        from mcpctl.catalogue import favourites as fv
+        from mcpctl.resources.store import Store
+
+        check_format(output, ("table", "json"))
+        s, cached, since, ever = _suggestions(project, top, window)
+        command: str | None = None
+        if s.suggested:
+            live = Store().get("Project", project)
+            limit = max(cached.project.favourite_index.max_favourites, len(s.suggested))
+            command = shlex.join(project_command(live, favourites=s.suggested, max_favourites=limit))
+        if output == "json":
+            print_json(_suggest_json(project, s, window, since, command))
+        elif not s.candidates:
+            why = (f"the invocation log has no calls for project {project!r} yet" if ever == 0 else
+                   f"no calls in project {project!r} in the last {window:g} days ({ever} older call(s) in the log)")
+            err.print(f"Nothing to suggest: {why}.", markup=False)
+            err.print(f"  Serve the project to an agent (mcpctl serve --project {project}) and let it work, or "
+                      "widen --window.", markup=False)
+        else:
+            _render_suggest(project, s, window, since)
+            if command:
+                out.print("\nTo make these the favourites (changes nothing else in the project):", markup=False)
+                write_stdout(command + "\n")
+            else:
+                err.print("No tool qualifies (every used tool is flagged).", markup=False)
+        if apply and s.suggested:
+            limit = max(cached.project.favourite_index.max_favourites, len(s.suggested))
+            result = _edit(project, lambda spec: fv.set_favourites(spec, s.suggested, limit), "suggest")
+            if result.changed:
+                err.print(_spec_diff(result.before, result.after, f"project/{project}"), markup=False, end="")
+            write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
+
+    app.add_typer(favourites_app, name="favourites", rich_help_panel="Gateway")
