@@ -1,9 +1,11 @@
 """`mcpctl demo`: the main job end to end on the bundled example servers.
 
-Registers the example servers (notes, calc, textkit) and a `demo` project in the store, starts
-the real gateway (`mcpctl serve --project demo`) as a subprocess, connects to it with the
-official MCP client, lists and calls tools through it, and prints a short report followed by
-the invocation log rows the run produced. Only the report goes to stdout.
+Registers the example servers (notes, calc, textkit) and a `demo` project in the store (three
+pinned favourites, favourite-index presentation), starts the real gateway (`mcpctl serve
+--project demo`) as a subprocess, connects to it with the official MCP client, lists and calls
+tools through it, and prints a short report: the favourites listed first with the instruction
+the client received, the calls, the invocation log rows the run produced, and the favourites
+`mcpctl favourites suggest` draws from them. Only the report goes to stdout.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class Step:
 class Session:
     protocol: str = ""
     server: str = ""
+    instructions: str = ""
     tools: list[Any] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
 
@@ -159,6 +162,7 @@ async def run_session(timeout: float, errlog_path: Path, protocol: str = "auto")
         async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=timeout, mode=protocol,
                           client_info=t.Implementation(name="mcpctl-demo", version=__version__)) as c:
             s.protocol = c.protocol_version
+            s.instructions = c.instructions or ""
             info = c.server_info
             s.server = f"{info.name} {info.version}" if info else "?"
             names: list[str] = []
@@ -230,7 +234,7 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 
 def print_report(home_note: str, registered: list[str], s: Session, rows: list[Any], pairs: list[tuple[str, str]],
-                 log_path: Path) -> None:
+                 log_path: Path, suggested: tuple[Any, str | None] | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -242,7 +246,12 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
         out.print(f"   {escape(line)}")
     out.print(f"\n[bold]2. Started the gateway[/bold] ({escape(sys.executable)} -m mcpctl serve --project demo): "
               f"{escape(s.server)}, protocol {escape(s.protocol)}")
-    out.print(f"\n[bold]3. The agent sees {len(s.tools)} tools[/bold] ({DISABLED} is disabled in the project)")
+    favs = [t.name for t in s.tools if t.name.startswith("favourite")]
+    rest = [t.name for t in s.tools if t.name.startswith("all")]
+    out.print(f"\n[bold]3. The agent sees {len(s.tools)} tools[/bold]: {len(favs)} favourites first, mcpctl's "
+              f"search_tools, then all {len(rest)} enabled tools under all__<server>__<tool> "
+              f"({DISABLED} is disabled in the project)")
+    out.print(f"   Instructions it received: {escape(s.instructions)}")
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     table.add_column("NAME")
     table.add_column("RO", justify="center")
@@ -261,8 +270,16 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
         out.print(render_table(rows))
     for q, cid in pairs:
         out.print(escape(f"   search {q!r} was followed by a call to {cid}"))
+    if suggested is not None:
+        from .favourites import render_suggest
+
+        out.print("\n[bold]6. Favourites from this run's calls[/bold] (mcpctl favourites suggest --project demo)")
+        render_suggest(PROJECT, suggested[0], "in this run")
+        if suggested[1]:
+            out.print("   To make them the favourites (nothing else changes):")
+            out.print(f"   {escape(suggested[1])}")
     out.print("\nNext: [bold]mcpctl serve --project demo[/bold] from your agent's MCP config, "
-              "[bold]mcpctl logs --project demo[/bold], [bold]mcpctl get project demo -o yaml[/bold]")
+              "[bold]mcpctl favourites list --project demo[/bold], [bold]mcpctl logs --project demo[/bold]")
 
 
 EXAMPLE_SERVERS = ("notes", "calc", "textkit")
@@ -334,9 +351,13 @@ def register(app: typer.Typer) -> None:
                 rows = log.query(project=PROJECT, since=started)
                 pairs = log.search_pairs(PROJECT, since=started)
                 log_path = log.path
+            from .favourites import suggested_command, suggestions
+
+            found, cached, _ = suggestions(PROJECT, 5, started)
+            line = suggested_command(store.get("Project", PROJECT), found, cached) if found.suggested else None
             note = f"(MCPCTL_HOME={os.environ['MCPCTL_HOME']})" if os.environ.get("MCPCTL_HOME") \
                 else f"(store: {paths.resources_dir()})"
-            print_report(note, registered, session, rows, pairs, log_path)
+            print_report(note, registered, session, rows, pairs, log_path, (found, line))
             if not keep:
                 for d in reversed(demo_documents(Path())):
                     with contextlib.suppress(MCPCtlError):

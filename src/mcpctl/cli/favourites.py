@@ -169,7 +169,9 @@ def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def _suggestions(project: str, top: int, window: float) -> tuple[Suggestions, CachedCatalogue, float, int]:
+def suggestions(project: str, top: int, since: float) -> tuple[Suggestions, CachedCatalogue, int]:
+    """Favourites suggested from the calls of `project` since `since` (unix seconds), the cached
+    catalogue they were judged against, and (when there were none) how many calls the log holds."""
     from mcpctl.catalogue import favourites as fv
     from mcpctl.gateway.catalogue import cached_catalogue
     from mcpctl.gateway.view import Refusal
@@ -177,7 +179,6 @@ def _suggestions(project: str, top: int, window: float) -> tuple[Suggestions, Ca
     from .logs import open_log
 
     cached = cached_catalogue(project)
-    since = _now() - window * 86400.0
     with open_log() as log:
         rows = log.usage(project, since=since)
         ever = log.count(project) if not rows else -1
@@ -199,7 +200,7 @@ def _suggestions(project: str, top: int, window: float) -> tuple[Suggestions, Ca
         return None
 
     pinned = list(cached.project.favourite_index.tools)
-    return fv.suggest(rows, pinned=pinned, top=top, resolve=resolve, ineligible=ineligible), cached, since, ever
+    return fv.suggest(rows, pinned=pinned, top=top, resolve=resolve, ineligible=ineligible), cached, ever
 
 
 def _suggest_json(project: str, s: Suggestions, window: float, since: float, command: str | None) -> dict[str, Any]:
@@ -215,12 +216,12 @@ def _suggest_json(project: str, s: Suggestions, window: float, since: float, com
     }
 
 
-def _render_suggest(project: str, s: Suggestions, window: float, since: float) -> None:
+def render_suggest(project: str, s: Suggestions, period: str) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    out.print(f"Favourites for project {project}: {s.calls} calls in {s.sessions} session(s) over the last "
-              f"{window:g} days (since {_when(since)}); ★ = pinned now", markup=False)
+    out.print(f"Favourites for project {project}: {s.calls} calls in {s.sessions} session(s) {period}; "
+              "★ = pinned now", markup=False)
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("#", "", "TOOL", "CALLS", "SESSIONS", "ERRORS", "LAST USE", "NOTE"):
         table.add_column(col, justify="right" if col in ("#", "CALLS", "SESSIONS", "ERRORS") else "left", no_wrap=True)
@@ -236,6 +237,12 @@ def _render_suggest(project: str, s: Suggestions, window: float, since: float) -
     if s.pinned_unused:
         out.print(f"Pinned but not called in the window (dropped by the line below): {', '.join(s.pinned_unused)}",
                   markup=False)
+
+
+def suggested_command(live: dict[str, Any], s: Suggestions, cached: CachedCatalogue) -> str:
+    """The ready-to-run line that makes the suggestions the favourites and changes nothing else."""
+    limit = max(cached.project.favourite_index.max_favourites, len(s.suggested))
+    return shlex.join(project_command(live, favourites=s.suggested, max_favourites=limit))
 
 
 def _spec_diff(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
@@ -342,12 +349,11 @@ def register(app: typer.Typer) -> None:
         from mcpctl.resources.store import Store
 
         check_format(output, ("table", "json"))
-        s, cached, since, ever = _suggestions(project, top, window)
+        since = _now() - window * 86400.0
+        s, cached, ever = suggestions(project, top, since)
         command: str | None = None
         if s.suggested:
-            live = Store().get("Project", project)
-            limit = max(cached.project.favourite_index.max_favourites, len(s.suggested))
-            command = shlex.join(project_command(live, favourites=s.suggested, max_favourites=limit))
+            command = suggested_command(Store().get("Project", project), s, cached)
         if output == "json":
             print_json(_suggest_json(project, s, window, since, command))
         elif not s.candidates:
@@ -357,7 +363,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"  Serve the project to an agent (mcpctl serve --project {project}) and let it work, or "
                       "widen --window.", markup=False)
         else:
-            _render_suggest(project, s, window, since)
+            render_suggest(project, s, f"over the last {window:g} days (since {_when(since)})")
             if command:
                 out.print("\nTo make these the favourites (changes nothing else in the project):", markup=False)
                 write_stdout(command + "\n")

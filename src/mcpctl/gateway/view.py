@@ -315,6 +315,7 @@ class Favourite:
     listed: bool
     reason: str | None
     description: str = ""
+    pending: bool = False           # its server has not been listed yet: expected, not known
 
 
 @dataclass
@@ -407,8 +408,12 @@ def _favourites(project: ProjectSpec, table: NameTable, filters: Sequence[Filter
         elif server in down:
             reason = f"server {server!r} is down: {down[server]}"
         elif tool is None:
-            reason = (f"server {server!r} has not been listed yet" if not any(
-                t.server == server for t in table.by_cid.values()) else f"no tool {cid!r} in the catalogue")
+            if any(t.server == server for t in table.by_cid.values()):
+                reason = f"no tool {cid!r} in the catalogue"
+            else:
+                reason = f"server {server!r} has not been listed yet"
+                out.append(Favourite(cid, _expected_name(table, project, cid), False, reason, "", pending=True))
+                continue
         else:
             refusal = next((r for f in filters if (r := f.check(tool)) is not None), None)
             if refusal is not None:
@@ -422,6 +427,15 @@ def _favourites(project: ProjectSpec, table: NameTable, filters: Sequence[Filter
         listed += ok
         out.append(Favourite(cid, name, ok, reason, tool.description if tool else ""))
     return out
+
+
+def _expected_name(table: NameTable, project: ProjectSpec, cid: str) -> str:
+    """The favourite name a pinned tool of a server not listed yet will most likely get (the
+    names stage decides for good once the server lists it)."""
+    pinned_names = [c.split("/", 1)[1] for c in project.favourite_index.tools if "/" in c]
+    server, _, tool = cid.partition("/")
+    raw = table.namer.favourite(server, tool, qualified=pinned_names.count(tool) > 1)
+    return nm.fit(raw, nm.favourite_key(cid), table.namer.max_length, table.namer.style)
 
 
 def _listed(tool: CatalogueTool, name: str, *, always_load: bool) -> dict[str, Any]:
@@ -454,7 +468,9 @@ def instructions(project_name: str, project: ProjectSpec, view: View) -> str:
         parts.append(f"Call {BEGIN_SESSION} with your task before anything else: until then it is your only "
                      "tool. It returns this project's instructions, its favourite tools and the best matches "
                      "for the task, and then unlocks the full list.")
-    fav_names = [f.name for f in view.favourites if f.listed and f.name]
+    # favourites of servers not listed yet are named too: the instructions are sent once, at
+    # initialize, often before a first start has listed anything
+    fav_names = [f.name for f in view.favourites if (f.listed or f.pending) and f.name]
     parts.append(view.table.presentation.instructions(view.table.namer, fav_names, project.search.enabled))
     return " ".join(parts)
 
