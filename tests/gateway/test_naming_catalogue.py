@@ -127,3 +127,22 @@ def test_commands_are_found_next_to_the_running_python(monkeypatch: object) -> N
     assert find_command("definitely-not-a-command-mcpctl") is None
     assert find_command(sys.executable) == sys.executable
     assert os.environ["PATH"] == "/nonexistent"
+
+
+def test_a_favourite_is_described_once_and_its_all_entry_points_to_it() -> None:
+    from mcpctl.resources.kinds import FavouriteIndex
+
+    spec = ProjectSpec("p", servers=("a",), presentation="favourite-index",
+                       favourite_index=FavouriteIndex(enabled=True, tools=("a/echo",)))
+    cat = Catalogue("p", spec)
+    echo = {"name": "echo", "description": "Echo text back", "inputSchema": {"type": "object", "required": ["text"]},
+            "annotations": {"readOnlyHint": True}}
+    cat.set_listing("a", {"tools": [echo, {"name": "add", "inputSchema": {"type": "object"}}]})
+    tools = {t["name"]: t for t in cat.view().tools}
+    assert list(tools) == ["favourite__echo", "search_tools", "all__a__echo", "all__a__add"]
+    assert tools["favourite__echo"]["description"] == "Echo text back"
+    assert tools["all__a__echo"] == {"name": "all__a__echo", "inputSchema": {"type": "object"},
+                                     "description": "Same tool as favourite__echo (a favourite, listed above): "
+                                                    "call it by that name.", "annotations": {"readOnlyHint": True}}
+    hit = cat.view().resolve("all__a__echo")
+    assert isinstance(hit, Route) and hit.tool.canonical_id == "a/echo"

@@ -137,6 +137,7 @@ class Slot:
     kind: str                       # names.FAVOURITE | names.ALL | FLAT
     tool: CatalogueTool
     listed: bool = True             # False: reachable by name (search, call_tool), not listed
+    pointer: bool = False           # listed as a pointer to the tool's favourite entry
 
 
 class Presentation(Protocol):
@@ -175,7 +176,11 @@ class FavouriteIndexPresentation:
 
     def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
                 ) -> tuple[list[Slot], list[Slot]]:
-        return [Slot(nm.FAVOURITE, t) for t in favourites], [Slot(nm.ALL, t) for t in visible]
+        # A favourite is in full once, under its favourite name; its `all` entry keeps the
+        # catalogue complete as a short pointer to that name (still callable by either).
+        pinned = {t.canonical_id for t in favourites}
+        return ([Slot(nm.FAVOURITE, t) for t in favourites],
+                [Slot(nm.ALL, t, pointer=t.canonical_id in pinned) for t in visible])
 
     def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str:
         fav, rest = namer.pattern(nm.FAVOURITE), namer.pattern(nm.ALL)
@@ -386,7 +391,9 @@ def build_view(project_name: str, project: ProjectSpec, table: NameTable, sessio
         if name is None:              # pragma: no cover
             continue
         present.setdefault(slot.tool.canonical_id, name)
-        if slot.listed:
+        if slot.pointer:
+            payload.append(_pointer(slot.tool, name, present[slot.tool.canonical_id]))
+        elif slot.listed:
             payload.append(_listed(slot.tool, name, always_load=False))
     return View(pres.mode, session, payload, favourites, searchable, callable_builtins, table, filters, present)
 
@@ -443,6 +450,16 @@ def _listed(tool: CatalogueTool, name: str, *, always_load: bool) -> dict[str, A
     if always_load:
         meta = item.get("_meta")
         item["_meta"] = {**meta, ALWAYS_LOAD: True} if isinstance(meta, dict) else {ALWAYS_LOAD: True}
+    return item
+
+
+def _pointer(tool: CatalogueTool, name: str, favourite: str) -> dict[str, Any]:
+    """The `all` entry of a listed favourite: the same tool, described once (under `favourite`)."""
+    item: dict[str, Any] = {"name": name, "description": f"Same tool as {favourite} (a favourite, listed above): "
+                            "call it by that name.", "inputSchema": {"type": "object"}}
+    annotations = tool.wire.get("annotations")
+    if isinstance(annotations, dict):
+        item["annotations"] = annotations
     return item
 
 
