@@ -56,7 +56,8 @@ def favourites_report(cached: CachedCatalogue, project_name: str) -> dict[str, A
     table = view.table
     pinned = list(project.favourite_index.tools)
     if project.favourite_index.enabled:
-        rows = [{"id": f.canonical_id, "pinned": True, "name": f.name, "state": "listed" if f.listed else "not listed",
+        rows = [{"id": f.canonical_id, "pinned": True, "name": f.name,
+                 "state": "listed" if f.listed else "pending" if f.pending else "not listed",
                  "reason": f.reason, "description": f.description} for f in view.favourites]
     else:
         rows = [{"id": cid, "pinned": True, "name": None, "state": "not presented",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import anyio
@@ -14,6 +15,16 @@ from mcpctl.resources.kinds import ServerSpec
 log = logging.getLogger("mcpctl.gateway")
 
 
+def _status(name: str, status: dict[str, Any]) -> None:
+    """What a listing observed, as `mcpctl get servers` shows it (as the gateway writes it)."""
+    from mcpctl.resources.store import Store
+
+    try:
+        Store().set_status("Server", name, status)
+    except OSError as e:
+        log.warning("cannot write status of %s: %s", name, e)
+
+
 async def _refresh(servers: dict[str, ServerSpec | str]) -> list[str]:
     problems: list[str] = []
     done: dict[str, anyio.Event] = {name: anyio.Event() for name in servers}
@@ -23,8 +34,13 @@ async def _refresh(servers: dict[str, ServerSpec | str]) -> list[str]:
         done[up.name].set()
 
     def on_state(up: Upstream) -> None:
+        if up.state == "up":
+            _status(up.name, {"state": "up", "lastError": None, "tools": up.tool_count,
+                              "protocolVersion": up.protocol_version, "serverInfo": up.server_info,
+                              "lastSeen": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         if up.state == "down" and not done[up.name].is_set():   # not the shutdown after listing
             problems.append(f"server {up.name!r}: {up.last_error}")
+            _status(up.name, {"state": "down", "lastError": up.last_error})
             done[up.name].set()
 
     async def one(spec: ServerSpec, tg: Any) -> None:
@@ -45,7 +61,7 @@ async def _refresh(servers: dict[str, ServerSpec | str]) -> list[str]:
 
 def refresh_project(project_name: str) -> list[str]:
     """List every server of the project now; returns one problem line per server that failed."""
-    from mcpctl.gateway.run import load_gateway_config
+    from mcpctl.gateway.catalogue import load_gateway_config
 
     _, servers = load_gateway_config(project_name)
     return anyio.run(_refresh, servers)

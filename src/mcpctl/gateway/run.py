@@ -25,7 +25,8 @@ import anyio.abc
 
 from mcpctl import paths
 from mcpctl.errors import MCPCtlError
-from mcpctl.gateway.early import EarlyFront, load_gateway_config
+from mcpctl.gateway.catalogue import load_gateway_config
+from mcpctl.gateway.early import EarlyFront
 from mcpctl.gateway.front import Gateway
 from mcpctl.resources.kinds import ProjectSpec
 from mcpctl.resources.store import Store, atomic_write
