@@ -337,6 +337,7 @@ class View:
     table: NameTable
     filters: tuple[Filter, ...]
     _present: dict[str, str] = field(default_factory=dict)    # cid -> the name to call it by
+    _visible: frozenset[str] = frozenset()                    # ids every content filter passed
 
     @property
     def listed_names(self) -> list[str]:
@@ -354,7 +355,12 @@ class View:
         if hit is None:
             return None
         tool = hit[1]
-        for f in self.filters:
+        gate = self.filters[0].check(tool)
+        if gate is not None:
+            return gate
+        if tool.canonical_id in self._visible:      # passed the same filters when this view was built
+            return Route(tool, name)
+        for f in self.filters[1:]:
             refusal = f.check(tool)
             if refusal is not None:
                 return refusal
@@ -366,6 +372,7 @@ def build_view(project_name: str, project: ProjectSpec, table: NameTable, sessio
     """The view of one session key over a named catalogue. `down`: servers that cannot serve
     (not registered, misconfigured) -> why; their favourites are left out with that reason."""
     down = down or {}
+    # the gate first: walking backwards, it is the first filter a call meets
     filters: tuple[Filter, ...] = (Gate(project.gate.enabled and session.gated),
                                    Curation(project_name, project), CredentialView(session.profile))
     content_filters = filters[1:]                 # what the session may see once it has begun
@@ -395,7 +402,8 @@ def build_view(project_name: str, project: ProjectSpec, table: NameTable, sessio
             payload.append(_pointer(slot.tool, name, present[slot.tool.canonical_id]))
         elif slot.listed:
             payload.append(_listed(slot.tool, name, always_load=False))
-    return View(pres.mode, session, payload, favourites, searchable, callable_builtins, table, filters, present)
+    return View(pres.mode, session, payload, favourites, searchable, callable_builtins, table, filters, present,
+                frozenset(visible_ids))
 
 
 def _favourites(project: ProjectSpec, table: NameTable, filters: Sequence[Filter], visible: set[str],
