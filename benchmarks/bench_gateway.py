@@ -1,6 +1,7 @@
 """Benchmark `mcpctl serve` against its upstreams, side by side in one run (not a test).
 
     .venv/bin/python benchmarks/bench_gateway.py [--quick] [--json out.jsonl] [--no-shared]
+                                                 [--baseline MCPCTL_EXE]
 
 Measures, with a raw newline-delimited JSON-RPC client over stdio (the same client cost for
 every target):
@@ -14,6 +15,25 @@ Then, when the neutral harness `../shared/bench` exists (relative to the repo ro
 `mcpbench.py` against the direct upstream and against `mcpctl serve` too, for numbers
 comparable with the peers in `../shared/bench/PEERS.md`. Upstreams are
 `../shared/bench/synth_server.py` when present, else `tests/servers/fault_server.py`.
+
+`--baseline MCPCTL_EXE` adds a third target, `baseline`: the `mcpctl` executable of another
+installation (e.g. an older commit installed in its own venv), to report a change to the call
+path before and after in one run. It is measured in the same interleaved rounds (order reversed
+every other round) as `direct` and this checkout's gateway in 1 and 2, and in 3-5, where without
+it each gateway start is measured once, both gateways are started in as many rounds as 1 and 2
+use, each from its own fresh MCPCTL_HOME (written with this checkout's store, whose format both
+must read) so neither reads the other's cache; the figures printed for this checkout are then
+medians over those rounds. The summary then adds a table of current vs baseline: tools/call round
+trip and overhead over direct (median, p95), gateway CPU per call, calls/s with 16 in flight,
+tools/list latency with 1,000 tools, time to the first full tools/list (from cache and on a first
+start) and peak RSS with 20 upstreams, each with current/baseline as the median of the per-round
+ratios (on a noisy machine only such paired ratios mean anything: compare two copies of the same
+code first to see the noise floor). `--json` then also carries the baseline's per-round numbers
+and the comparison. The shared harness still runs this checkout only. For example:
+
+    git worktree add ../baseline HEAD      # before the change (any commit will do)
+    python3 -m venv ../baseline/.venv && ../baseline/.venv/bin/pip install -q -e ../baseline
+    .venv/bin/python benchmarks/bench_gateway.py --baseline ../baseline/.venv/bin/mcpctl
 """
 
 from __future__ import annotations
@@ -29,10 +49,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_BENCH = REPO.parent / "shared" / "bench"
@@ -89,8 +109,11 @@ def make_home(root: Path, upstreams: Sequence[Upstream], project: str = "bench")
 class RawClient:
     """Newline-delimited JSON-RPC over a child's stdio, handshake era (2025-11-25)."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, argv: Sequence[str] = (),
+                 stderr: IO[bytes] | None = None) -> None:
         self.proc = proc
+        self.argv = list(argv)
+        self.stderr = stderr
         self.next_id = 0
         self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.list_changed = asyncio.Event()
@@ -99,21 +122,22 @@ class RawClient:
     @classmethod
     @contextlib.asynccontextmanager
     async def spawn(cls, argv: Sequence[str], env: dict[str, str] | None = None) -> AsyncIterator[RawClient]:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **(env or {})}, limit=256 * 1024 * 1024)
-        client = cls(proc)
-        try:
-            yield client
-        finally:
-            client.reader.cancel()
-            if proc.stdin:
-                proc.stdin.close()
+        with tempfile.TemporaryFile() as stderr:     # its tail says why a server died
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=stderr, env={**os.environ, **(env or {})}, limit=256 * 1024 * 1024)
+            client = cls(proc, argv, stderr)
             try:
-                await asyncio.wait_for(proc.wait(), 15)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+                yield client
+            finally:
+                client.reader.cancel()
+                if proc.stdin:
+                    proc.stdin.close()
+                try:
+                    await asyncio.wait_for(proc.wait(), 15)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
 
     async def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -130,12 +154,27 @@ class RawClient:
                 self.list_changed.set()
             elif "id" in msg and "method" in msg:      # ping / roots from the server
                 self._send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+        # the server is gone: fail what waits on it instead of hanging the run
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(RuntimeError(f"{self.what()} closed its stdout"))
+        self.pending.clear()
+
+    def what(self) -> str:
+        tail = b""
+        if self.stderr is not None and not self.stderr.closed:
+            self.stderr.seek(max(0, self.stderr.seek(0, os.SEEK_END) - 600))
+            tail = self.stderr.read()
+        return (f"pid {self.proc.pid} ({' '.join(self.argv[:3])}, exit status {self.proc.returncode}; "
+                f"stderr ends: {tail.decode(errors='replace')!r})")
 
     def _send(self, msg: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        if self.reader.done():
+            raise RuntimeError(f"{method}: {self.what()} has closed its stdout")
         self.next_id += 1
         rid = self.next_id
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -144,7 +183,8 @@ class RawClient:
         msg = await fut
         if "error" in msg:
             raise RuntimeError(f"{method}: {msg['error']}")
-        return msg["result"]
+        result: dict[str, Any] = msg["result"]
+        return result
 
     async def initialize(self) -> dict[str, Any]:
         result = await self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -242,10 +282,12 @@ async def measure_list(c: RawClient, n: int = 50) -> float:
     return statistics.median(lat)
 
 
-async def bench_calls(root: Path, use_shared: bool, iters: int, seconds: float, rounds: int) -> dict[str, Any]:
+async def bench_calls(root: Path, use_shared: bool, iters: int, seconds: float, rounds: int,
+                      baseline: str | None = None) -> dict[str, Any]:
     up = upstream(0, 20, use_shared)
-    home = make_home(root, [up])
-    out: dict[str, Any] = {"direct": [], "gateway": []}
+    gateways = {"gateway": MCPCTL, **({"baseline": baseline} if baseline else {})}
+    homes = {name: make_home(root, [up]) for name in gateways}   # each gateway its own cache
+    out: dict[str, Any] = {"direct": [], **{name: [] for name in gateways}}
 
     async def direct() -> None:
         async with RawClient.spawn(up.argv) as d:
@@ -255,21 +297,32 @@ async def bench_calls(root: Path, use_shared: bool, iters: int, seconds: float, 
             cps = await measure_concurrency(d, up.echo, seconds)
             out["direct"].append({**call, "calls_per_s": cps})
 
-    async def gateway() -> None:
-        async with RawClient.spawn([MCPCTL, "serve", "--project", "bench"], {"MCPCTL_HOME": str(home)}) as g:
-            await g.initialize()
-            await wait_full(g, 21)
-            call = await measure_calls(g, f"s0__{up.echo}", iters)
-            cps = await measure_concurrency(g, f"s0__{up.echo}", seconds)
-            out["gateway"].append({**call, "calls_per_s": cps})
+    def gateway(name: str) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            async with RawClient.spawn([gateways[name], "serve", "--project", "bench"],
+                                       {"MCPCTL_HOME": str(homes[name])}) as g:
+                await g.initialize()
+                await wait_full(g, 21)
+                call = await measure_calls(g, f"s0__{up.echo}", iters)
+                cps = await measure_concurrency(g, f"s0__{up.echo}", seconds)
+                out[name].append({**call, "calls_per_s": cps})
+        return run
 
-    # Interleaved rounds, alternating which target goes first; each round is one paired sample.
+    targets = [direct, *(gateway(name) for name in gateways)]
+    # Interleaved rounds, the order reversed every other round; each round is one paired sample.
     for rnd in range(rounds):
-        for target in ((direct, gateway) if rnd % 2 == 0 else (gateway, direct)):
+        for target in (targets if rnd % 2 == 0 else targets[::-1]):
             await target()
-        print(f"  round {rnd + 1}: direct p50 {out['direct'][-1]['p50_ms']:.3f} ms, gateway p50 "
-              f"{out['gateway'][-1]['p50_ms']:.3f} ms; {out['direct'][-1]['calls_per_s']:.0f} vs "
-              f"{out['gateway'][-1]['calls_per_s']:.0f} calls/s", flush=True)
+        last = {name: out[name][-1] for name in out}
+        if baseline is None:
+            print(f"  round {rnd + 1}: direct p50 {last['direct']['p50_ms']:.3f} ms, gateway p50 "
+                  f"{last['gateway']['p50_ms']:.3f} ms; {last['direct']['calls_per_s']:.0f} vs "
+                  f"{last['gateway']['calls_per_s']:.0f} calls/s", flush=True)
+        else:
+            print(f"  round {rnd + 1}: direct p50 {last['direct']['p50_ms']:.3f} ms, gateway p50 "
+                  f"{last['gateway']['p50_ms']:.3f} ms, baseline p50 {last['baseline']['p50_ms']:.3f} ms; "
+                  f"{last['direct']['calls_per_s']:.0f} vs {last['gateway']['calls_per_s']:.0f} vs "
+                  f"{last['baseline']['calls_per_s']:.0f} calls/s", flush=True)
     return out
 
 
@@ -290,14 +343,12 @@ def paired(calls: dict[str, Any]) -> dict[str, float]:
     }
 
 
-async def bench_many(root: Path, use_shared: bool, n_up: int, tools_each: int) -> dict[str, Any]:
-    ups = [upstream(i, tools_each, use_shared) for i in range(n_up)]
-    home = make_home(root, ups)
-    expect = n_up * tools_each + 1   # + search_tools
-    res: dict[str, Any] = {"upstreams": n_up, "tools": n_up * tools_each}
+async def gateway_start(exe: str, home: Path, expect: int) -> dict[str, float]:
+    """One gateway started twice on a fresh home: first start (no cache), then from its cache."""
+    res: dict[str, float] = {}
     for phase in ("first_start", "cached"):
         t0 = time.perf_counter()
-        async with RawClient.spawn([MCPCTL, "serve", "--project", "bench"], {"MCPCTL_HOME": str(home)}) as g:
+        async with RawClient.spawn([exe, "serve", "--project", "bench"], {"MCPCTL_HOME": str(home)}) as g:
             await g.initialize()
             init_ms = (time.perf_counter() - t0) * 1000
             _, tools = await wait_full(g, expect)
@@ -309,13 +360,116 @@ async def bench_many(root: Path, use_shared: bool, n_up: int, tools_each: int) -
                 res["list_p50_ms"] = await measure_list(g)
                 res["list_bytes"] = len(json.dumps(tools))
                 res["gateway_peak_rss_mb"] = g.peak_rss_mb()
+    return res
+
+
+def medians(runs: Sequence[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+async def bench_many(root: Path, use_shared: bool, n_up: int, tools_each: int, baseline: str | None = None,
+                     rounds: int = 1) -> tuple[dict[str, Any], dict[str, list[dict[str, float]]]]:
+    """This checkout's gateway (medians over the rounds, one round without a baseline) and the
+    per-round numbers of each gateway, the baseline's started in the same interleaved rounds."""
+    ups = [upstream(i, tools_each, use_shared) for i in range(n_up)]
+    expect = n_up * tools_each + 1   # + search_tools
+    gateways = {"gateway": MCPCTL, **({"baseline": baseline} if baseline else {})}
+    names = list(gateways)
+    per: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    for rnd in range(rounds if baseline else 1):
+        for name in (names if rnd % 2 == 0 else names[::-1]):
+            per[name].append(await gateway_start(gateways[name], make_home(root, ups), expect))
+            if baseline:
+                r = per[name][-1]
+                print(f"    round {rnd + 1}, {name:8s}: first start {r['first_start_ready_ms']:.0f} ms, "
+                      f"from cache {r['cached_ready_ms']:.0f} ms; list p50 {r['list_p50_ms']:.2f} ms; "
+                      f"RSS {r['gateway_peak_rss_mb']:.0f} MB", flush=True)
+    res: dict[str, Any] = {"upstreams": n_up, "tools": n_up * tools_each, **medians(per["gateway"])}
     if n_up * tools_each >= 1000:
         big = upstream(0, n_up * tools_each, use_shared)
         async with RawClient.spawn(big.argv) as d:
             await d.initialize()
             await wait_full(d, n_up * tools_each)
             res["direct_list_p50_ms"] = await measure_list(d)
-    return res
+    return res, per
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One row of the current-vs-baseline table: a value per round for each gateway."""
+    key: str
+    label: str
+    fmt: str            # format spec of the values
+    better: str         # "lower" or "higher"
+    current: list[float]
+    baseline: list[float]
+
+
+def baseline_metrics(calls: dict[str, Any], many: dict[int, dict[str, Any]],
+                     many_rounds: dict[int, dict[str, list[dict[str, float]]]]) -> list[Metric]:
+    d, g, b = calls["direct"], calls["gateway"], calls["baseline"]
+
+    def call(key: str) -> tuple[list[float], list[float]]:
+        return [r[key] for r in g], [r[key] for r in b]
+
+    def over(key: str) -> tuple[list[float], list[float]]:
+        return ([r[key] - x[key] for r, x in zip(g, d, strict=True)],
+                [r[key] - x[key] for r, x in zip(b, d, strict=True)])
+
+    def start(n_up: int, key: str) -> tuple[list[float], list[float]]:
+        rounds = many_rounds[n_up]
+        return [r[key] for r in rounds["gateway"]], [r[key] for r in rounds["baseline"]]
+
+    tools = many[20]["tools"]
+    return [
+        Metric("call_p50_ms", "tools/call round trip p50 (ms)", ".3f", "lower", *call("p50_ms")),
+        Metric("call_p95_ms", "tools/call round trip p95 (ms)", ".3f", "lower", *call("p95_ms")),
+        Metric("overhead_p50_ms", "overhead over direct p50 (ms)", "+.3f", "lower", *over("p50_ms")),
+        Metric("overhead_p95_ms", "overhead over direct p95 (ms)", "+.3f", "lower", *over("p95_ms")),
+        Metric("cpu_ms_per_call", "gateway CPU per call (ms)", ".3f", "lower", *call("cpu_ms_per_call")),
+        Metric("calls_per_s", "calls/s @16 in flight", ".0f", "higher", *call("calls_per_s")),
+        Metric("list_ms", f"tools/list, {tools} tools, 20 upstreams (ms)", ".2f", "lower",
+               *start(20, "list_p50_ms")),
+        *(Metric(f"cached_ready_{n}_ms", f"ready from cache, {n} upstreams (ms)", ".0f", "lower",
+                 *start(n, "cached_ready_ms")) for n in many),
+        *(Metric(f"first_start_ready_{n}_ms", f"ready on first start, {n} upstreams (ms)", ".0f", "lower",
+                 *start(n, "first_start_ready_ms")) for n in many),
+        Metric("peak_rss_20_mb", "gateway peak RSS, 20 upstreams (MB)", ".1f", "lower",
+               *start(20, "gateway_peak_rss_mb")),
+    ]
+
+
+def versus(m: Metric) -> dict[str, Any]:
+    """Medians over rounds, and current/baseline as the median of the per-round ratios (rounds where
+    the baseline's value is not positive, e.g. an overhead lost in the noise, give no ratio; with
+    none left the ratio is None)."""
+    ratios = [c / b for c, b in zip(m.current, m.baseline, strict=True) if b > 0]
+    return {"current": statistics.median(m.current), "baseline": statistics.median(m.baseline),
+            "ratio": statistics.median(ratios) if ratios else None, "ratio_rounds": len(ratios),
+            "rounds": len(m.current), "better": m.better}
+
+
+def print_baseline(exe: str, version: str, metrics: Sequence[Metric]) -> dict[str, dict[str, Any]]:
+    rounds = len(metrics[0].current)
+    print(f"\n== current vs baseline ({exe}, {version}): medians over {rounds} interleaved rounds; "
+          "ratio = median of per-round current/baseline ==")
+    print(f"{'':44s} {'current':>10s} {'baseline':>10s} {'ratio':>7s}  better")
+    out: dict[str, dict[str, Any]] = {}
+    for m in metrics:
+        v = out[m.key] = versus(m)
+        note = "" if v["ratio_rounds"] == v["rounds"] else f"  (ratio of {v['ratio_rounds']}/{v['rounds']} rounds)"
+        ratio = "n/a" if v["ratio"] is None else f"{v['ratio']:.3f}x"
+        print(f"{m.label:44s} {format(v['current'], m.fmt):>10s} {format(v['baseline'], m.fmt):>10s} "
+              f"{ratio:>7s}  {m.better}{note}")
+    return out
+
+
+def mcpctl_version(exe: str) -> str:
+    try:
+        p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return "version unknown"
+    return (p.stdout.strip().splitlines() or ["version unknown"])[-1]
 
 
 # -- the shared harness ------------------------------------------------------------------------------
@@ -366,23 +520,38 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer iterations (about a minute)")
     ap.add_argument("--json", type=Path, help="append the results as one JSON line")
     ap.add_argument("--no-shared", action="store_true", help="do not use ../shared/bench even if present")
+    ap.add_argument("--baseline", metavar="MCPCTL_EXE",
+                    help="the mcpctl executable of another installation, measured in the same rounds "
+                         "(quick: about 4 minutes)")
     args = ap.parse_args()
+    baseline: str | None = None
+    if args.baseline:
+        found = shutil.which(args.baseline)
+        if found is None:
+            ap.error(f"--baseline: {args.baseline} is not an executable")
+        baseline = str(Path(found).absolute())
     use_shared = not args.no_shared and SHARED_BENCH.exists()
     print(f"mcpctl gateway benchmark; upstream: "
           f"{'../shared/bench/synth_server.py' if use_shared else 'tests/servers/fault_server.py'}; "
           f"loadavg {os.getloadavg()[0]:.1f}; {os.cpu_count()} cpus")
     if not SHARED_BENCH.exists():
         print(f"(../shared/bench not found at {SHARED_BENCH}: using the repo's own test server)")
+    baseline_version = mcpctl_version(baseline) if baseline else ""
+    if baseline:
+        print(f"baseline: {baseline} ({baseline_version}); current: {MCPCTL} ({mcpctl_version(MCPCTL)})")
     root = Path(tempfile.mkdtemp(prefix="mcpctl-bench-"))
     iters, seconds, rounds = (300, 2.0, 3) if args.quick else (1000, 5.0, 5)
     try:
-        print("\n[1,2] tools/call: direct vs through mcpctl serve (1 upstream, 20 tools)")
-        calls = asyncio.run(bench_calls(root, use_shared, iters, seconds, rounds))
+        print("\n[1,2] tools/call: direct vs through mcpctl serve (1 upstream, 20 tools)"
+              + (" vs the baseline's" if baseline else ""))
+        calls = asyncio.run(bench_calls(root, use_shared, iters, seconds, rounds, baseline))
         c = paired(calls)
-        print("\n[3,4,5] many upstreams")
-        many = {}
+        print("\n[3,4,5] many upstreams" + (f" (this checkout and the baseline, {rounds} interleaved rounds)"
+                                            if baseline else ""))
+        many: dict[int, dict[str, Any]] = {}
+        many_rounds: dict[int, dict[str, list[dict[str, float]]]] = {}
         for n_up in (10, 20):
-            many[n_up] = asyncio.run(bench_many(root, use_shared, n_up, 50))
+            many[n_up], many_rounds[n_up] = asyncio.run(bench_many(root, use_shared, n_up, 50, baseline, rounds))
             m = many[n_up]
             print(f"  {n_up} upstreams, {m['tools']} tools: first start {m['first_start_ready_ms']:.0f} ms, "
                   f"from cache {m['cached_ready_ms']:.0f} ms; list p50 {m['list_p50_ms']:.2f} ms; "
@@ -410,9 +579,16 @@ def main() -> None:
                  f"{TARGET_CACHED_READY_MS:.0f} ms; peers 7.3 s" if n_up == 20 else ""))
     print(f"gateway peak RSS with 20 upstreams: {m20['gateway_peak_rss_mb']:.0f} MB   "
           f"[{verdict(m20['gateway_peak_rss_mb'] < TARGET_RSS_MB)}] target < {TARGET_RSS_MB:.0f} MB; peers 113-124")
+    record: dict[str, Any] = {"ts": time.time(), "calls": calls, "many": many, "shared": shared}
+    if baseline:
+        compare = print_baseline(baseline, baseline_version, baseline_metrics(calls, many, many_rounds))
+        record["baseline"] = {"exe": baseline, "version": baseline_version, "rounds": rounds,
+                              "many": {n_up: {"current": r["gateway"], "baseline": r["baseline"]}
+                                       for n_up, r in many_rounds.items()},
+                              "compare": compare}
     if args.json:
         with args.json.open("a") as f:
-            f.write(json.dumps({"ts": time.time(), "calls": calls, "many": many, "shared": shared}) + "\n")
+            f.write(json.dumps(record) + "\n")
 
 
 if __name__ == "__main__":
