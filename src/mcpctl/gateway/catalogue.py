@@ -16,7 +16,15 @@ from urllib.parse import quote, unquote
 
 from mcpctl.errors import NotFound
 from mcpctl.gateway.names import Namer, assign, prompt_key
-from mcpctl.gateway.view import CatalogueTool, NameTable, SessionKey, View, build_view, instructions
+from mcpctl.gateway.view import (
+    OPEN_SESSION,
+    CatalogueTool,
+    NameTable,
+    SessionKey,
+    View,
+    build_view,
+    instructions,
+)
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 
 if TYPE_CHECKING:
@@ -155,9 +163,9 @@ class Catalogue:
 
     # -- views ----------------------------------------------------------------------------------
 
-    def view(self, session: SessionKey = SessionKey()) -> View:
+    def view(self, session: SessionKey = OPEN_SESSION) -> View:
         """What a session with this key sees (built once per catalogue version)."""
-        if not (self.project.gate.enabled and session.gated):
+        if session.gated and not self.project.gate.enabled:
             session = SessionKey(False, session.profile)
         v = self._views.get(session)
         if v is None:
@@ -234,7 +242,7 @@ class CachedCatalogue:
     unlisted: list[str] = field(default_factory=list)       # registered servers never listed
     missing: dict[str, str] = field(default_factory=dict)   # servers not registered -> why
 
-    def view(self, session: SessionKey = SessionKey()) -> View:
+    def view(self, session: SessionKey = OPEN_SESSION) -> View:
         return self.catalogue.view(session)
 
 

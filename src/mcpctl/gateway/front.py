@@ -45,7 +45,7 @@ from mcpctl.gateway.upstream import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from mcpctl.gateway.view import SessionKey, View
+from mcpctl.gateway.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 
 log = logging.getLogger("mcpctl.gateway")
@@ -236,7 +236,9 @@ class Gateway:
     # -- sessions ----------------------------------------------------------------------------------
 
     def session_key(self, session_id: str) -> SessionKey:
-        return SessionKey(gated=self.project.gate.enabled and not self.sessions.begun(session_id))
+        if self.project.gate.enabled and not self.sessions.begun(session_id):
+            return GATED_SESSION
+        return OPEN_SESSION
 
     def view_for(self, session_id: str) -> View:
         """The pipeline's view for this session (cached per catalogue version and session key)."""

@@ -66,6 +66,10 @@ class SessionKey:
     profile: str | None = None
 
 
+OPEN_SESSION: Final = SessionKey()
+GATED_SESSION: Final = SessionKey(gated=True)
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """Why a call may not go through, for the caller (`message`) and the log (outcome, class)."""
