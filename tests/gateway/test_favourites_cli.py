@@ -202,6 +202,10 @@ def test_project_command_recreates_the_project(kit: Kit, runner: CliRunner, spec
            "metadata": {"name": "rt", "labels": {"team": "a b"}, "annotations": {"note": "x=y"}}, "spec": spec}
     apply_documents([Document("test", 1, doc)], kit.store)
     live = kit.store.get("Project", "rt")
+    # favouriteIndex, presentation and gate round-trip through get -o yaml | apply -f -
+    yaml_text = run(runner, "get", "project", "rt", "-o", "yaml").stdout
+    r = runner.invoke(app, ["apply", "-f", "-"], input=yaml_text, prog_name="mcpctl")
+    assert r.exit_code == 0 and r.stdout == "project/rt unchanged\n", r.output
     argv = project_command(live)
     r = run(runner, *argv[1:])
     assert r.exit_code == 0, (argv, r.output)
