@@ -3,7 +3,9 @@
 Tools: echo, add, slow(seconds), crash (exits mid-call), hang, big (5 MB result), progress,
 structured (outputSchema + structuredContent), fail (isError), add_tool (grows the list and
 announces list_changed), garbage (writes junk to stdout, then answers), leak (echoes its
-arguments into the result), plus N synthetic tools. Also a resource, a template and a prompt.
+arguments into the result), plus N synthetic tools and any `--extra-tool NAME` (answers with the
+server's `--name`, so two servers can offer one tool name and a test can tell who answered).
+Also a resource, a template and a prompt.
 Options give faults at startup: a start delay, a stderr flood, garbage on stdout, pagination,
 handshake-only (refuses server/discover).
 """
@@ -27,6 +29,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 p = argparse.ArgumentParser()
 p.add_argument("--name", default="fault")
 p.add_argument("--tools", type=int, default=0, help="extra synthetic tools")
+p.add_argument("--extra-tool", action="append", default=[], help="also serve a tool of this name; it answers "
+               "with this server's --name")
 p.add_argument("--start-delay", type=float, default=0.0)
 p.add_argument("--stderr-flood", action="store_true")
 p.add_argument("--garbage", action="store_true", help="write junk lines to stdout at start")
@@ -76,6 +80,7 @@ TOOLS: list[t.Tool] = [
 ]
 TOOLS += [_tool(f"synthetic_{i:04d}", f"Synthetic tool number {i} that does task {i} for benchmarking")
           for i in range(opts.tools)]
+TOOLS += [_tool(n, f"Say which server answers {n}: returns the server's name") for n in opts.extra_tool]
 extra_count = 0
 
 
@@ -141,6 +146,8 @@ async def call_tool(ctx: ServerRequestContext, params: t.CallToolRequestParams) 
         return _text(f"you sent {args!r}", structured_content={"echo": args})
     if name == "delete_all":
         return _text("deleted nothing, this is a test")
+    if name in opts.extra_tool:
+        return _text(opts.name)
     if any(tl.name == name for tl in TOOLS):
         return _text(f"{name} ok {args!r}")
     return _text(f"unknown tool {name}", is_error=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -34,7 +35,7 @@ from mcpctl.gateway.builtins import (
 )
 from mcpctl.gateway.sessions import Caller
 from mcpctl.gateway.upstream import SERVER_INFO_KEY, UpstreamTimeout, UpstreamUnavailable, describe_error
-from mcpctl.gateway.view import Refusal, Route, View
+from mcpctl.gateway.view import GATED, Refusal, Route, View
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -64,6 +65,10 @@ class Router:
         view = self.gw.view_for(caller.session_id)
         if name in view.builtins:
             return await self._builtin(caller, ts, t0, view, name, args)
+        if view.session.gated and name in self.gw.catalogue.view(replace(view.session, gated=False)).builtins:
+            # a built-in the session gets once it has begun: the gate's refusal, not "unknown tool"
+            self._log_call(caller, ts, t0, name, _BUILTIN_IDS[name], GATED.outcome, GATED.error_class)
+            return error_result(GATED.message)
         hit = await self._resolve(view, caller, name)
         if hit is None:
             self._log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "UnknownTool")

@@ -239,7 +239,11 @@ class NameTable:
         for kind, key, raw, cid in self._requests(self.namer, tools, pinned):
             requests[key] = raw
             self._slot_of[key] = (kind, cid)
-        assigned = nm.assign(requests, self.namer.max_length, self.namer.style, reserved=BUILTIN_NAMES)
+        # A presented name must not be another tool's canonical id (names route before ids). A
+        # flat name is its own tool's id or clashes in `assign`; `all`/`favourite` names can be
+        # another's id only in spec style with a server named `all` or `favourite`: reserve them.
+        reserved = BUILTIN_NAMES if FLAT in self.presentation.slot_kinds else BUILTIN_NAMES | self.by_cid.keys()
+        assigned = nm.assign(requests, self.namer.max_length, self.namer.style, reserved=reserved)
         self.names: dict[tuple[str, str], str] = {}              # (slot kind, cid) -> name
         self.primary: dict[str, tuple[str, CatalogueTool]] = {}  # name -> (slot kind, tool)
         for key, name in assigned.items():
