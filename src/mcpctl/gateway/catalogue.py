@@ -85,6 +85,7 @@ class Catalogue:
         self.templates: list[tuple[str, dict[str, Any]]] = []            # (server, wire)
         self.version = 0
         self._views: dict[SessionKey, View] = {}
+        self._open: View | None = None
         self._instructions: str | None = None
 
     # -- updates ------------------------------------------------------------------------------
@@ -158,6 +159,7 @@ class Catalogue:
         self.raw_uris = raw_uris
         self.templates = templates
         self._views = {}
+        self._open = None
         self._instructions = None
         self.version += 1
 
@@ -165,11 +167,18 @@ class Catalogue:
 
     def view(self, session: SessionKey = OPEN_SESSION) -> View:
         """What a session with this key sees (built once per catalogue version)."""
+        if session is OPEN_SESSION and self._open is not None:     # the hot path: no key hashing
+            return self._open
+        v = self._views.get(session)
+        if v is not None:
+            return v
         if session.gated and not self.project.gate.enabled:
             session = SessionKey(False, session.profile)
-        v = self._views.get(session)
+            v = self._views.get(session)
         if v is None:
             v = self._views[session] = build_view(self.project_name, self.project, self.table, session, self.down)
+        if session == OPEN_SESSION:
+            self._open = v
         return v
 
     @property

@@ -242,7 +242,9 @@ class Gateway:
 
     def view_for(self, session_id: str) -> View:
         """The pipeline's view for this session (cached per catalogue version and session key)."""
-        return self.catalogue.view(self.session_key(session_id))
+        if self.project.gate.enabled and not self.sessions.begun(session_id):
+            return self.catalogue.view(GATED_SESSION)
+        return self.catalogue.view(OPEN_SESSION)
 
     # -- the lean path -------------------------------------------------------------------------------
 

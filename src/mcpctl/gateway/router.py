@@ -69,7 +69,9 @@ class Router:
             # a built-in the session gets once it has begun: the gate's refusal, not "unknown tool"
             self._log_call(caller, ts, t0, name, _BUILTIN_IDS[name], GATED.outcome, GATED.error_class)
             return error_result(GATED.message)
-        hit = await self._resolve(view, caller, name)
+        hit = view.resolve(name)
+        if hit is None and not self.gw.settled:
+            hit = await self._resolve_later(caller, name)
         if hit is None:
             self._log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "UnknownTool")
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {_bounded(name)}")
@@ -80,12 +82,11 @@ class Router:
         return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
                                       args, meta if isinstance(meta, dict) else None)
 
-    async def _resolve(self, view: View, caller: Caller, name: str) -> Route | Refusal | None:
-        hit = view.resolve(name)
-        if hit is None and not self.gw.settled:
-            await self.gw.wait_for_unlisted()    # a server never listed yet may bring this tool
-            hit = self.gw.view_for(caller.session_id).resolve(name)
-        return hit
+    async def _resolve_later(self, caller: Caller, name: str) -> Route | Refusal | None:
+        """A name no view knows yet: a server never listed may bring it; wait for those servers
+        (bounded by their connect timeout), as the call itself would."""
+        await self.gw.wait_for_unlisted()
+        return self.gw.view_for(caller.session_id).resolve(name)
 
     async def _relay_call(self, caller: Caller, ts: float, t0: float, presented: str, server: str, tool: str,
                           cid: str, args: dict[str, Any] | None, meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -185,7 +186,9 @@ class Router:
         name, tool_args = parse_call_tool(args)
         if name in view.builtins or name == CALL_TOOL:
             raise BuiltinError(f"call_tool calls the project's tools; call {name} directly")
-        hit = await self._resolve(view, caller, name)
+        hit = view.resolve(name)
+        if hit is None and not self.gw.settled:
+            hit = await self._resolve_later(caller, name)
         if hit is None:
             self._log_call(caller, ts, t0, _bounded(name), None, "tool_error", "UnknownTool")
             return error_result(f"no tool named {_bounded(name)!r} in this project; call search_tools to find one")

@@ -71,6 +71,7 @@ class _HotPath:
         self.inflight: dict[Any, asyncio.Task[None]] = {}
         self.caller = Caller(gw.new_session_id())
         gw.bind_stdio(self.caller)                 # stdio is one session, whichever path answers
+        self.call = gw.router.call_tool
         self.unregister = gw.add_notifier(self._notify)
 
     def _notify(self, method: str) -> None:
@@ -161,7 +162,7 @@ class _HotPath:
                 caller = Caller(caller.session_id, caller.client_name, caller.client_version,
                                 self._progress(token))
             try:
-                result = await self.gw.call_tool(caller, params)
+                result = await self.call(caller, params)
             except MCPError as e:
                 error: dict[str, Any] = {"code": e.code, "message": e.message}
                 if e.error.data is not None:

@@ -363,9 +363,10 @@ class View:
         if hit is None:
             return None
         tool = hit[1]
-        gate = self.filters[0].check(tool)
-        if gate is not None:
-            return gate
+        if self.session.gated:                      # the gate: walking backwards, the first filter met
+            gate = self.filters[0].check(tool)
+            if gate is not None:
+                return gate
         if tool.canonical_id in self._visible:      # passed the same filters when this view was built
             return Route(tool, name)
         for f in self.filters[1:]:
