@@ -105,7 +105,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
         from mcpctl.gateway import early as early_front
 
         early = early_front.start(project)
-    from mcpctl.gateway import run
+    from mcpctl.gateway import http, run
 
     log_path = run.setup_logging(project, verbose=verbose)
 
@@ -113,7 +113,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
         if where != "stdio":
             from ._common import err
 
-            tpath = token_file or run.token_path(project)
+            tpath = token_file or http.token_path(project)
             err.print(f"mcpctl: serving project {project!r} at {where}", markup=False)
             err.print(f"  header: Authorization: Bearer $(cat {tpath})", markup=False)
             err.print(f"  log: {log_path}", markup=False)

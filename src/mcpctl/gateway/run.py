@@ -1,22 +1,19 @@
 """`mcpctl serve`: resolve a project, start its upstreams and serve it over stdio or HTTP.
 
 Over stdio nothing but protocol bytes reach stdout: logs go to stderr and to
-`log_dir()/gateway-<project>.log`. Over HTTP the endpoint is `http://HOST:PORT/mcp`, loopback by
-default, with DNS-rebinding protection (Host/Origin checks) and a required bearer token. The
-gateway exits on stdin EOF (stdio), SIGTERM or SIGINT, taking its upstreams with it.
+`log_dir()/gateway-<project>.log`. The HTTP front lives in `gateway.http`. The gateway exits on
+stdin EOF (stdio), SIGTERM or SIGINT, taking its upstreams with it.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import logging.handlers
 import os
-import secrets as _secrets
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +25,12 @@ from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.catalogue import load_gateway_config
 from mcpctl.gateway.early import EarlyFront
 from mcpctl.gateway.front import Gateway
+from mcpctl.gateway.http import load_or_create_token, serve_http, token_path, url_host
 from mcpctl.resources.kinds import ProjectSpec
-from mcpctl.resources.store import Store, atomic_write
+from mcpctl.resources.store import Store
 
 log = logging.getLogger("mcpctl.gateway")
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def setup_logging(project: str, *, verbose: bool = False) -> Path:
@@ -133,82 +127,6 @@ def _recorder() -> tuple[Callable[..., None] | None, Callable[[], None]]:
     return record, close
 
 
-# -- HTTP -----------------------------------------------------------------------------------------
-
-
-def token_path(project: str) -> Path:
-    return paths.state_dir() / "tokens" / f"{project}.token"
-
-
-def load_or_create_token(path: Path) -> str:
-    """Read the bearer token from `path`, creating it (0600) with a fresh token if missing."""
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        token = ""
-    if token:
-        return token
-    token = _secrets.token_urlsafe(32)
-    atomic_write(path, token + "\n", mode=0o600)
-    return token
-
-
-class BearerAuth:
-    """Pure ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            got = b""
-            for key, value in scope.get("headers") or ():
-                if key == b"authorization":
-                    got = value
-                    break
-            if not hmac.compare_digest(got, self.expected):
-                body = b'{"error":"unauthorized","error_description":"missing or wrong bearer token"}'
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="mcpctl"')]})
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
-
-
-async def _serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event) -> None:
-    import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    loopback = host in ("127.0.0.1", "localhost", "::1")
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"] + ([] if loopback else [f"{host}:*"])
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] + \
-        ([] if loopback else [f"http://{host}:*", f"https://{host}:*"])
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                         allowed_origins=origins)
-    app = gw.server.streamable_http_app(host=host, transport_security=security)
-    config = uvicorn.Config(BearerAuth(app, token), host=host, port=port, log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=3, access_log=False)
-
-    class _Server(uvicorn.Server):
-        def capture_signals(self) -> Any:   # the gateway handles signals itself
-            import contextlib
-
-            return contextlib.nullcontext()
-
-    server = _Server(config)
-
-    async def watch() -> None:
-        await stop.wait()
-        server.should_exit = True
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(watch)
-        await server.serve()
-        tg.cancel_scope.cancel()
-
-
 # -- entry ----------------------------------------------------------------------------------------
 
 
@@ -303,8 +221,8 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
             else:
                 assert token is not None
                 if on_ready:
-                    on_ready(f"http://{_url_host(host)}:{port}/mcp")
-                await _serve_http(gw, host, port, token, stop)
+                    on_ready(f"http://{url_host(host)}:{port}/mcp")
+                await serve_http(gw, host, port, token, stop)
             await stop_upstreams()
             tg.cancel_scope.cancel()
     finally:
@@ -324,10 +242,6 @@ def _close_all(close_log: Callable[[], None], status: _StatusWriter) -> None:
         close_log()
     finally:
         status.close()
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
 
 
 def run(project_name: str, **kwargs: Any) -> None:
