@@ -28,10 +28,9 @@ async def test_catalogue_calls_and_passthrough(kit: Kit, tmp_path: Path, mode: s
     project = _setup(kit, tmp_path)
     async with kit.client(project, mode=mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
-        t0 = time.monotonic()
+        # first contact: never-listed servers are waited for, so a client that lists once sees them
         first = await c.list_tools()
-        assert time.monotonic() - t0 < 0.5 * SLACK
-        assert "search_tools" in {x.name for x in first.tools}
+        assert {"search_tools", "alpha__echo", "beta__echo"} <= {x.name for x in first.tools}
 
         tools = {x.name: x for x in await wait_tools(c, {"alpha__echo", "beta__echo"})}
         assert all(PORTABLE.match(n) and len(n) <= 48 for n in tools)

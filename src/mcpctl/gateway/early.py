@@ -32,6 +32,7 @@ import logging
 import os
 import select
 import stat
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,7 +183,8 @@ class EarlyFront:
 
     def start(self) -> bool:
         """Start answering on stdin/stdout if there is anything to answer early with."""
-        if self._record is None or not (is_stream_fd(0) and is_stream_fd(1)):
+        if self._record is None or sys.stdin is None or sys.stdout is None \
+                or not (is_stream_fd(0) and is_stream_fd(1)):   # (None: fd 0/1 were closed at start)
             return False
         self._wake_r, self._wake_w = os.pipe()
         self._thread = threading.Thread(target=self._run, name="mcpctl-early-front", daemon=True)

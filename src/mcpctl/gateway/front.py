@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Final
 
 import anyio
@@ -50,7 +50,10 @@ from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 
 log = logging.getLogger("mcpctl.gateway")
 
-LIST_DEADLINE: Final = 0.3      # seconds a never-listed upstream may delay the first tools/list
+# First contact: a server never listed has nothing to show, and many clients list once, so the
+# first tools/list waits for it (its connect timeout, at most this long). A cached server never
+# delays a list, nor does one that failed on an earlier start (`failed_before`).
+FIRST_CONTACT_CAP: Final = 15.0
 _RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
 _LEGACY_ONLY_DROP: Final = ("resultType", "ttlMs", "cacheScope")
 _MAX_LOGGED_NAME: Final = 200   # an unknown name is the caller's text: log a bounded copy
@@ -64,7 +67,7 @@ class Gateway:
 
     def __init__(self, project_name: str, project: ProjectSpec, servers: dict[str, ServerSpec | str], *,
                  record: Recorder | None = None, on_status: Callable[[str, dict[str, Any]], None] | None = None,
-                 list_deadline: float = LIST_DEADLINE,
+                 first_contact_cap: float = FIRST_CONTACT_CAP, failed_before: Collection[str] = (),
                  preloaded: Mapping[str, dict[str, Any] | None] | None = None,
                  catalogue: Catalogue | None = None) -> None:
         """`preloaded`: catalogue cache entries already read (server -> entry, None if never listed);
@@ -74,12 +77,14 @@ class Gateway:
         self.catalogue = catalogue if catalogue is not None else Catalogue(project_name, project)
         self.record = record
         self.on_status = on_status
-        self.list_deadline = list_deadline
+        self.first_contact_cap = first_contact_cap
+        self.failed_before = frozenset(failed_before)     # never listed, down on an earlier start
         self.sessions = Sessions()
         self.search = ToolSearch(project.search.ranker) if project.search.enabled else None
         self.upstreams: dict[str, Upstream] = {}
         self.unavailable: dict[str, str] = {}       # server -> why it cannot start at all
-        self._pending: set[str] = set()             # never-listed servers not settled yet
+        self._pending: set[str] = set()             # never-listed servers worth waiting for, not settled yet
+        self._first_contact = 0.0                   # how long the first lists wait for them (s)
         self._settled = anyio.Event()
         self._started = time.monotonic()
         self._stamp: dict[str, Any] = {}
@@ -105,10 +110,13 @@ class Gateway:
         for name in self.upstreams:
             entry = preloaded[name] if preloaded is not None and name in preloaded else cache.read_server_entry(name)
             if entry is None:
-                self._pending.add(name)
+                if name not in self.failed_before:
+                    self._pending.add(name)
                 continue
             listings[name] = cached_listing(entry)
         self.catalogue.set_listings(listings)
+        self._first_contact = min(self.first_contact_cap, max(
+            (self.upstreams[n].spec.timeouts.connect for n in self._pending), default=0.0))
         if not self._pending:
             self._settled.set()
 
@@ -323,7 +331,7 @@ class Gateway:
         return await self.router.call_tool(caller, params)
 
     async def _tools(self, session_id: str) -> list[dict[str, Any]]:
-        await self._wait_settled(self.list_deadline - (time.monotonic() - self._started))
+        await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
         return self.view_for(session_id).tools
 
     # -- ordinary handlers (the lean path normally answers tools/* first) -----------------------------
@@ -336,15 +344,15 @@ class Gateway:
                                          params.model_dump(by_alias=True, exclude_none=True)), ctx)
 
     async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
-        await self._wait_settled(self.list_deadline - (time.monotonic() - self._started))
+        await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
         return _era({"resources": self.catalogue.resource_list()}, ctx)
 
     async def _list_templates(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
-        await self._wait_settled(self.list_deadline - (time.monotonic() - self._started))
+        await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
         return _era({"resourceTemplates": self.catalogue.template_list()}, ctx)
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
-        await self._wait_settled(self.list_deadline - (time.monotonic() - self._started))
+        await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
         return _era({"prompts": self.catalogue.prompt_list()}, ctx)
 
     async def _relay(self, server: str, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -146,7 +146,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     status = _StatusWriter(store)
     record, close_log = _recorder()
     gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded,
-                 catalogue=catalogue)
+                 catalogue=catalogue, failed_before=_failed_before(store, servers))
     log.info("project %s: %s presentation, %s names, %d favourite(s) pinned%s", project_name,
              project.presentation, project.names.style, len(project.favourite_index.tools),
              ", session gate on" if project.gate.enabled else "")
@@ -228,6 +228,19 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(close_everything)
+
+
+def _failed_before(store: Store, servers: dict[str, Any]) -> set[str]:
+    """Servers whose last observed state is down: a never-listed one of them does not make the
+    first tools/list wait (it failed before; it is remembered so it delays no later start)."""
+    failed = set()
+    for name in servers:
+        try:
+            if (store.status("Server", name) or {}).get("state") == "down":
+                failed.add(name)
+        except OSError:
+            continue
+    return failed
 
 
 def _mtime(path: Path) -> int | None:

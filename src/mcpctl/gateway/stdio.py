@@ -26,6 +26,8 @@ import fcntl
 import json
 import logging
 import os
+import select
+import sys
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
@@ -190,6 +192,24 @@ class _HotPath:
         return report
 
 
+def _pollable(fd: int) -> bool:
+    """Can the event loop watch `fd`? (epoll refuses regular files and /dev/null with EPERM.)"""
+    ep = select.epoll()
+    try:
+        ep.register(fd, select.EPOLLIN if fd == 0 else select.EPOLLOUT)
+    except OSError:
+        return False
+    finally:
+        ep.close()
+    return True
+
+
+def stdio_open() -> bool:
+    """Were stdin and stdout open when the process started? (Python sets sys.stdin/stdout to
+    None when fd 0/1 were closed; a file opened later may reuse those fds, so fstat cannot tell.)"""
+    return sys.stdin is not None and sys.stdout is not None
+
+
 def _modern_version(params: Any) -> str | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
@@ -243,7 +263,16 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
     if handover.consumed:
         log.info("early front: %d message(s) read before the SDK loaded, %d answered there",
                  len(handover.consumed), len(handover.suppress) + sum(1 for _, r in handover.consumed if not r))
-    if not (is_stream_fd(0) and is_stream_fd(1)):
+    if not stdio_open():
+        # a closed stdin (`<&-`) or stdout: no client can be served; end as on EOF
+        log.warning("stdin or stdout is closed: no client to serve over stdio; exiting")
+        eof_writer, eof_stream = create_context_streams[SessionMessage | Exception](0)
+        sink, _sink_reader = create_context_streams[SessionMessage](1)
+        await eof_writer.aclose()
+        yield eof_stream, sink
+        return
+    if not (is_stream_fd(0) and is_stream_fd(1) and _pollable(0) and _pollable(1)):
+        # files and devices like /dev/null: the SDK's threaded reader (the event loop cannot poll them)
         async with stdio_server() as streams:
             yield streams
         return
