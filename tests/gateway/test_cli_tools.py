@@ -85,11 +85,26 @@ def test_tools_list_refresh_connects(kit: Kit, runner: CliRunner) -> None:
     kit.server("ghost", command="definitely-not-a-command-mcpctl")
     kit.project("p", ["alpha", "ghost"])
     r = runner.invoke(app, ["tools", "list", "--project", "p", "--refresh", "-o", "json"])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 5, r.output           # a server failed: the listing says so, and so does the exit
     ids = [x["canonicalId"] for x in json.loads(r.stdout)]
     assert "alpha/echo" in ids and "alpha/crash" in ids
     assert "ghost" in r.stderr and "command not found" in r.stderr
+    assert r.stderr.count("command not found") == 1       # each failure reported once
     assert cache.read_server_tools("alpha") is not None
+    # the observed status is recorded, as `get servers` shows it
+    assert kit.store.status("Server", "alpha")["state"] == "up"
+    assert kit.store.status("Server", "ghost")["state"] == "down"
+    assert kit.leftovers() == []
+
+
+def test_tools_list_lists_a_never_listed_project_by_itself(kit: Kit, runner: CliRunner) -> None:
+    kit.server("alpha")
+    kit.project("p", ["alpha"])
+    r = runner.invoke(app, ["tools", "list", "--project", "p", "-o", "name"])
+    assert r.exit_code == 0, r.output
+    assert "alpha/echo" in r.stdout.split()
+    r = runner.invoke(app, ["tools", "search", "--project", "p", "echo text", "-o", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["tools"][0]["id"] == "alpha/echo"
     assert kit.leftovers() == []
 
 

@@ -272,6 +272,12 @@ def register(app: typer.Typer) -> None:
 
         check_format(output, ("table", "json", "yaml"))
         cached = cached_catalogue(project)
+        if cached.unlisted:         # never listed: list them now, as the gateway's first start would
+            from ._listing import list_project_now
+
+            todo = set(cached.unlisted)
+            list_project_now(project, lambda n: n in todo, "listing servers never listed")
+            cached = cached_catalogue(project)
         report = favourites_report(cached, project)
         if output == "json":
             print_json(report)

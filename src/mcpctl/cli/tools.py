@@ -7,7 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, write_stdout
+from mcpctl.errors import EXIT_UPSTREAM
+
+from ._common import check_format, cli_errors, complete_projects, err, out, warn, write_stdout
 
 tools_app = typer.Typer(help="A project's tool catalogue: list it, enable or disable tools.",
                         no_args_is_help=True)
@@ -18,21 +20,26 @@ _Project = Annotated[str, typer.Option("--project", "-p", help="The project.", a
 
 
 def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[str]]:
-    """One row per catalogue tool, named as the gateway presents it (the same pipeline)."""
+    """One row per catalogue tool, named as the gateway presents it (the same pipeline). Servers
+    never listed are listed now (all of them with `refresh`); returns (rows, failed servers)."""
     from mcpctl.gateway.catalogue import cached_catalogue
     from mcpctl.gateway.names import ALL
     from mcpctl.gateway.view import FLAT, Refusal
 
-    if refresh:
-        from mcpctl.gateway.refresh import refresh_project
+    from ._listing import list_project_now
 
-        problems = refresh_project(project_name)
-    else:
-        problems = []
     cached = cached_catalogue(project_name)
-    if not refresh:
-        problems += [f"server {s!r} was never listed (run with --refresh, or serve the project)"
-                     for s in cached.unlisted]
+    failed: list[str] = []
+    if refresh or cached.unlisted:
+        todo = set(cached.project.servers) if refresh else set(cached.unlisted)
+        what = "listing servers" if refresh else "listing servers never listed"
+        results = list_project_now(project_name, lambda n: n in todo, what)
+        failed = [n for n, r in results.items() if not r.ok]
+        cached = cached_catalogue(project_name)
+    for name, why in cached.missing.items():
+        if name not in failed:
+            warn(f"server {name!r} cannot be listed: {why}")
+            failed.append(name)
     view = cached.view()
     listed = set(view.listed_names)
     table = view.table
@@ -52,7 +59,7 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
             "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
             "description": tool.description,
         })
-    return rows, problems
+    return rows, failed
 
 
 def _hint(value: Any) -> str:
@@ -87,17 +94,17 @@ def _edit_and_report(project: str, ids: list[str], *, enable: bool) -> None:
 def _warn_unmatched(project_name: str, ids: list[str]) -> None:
     from fnmatch import fnmatchcase
 
+    from mcpctl.gateway.catalogue import cached_catalogue
+
     try:
-        rows, _ = _rows(project_name, False)
+        known = [t.canonical_id for t in cached_catalogue(project_name).catalogue.tools]
     except Exception:
         return
-    known = [r["canonicalId"] for r in rows]
     if not known:
         return
     for ident in ids:
         if not any(ident == k or fnmatchcase(k, ident) for k in known):
-            err.print(f"warning: {ident!r} matches no tool in the cached catalogue of {project_name!r}",
-                      markup=False)
+            warn(f"{ident!r} matches no tool in the cached catalogue of {project_name!r}")
 
 
 def register(app: typer.Typer) -> None:
@@ -111,9 +118,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The project's catalogue: server, canonical id, presented name, state and hints."""
         check_format(output, _FORMATS)
-        rows, problems = _rows(project, refresh)
-        for p in problems:
-            err.print(f"warning: {p}", markup=False)
+        rows, failed = _rows(project, refresh)
         if output == "json":
             write_stdout(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         elif output == "yaml":
@@ -138,11 +143,12 @@ def register(app: typer.Typer) -> None:
                 if output == "wide":
                     cells.append(r["description"].split("\n", 1)[0][:120])
                 table.add_row(*cells)
-            if not rows:
-                err.print(f"No tools cached for project {project!r}. Try: mcpctl tools list --project "
-                          f"{project} --refresh", markup=False)
-                return
-            out.print(table)
+            if rows:
+                out.print(table)
+            elif not failed:
+                err.print(f"Project {project!r} has no tools: its servers list none.", markup=False)
+        if failed:      # each failure was reported once, above
+            raise typer.Exit(EXIT_UPSTREAM)
 
     @tools_app.command("enable")
     @cli_errors

@@ -46,10 +46,13 @@ def register(tools_app: typer.Typer) -> None:
         if not query.strip():
             raise MCPCtlError("QUERY is empty", hint='say what the agent wants to do, e.g. "create a github issue"')
         cached = cached_catalogue(project)
+        if cached.unlisted:         # never listed: list them now, as the gateway's first start would
+            from ._listing import list_project_now
+
+            todo = set(cached.unlisted)
+            list_project_now(project, lambda n: n in todo, "listing servers never listed")
+            cached = cached_catalogue(project)
         spec = cached.project
-        for server in cached.unlisted:
-            warn(f"server {server!r} has not been listed yet; its tools are not searched "
-                 f"(run `mcpctl serve --project {project}` once to list it)")
         for server, why in cached.missing.items():
             warn(f"server {server!r} cannot be served ({why}); its tools are not searched")
         view = cached.view()          # what search_tools ranks, under the names a session calls
@@ -57,7 +60,7 @@ def register(tools_app: typer.Typer) -> None:
         docs = [ToolDoc.from_wire(t.server, t.wire) for t in tools.values()]
         if not docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",
-                              hint=f"list its servers first: mcpctl serve --project {project}")
+                              hint=f"check its servers: mcpctl tools list --project {project} --refresh")
         if spec.search.ranker != "bm25" and err.is_terminal:   # a first embedding takes a while
             with err.status(f"indexing {len(docs)} tools for the {spec.search.ranker} ranker…"):
                 ranker = build_ranker(docs, spec.search.ranker)

@@ -1,9 +1,18 @@
-"""`mcpctl tools list --refresh`: connect to a project's servers once, list them, update the cache."""
+"""List servers once, now: connect to each (in parallel), list it, update the catalogue cache and
+the observed status, disconnect. Behind `tools list --refresh`, the automatic first listing of
+`tools list`/`tools search`, and `create server`'s check.
+
+Each server ends as listed (its tool count) or failed (the first error, e.g. command not found,
+a connect timeout, the server exiting); a failed server is not retried here. `on_done` is called
+as each server finishes, for progress bars.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -13,6 +22,18 @@ from mcpctl.gateway.upstream import Listing, Upstream
 from mcpctl.resources.kinds import ServerSpec
 
 log = logging.getLogger("mcpctl.gateway")
+
+
+@dataclass(frozen=True)
+class Listed:
+    server: str
+    tools: int | None                # None: it failed
+    error: str | None = None
+    protocol: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 def _status(name: str, status: dict[str, Any]) -> None:
@@ -25,43 +46,71 @@ def _status(name: str, status: dict[str, Any]) -> None:
         log.warning("cannot write status of %s: %s", name, e)
 
 
-async def _refresh(servers: dict[str, ServerSpec | str]) -> list[str]:
-    problems: list[str] = []
+async def list_servers(servers: Mapping[str, ServerSpec | str],
+                       on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
+    """List every server once (a str value: why it cannot start). Never raises for a server."""
+    results: dict[str, Listed] = {}
     done: dict[str, anyio.Event] = {name: anyio.Event() for name in servers}
+
+    def finish(result: Listed) -> None:
+        if result.server in results:
+            return
+        results[result.server] = result
+        done[result.server].set()
+        if on_done is not None:
+            on_done(result)
 
     async def on_listing(up: Upstream, listing: Listing) -> None:
         await anyio.to_thread.run_sync(cache.write_server_entry, up.name, dict(listing))
-        done[up.name].set()
+        tools = len(listing.get("tools") or [])
+        _status(up.name, {"state": "up", "lastError": None, "tools": tools,
+                          "protocolVersion": up.protocol_version, "serverInfo": up.server_info,
+                          "lastSeen": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        finish(Listed(up.name, tools, None, up.protocol_version))
 
     def on_state(up: Upstream) -> None:
-        if up.state == "up":
-            _status(up.name, {"state": "up", "lastError": None, "tools": up.tool_count,
-                              "protocolVersion": up.protocol_version, "serverInfo": up.server_info,
-                              "lastSeen": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        if up.state == "down" and not done[up.name].is_set():   # not the shutdown after listing
-            problems.append(f"server {up.name!r}: {up.last_error}")
+        if up.name in results:            # the shutdown after listing is not a failure
+            return
+        if up.state == "down":
             _status(up.name, {"state": "down", "lastError": up.last_error})
-            done[up.name].set()
+            finish(Listed(up.name, None, up.last_error or "failed"))
 
-    async def one(spec: ServerSpec, tg: Any) -> None:
+    async def one(spec: ServerSpec) -> None:
         up = Upstream(spec, on_listing=on_listing, on_state=on_state)
         async with anyio.create_task_group() as inner:
             inner.start_soon(up.run)
             await done[spec.name].wait()
+            up.stopping = True
             inner.cancel_scope.cancel()
 
     async with anyio.create_task_group() as tg:
         for name, spec in servers.items():
             if isinstance(spec, ServerSpec):
-                tg.start_soon(one, spec, tg)
+                tg.start_soon(one, spec)
             else:
-                problems.append(f"server {name!r}: {spec}")
-    return problems
+                finish(Listed(name, None, spec))
+    return results
 
 
-def refresh_project(project_name: str) -> list[str]:
-    """List every server of the project now; returns one problem line per server that failed."""
+def refresh(servers: Mapping[str, ServerSpec | str],
+            on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
+    """Blocking `list_servers`, quiet: failures are returned, not logged to stderr."""
+    quiet = logging.getLogger("mcpctl.gateway")
+    before, mute = quiet.propagate, logging.NullHandler()
+    quiet.propagate = False            # the caller reports each failure once
+    quiet.addHandler(mute)             # (and no last-resort handler prints it a second time)
+    try:
+        return anyio.run(list_servers, servers, on_done)
+    finally:
+        quiet.removeHandler(mute)
+        quiet.propagate = before
+
+
+def refresh_project(project_name: str, only: Callable[[str], bool] | None = None,
+                    on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
+    """List the project's servers (or those `only` selects) now."""
     from mcpctl.gateway.catalogue import load_gateway_config
 
     _, servers = load_gateway_config(project_name)
-    return anyio.run(_refresh, servers)
+    chosen = {n: s for n, s in servers.items() if only is None or only(n)}
+    return refresh(chosen, on_done)

@@ -1,0 +1,54 @@
+"""Listing servers from the CLI: connect now, with a progress bar on stderr, report each failure once.
+
+`tools list`, `tools search` and `favourites` list a project's never-listed servers by themselves
+(a fresh user should not have to run `serve` first); `tools list --refresh` lists them all;
+`create server` checks the server it registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from ._common import err, warn
+
+if TYPE_CHECKING:
+    from mcpctl.gateway.refresh import Listed
+    from mcpctl.resources.kinds import ServerSpec
+
+
+def list_now(servers: Mapping[str, ServerSpec | str], what: str) -> dict[str, Listed]:
+    """List `servers` once (in parallel), showing progress; every failure is warned about once."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from mcpctl.gateway.refresh import refresh
+
+    if not servers:
+        return {}
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task(what, total=len(servers))
+
+        def done(r: Listed) -> None:
+            bar.update(task, advance=1, description=f"{what}: {r.server} {'listed' if r.ok else 'failed'}")
+
+        results = refresh(servers, done)
+    for name in servers:
+        r = results.get(name)
+        if r is not None and not r.ok:
+            warn(f"server {name!r} failed to list: {r.error}")
+    return results
+
+
+def list_project_now(project: str, which: Callable[[str], bool], what: str) -> dict[str, Listed]:
+    from mcpctl.gateway.catalogue import load_gateway_config
+
+    _, servers = load_gateway_config(project)
+    return list_now({n: s for n, s in servers.items() if which(n)}, what)
