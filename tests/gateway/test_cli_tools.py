@@ -112,3 +112,27 @@ def test_cli_does_not_import_mcp() -> None:
     code = ("import sys; from mcpctl.cli import app; "
             "assert 'mcp' not in sys.modules, sorted(m for m in sys.modules if m.startswith('mcp'))")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_create_server_checks_what_it_can_and_lists_the_server(kit: Kit, runner: CliRunner) -> None:
+    import sys as _sys
+
+    from gwkit import FAULT_SERVER
+
+    env = {"MCPCTL_TEST_MARK": kit.mark}
+    r = runner.invoke(app, ["create", "server", "ok", "--env", f"MCPCTL_TEST_MARK={kit.mark}", "--",
+                            _sys.executable, str(FAULT_SERVER), "--name", "ok"], env=env)
+    assert r.exit_code == 0 and r.stdout == "server/ok created\n", r.output
+    assert "listed: 14 tools" in r.stderr
+    assert kit.store.status("Server", "ok")["state"] == "up"
+    r = runner.invoke(app, ["create", "server", "gone", "--", "definitely-not-a-command-mcpctl"])
+    assert r.exit_code == 0 and r.stdout == "server/gone created\n"
+    assert r.stderr.count("not on PATH") == 1                     # said once, not re-said by a listing
+    r = runner.invoke(app, ["create", "server", "rel", "--strict", "--", "./bin/server"])
+    assert r.exit_code == 1 and "relative path" in r.stderr and r.stdout == ""
+    r = runner.invoke(app, ["create", "server", "sec", "--strict", "-e", "K=${env:MCPCTL_NOT_SET_X}", "--", "true"])
+    assert r.exit_code == 1 and "${env:MCPCTL_NOT_SET_X} is not set" in r.stderr
+    assert kit.store.find("Server", "rel") is None and kit.store.find("Server", "sec") is None
+    r = runner.invoke(app, ["create", "server", "quiet", "--no-check", "--", "true"])
+    assert r.exit_code == 0 and "listed" not in r.stderr
+    assert kit.leftovers() == []

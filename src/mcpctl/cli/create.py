@@ -105,8 +105,14 @@ def create_server(
     call_timeout: Annotated[float | None, typer.Option("--call-timeout", help="Seconds a tool call may take.")] = None,
     label: Annotated[list[str] | None, typer.Option("--label", "-l", help="Label KEY=VALUE (repeatable).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the server if it exists.")] = False,
+    check: Annotated[bool, typer.Option("--check/--no-check", help="Connect and list the server once, now, "
+                                        "and say how many tools it has or why it failed.")] = True,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse (store nothing) when the command is not "
+                                         "found or a ${env:…}/${file:…} reference cannot be resolved here.")] = False,
 ) -> None:
-    """Register an upstream MCP server: `create server NAME -- CMD ARGS...` or `create server NAME --url URL`."""
+    """Register an upstream MCP server: `create server NAME -- CMD ARGS...` or `create server NAME --url URL`.
+
+    Then it is listed once (--no-check skips that): its tool count, or why it failed."""
     if url and command:
         raise InvalidResource("give either a command (after --) or --url, not both")
     if not url and not command:
@@ -133,7 +139,30 @@ def create_server(
     meta: dict[str, Any] = {"name": name}
     if label:
         meta["labels"] = _pairs(label, "--label")
+    from mcpctl.resources.server_checks import static_problems
+
+    problems = static_problems(spec)
+    if strict and problems:
+        raise InvalidResource(f"server {name!r}: {problems[0]}",
+                              hint="; ".join(problems[1:]) or "fix it, or create the server without --strict")
+    for problem in problems:
+        warn(f"server {name!r}: {problem}")
     _create({"apiVersion": API_VERSION, "kind": "Server", "metadata": meta, "spec": spec}, force=force)
+    if check and not problems:          # (with problems, listing would only fail the same way)
+        _check_listing(name)
+
+
+def _check_listing(name: str) -> None:
+    """List the new server once and say what came of it (stderr; the result line stays on stdout)."""
+    from mcpctl.resources.kinds import ServerSpec
+
+    from ._common import err
+    from ._listing import list_now
+
+    spec = ServerSpec.from_resource(Store().get("Server", name))
+    result = list_now({name: spec}, f"listing {name}").get(name)
+    if result is not None and result.ok:
+        err.print(f"  listed: {result.tools} tools (protocol {result.protocol})", markup=False)
 
 
 def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
