@@ -136,3 +136,21 @@ def test_create_server_checks_what_it_can_and_lists_the_server(kit: Kit, runner:
     r = runner.invoke(app, ["create", "server", "quiet", "--no-check", "--", "true"])
     assert r.exit_code == 0 and "listed" not in r.stderr
     assert kit.leftovers() == []
+
+
+def test_a_forced_server_delete_leaves_the_store_round_trippable_and_the_catalogue_current(
+        kit: Kit, runner: CliRunner) -> None:
+    _cache(kit)
+    r = runner.invoke(app, ["delete", "server", "beta", "--force"])
+    assert r.exit_code == 0 and "still name server 'beta'" in r.stderr, r.output
+    assert cache.read_server_tools("beta") is None
+    live = runner.invoke(app, ["get", "project", "p", "-o", "yaml"]).stdout
+    r = runner.invoke(app, ["apply", "-f", "-"], input=live)
+    assert r.exit_code == 0 and r.stdout == "project/p unchanged\n", r.output
+    assert "not registered" in r.stderr
+    # a new reference to a missing server is still refused
+    r = runner.invoke(app, ["apply", "-f", "-"], input=live.replace("- beta", "- gamma"))
+    assert r.exit_code == 1 and "gamma" in r.stderr
+    r = runner.invoke(app, ["tools", "list", "--project", "p", "-o", "name"])
+    assert "beta/echo" not in r.stdout.split() and "alpha/echo" in r.stdout.split()
+    assert r.exit_code == 5 and "server 'beta' cannot be listed" in r.stderr

@@ -64,4 +64,8 @@ def register(app: typer.Typer) -> None:
                     continue
                 for w in delete_object(store, k_name, n, force=force):
                     warn(w)
+                if k_name == "Server":       # its last listing goes with it: no tool of it is shown
+                    from mcpctl.catalogue import cache
+
+                    cache.delete_server(n)
                 write_stdout(f"{k_name.lower()}/{n} deleted\n")

@@ -48,8 +48,14 @@ def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool 
     for o in objs:
         if o.kind != "Project":
             continue
+        live = store.find("Project", o.name)
+        already = set(((live or {}).get("spec") or {}).get("servers") or [])
         for i, s in enumerate(o.spec.get("servers", [])):
             if s in declared or s in registered:
+                continue
+            if s in already:       # e.g. after `delete server --force`: what is stored round-trips
+                warnings.append(f"{o.doc.where(('spec', 'servers', i))}: project {o.name!r} names server {s!r}, "
+                                "which is not registered (it is down until registered)")
                 continue
             msg = f"{o.doc.where(('spec', 'servers', i))}: project {o.name!r} names server {s!r}, which is not registered"
             if allow_missing:
