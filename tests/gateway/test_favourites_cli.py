@@ -244,3 +244,20 @@ def test_favourite_flags_complete_canonical_ids_from_the_cache(kit: Kit, runner:
     r = runner.invoke(app, [], prog_name="mcpctl", env={
         "_MCPCTL_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "mcpctl favourites add -p p alpha/"})
     assert "alpha/echo" in r.stdout and "Echo text back" in r.stdout
+
+
+def test_tool_ids_and_output_formats_complete(kit: Kit, runner: CliRunner) -> None:
+    kit.server("alpha")
+    kit.project("p", ["alpha"])
+    cache.write_server_tools("alpha", [{"name": "echo"}, {"name": "delete_all"}])
+
+    def bash(line: str) -> list[str]:
+        cword = len(line.split()) - (0 if line.endswith(" ") else 1)
+        r = runner.invoke(app, [], prog_name="mcpctl", env={
+            "_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": line, "COMP_CWORD": str(cword)})
+        return r.stdout.split()
+
+    assert bash("mcpctl tools disable -p p alpha/d") == ["alpha/delete_all"]
+    assert bash("mcpctl tools list -p p -o j") == ["json"]
+    assert bash("mcpctl get servers -o ") == ["table", "wide", "yaml", "json", "name"]
+    assert bash("mcpctl favourites suggest -p p -o t") == ["table"]

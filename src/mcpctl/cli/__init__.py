@@ -29,8 +29,25 @@ _VERB_MODULES = (
 _app: typer.Typer | None = None
 
 
+def _quiet_flag_types() -> None:
+    """typer prints a `<bool>` type next to every on/off flag in --help, as if it took a value."""
+    from typer.core import TyperOption
+
+    if getattr(TyperOption, "_mcpctl_quiet_flags", False):
+        return
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if getattr(self, "is_flag", False) else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    TyperOption._mcpctl_quiet_flags = True  # type: ignore[attr-defined]
+
+
 def _build_app() -> typer.Typer:
     import typer
+
+    _quiet_flag_types()
 
     app = typer.Typer(
         name="mcpctl",
@@ -76,6 +93,9 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     argv = sys.argv[1:]
+    if not argv:                     # plain `mcpctl`: the help, and success (click would exit 2)
+        __getattr__("app")(["--help"], prog_name="mcpctl")
+        return
     if argv[:1] == ["serve"]:
         from mcpctl.cli import serve
 

@@ -53,6 +53,15 @@ def print_json(data: Any) -> None:
     write_stdout(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def output_option(formats: tuple[str, ...] = OUTPUT_FORMATS) -> Any:
+    """The `-o/--output` option: its help and its completion come from the formats it accepts."""
+
+    def complete(incomplete: str) -> list[tuple[str, str]]:
+        return [(f, "output format") for f in formats if f.startswith(incomplete)]
+
+    return typer.Option("-o", "--output", help="|".join(formats), autocompletion=complete)
+
+
 def check_format(fmt: str, allowed: tuple[str, ...] = OUTPUT_FORMATS) -> str:
     if fmt not in allowed:
         raise typer.BadParameter(f"{fmt!r} is not one of: {', '.join(allowed)}", param_hint="'-o' / '--output'")

@@ -228,6 +228,12 @@ def create_project(
     force: Annotated[bool, typer.Option("--force", help="Replace the project if it exists.")] = False,
 ) -> None:
     """Create a project: a set of servers with curation, favourites, presentation and search settings."""
+    from mcpctl.resources.kinds import NAME_STYLES, PRESENTATIONS, RANKERS
+
+    for value, allowed, flag in ((presentation, PRESENTATIONS, "--presentation"), (names, NAME_STYLES, "--names"),
+                                 (ranker, RANKERS, "--ranker")):
+        if value is not None and value not in allowed:       # a usage error (exit 2), as for any bad flag value
+            raise typer.BadParameter(f"{value!r} is not one of: {', '.join(allowed)}", param_hint=f"'{flag}'")
     spec: dict[str, Any] = {"servers": list(server or [])}
     tools = {k: v for k, v in (("disabled", disable), ("enabled", enable)) if v}
     if tools:

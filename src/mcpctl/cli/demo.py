@@ -234,7 +234,7 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 
 def print_report(home_note: str, registered: list[str], s: Session, rows: list[Any], pairs: list[tuple[str, str]],
-                 log_path: Path, suggested: tuple[Any, str | None] | None = None) -> None:
+                 log_path: Path, suggested: tuple[Any, str | None] | None = None, kept: bool = True) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -278,8 +278,12 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
         if suggested[1]:
             out.print("   To make them the favourites (nothing else changes):")
             out.print(f"   {escape(suggested[1])}")
-    out.print("\nNext: [bold]mcpctl serve --project demo[/bold] from your agent's MCP config, "
-              "[bold]mcpctl favourites list --project demo[/bold], [bold]mcpctl logs --project demo[/bold]")
+    if kept:
+        out.print("\nNext: [bold]mcpctl serve --project demo[/bold] from your agent's MCP config, "
+                  "[bold]mcpctl favourites list --project demo[/bold], [bold]mcpctl logs --project demo[/bold]")
+    else:
+        out.print("\nNext: register your own servers (mcpctl create server NAME -- CMD …) and a project "
+                  "(mcpctl create project P --server NAME --favourite NAME/TOOL), then mcpctl serve --project P")
 
 
 EXAMPLE_SERVERS = ("notes", "calc", "textkit")
@@ -357,7 +361,7 @@ def register(app: typer.Typer) -> None:
             line = suggested_command(store.get("Project", PROJECT), found, cached) if found.suggested else None
             note = f"(MCPCTL_HOME={os.environ['MCPCTL_HOME']})" if os.environ.get("MCPCTL_HOME") \
                 else f"(store: {paths.resources_dir()})"
-            print_report(note, registered, session, rows, pairs, log_path, (found, line))
+            print_report(note, registered, session, rows, pairs, log_path, (found, line), kept=keep)
             if not keep:
                 for d in reversed(demo_documents(Path())):
                     with contextlib.suppress(MCPCtlError):

@@ -59,8 +59,10 @@ def register(app: typer.Typer) -> None:
             try:
                 changes, warnings = apply_documents(docs, store)
             except MCPCtlError as e:
-                keep = Path(tempfile.gettempdir()) / path.name
-                keep.write_text(text, encoding="utf-8")
+                fd, kept = tempfile.mkstemp(prefix=f"mcpctl-edit-{k.name.lower()}-{name}-", suffix=".yaml")
+                keep = Path(kept)                # private (0600), never someone else's fixed path
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
                 e.hint = (e.hint + "\n  " if e.hint else "") + f"your edit is saved in {keep}; fix it and run mcpctl apply -f {keep}"
                 raise
         for w in warnings:

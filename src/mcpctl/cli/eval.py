@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, print_json, warn
+from ._common import check_format, cli_errors, complete_projects, err, out, output_option, print_json, warn
 
 if TYPE_CHECKING:
     from mcpctl.catalogue.rank import ToolDoc
@@ -139,7 +139,7 @@ def register(app: typer.Typer) -> None:
             "--from-log", help="Score on (query -> tool called next) pairs recorded by the gateway.")] = False,
         project: Annotated[str | None, typer.Option(
             "--project", "-p", help="Project for --from-log.", autocompletion=complete_projects)] = None,
-        output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
+        output: Annotated[str, output_option(("table", "json"))] = "table",
     ) -> None:
         """Score a search ranker: R@1, R@5, R@10, MRR@10, nDCG@10 and C@10 per dataset."""
         check_format(output, _FORMATS)

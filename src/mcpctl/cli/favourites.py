@@ -14,7 +14,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, print_json, warn, write_stdout
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    err,
+    out,
+    output_option,
+    print_json,
+    warn,
+    write_stdout,
+)
 from .create import complete_tool_ids, project_command
 
 if TYPE_CHECKING:
@@ -264,7 +274,7 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def list_cmd(
         project: _Project,
-        output: Annotated[str, typer.Option("-o", "--output", help="table|json|yaml")] = "table",
+        output: Annotated[str, output_option(("table", "json", "yaml"))] = "table",
     ) -> None:
         """Exactly what the gateway presents: favourites (★, presented name, state and why not listed), the
         count under all/, and the instruction text."""
@@ -347,7 +357,7 @@ def register(app: typer.Typer) -> None:
         top: Annotated[int, typer.Option("--top", "-n", min=1, max=200, help="How many favourites to suggest.")] = 20,
         window: Annotated[float, typer.Option("--window", min=0.001, help="Days of the invocation log to count.")] = 30.0,
         apply: Annotated[bool, typer.Option("--apply", help="Show the change and write it.")] = False,
-        output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
+        output: Annotated[str, output_option(("table", "json"))] = "table",
     ) -> None:
         """Suggest favourites from the invocation log: tools ranked by calls (every presented form counted as
         its canonical id), with distinct sessions, error rate and last use; tools that mostly fail are flagged,

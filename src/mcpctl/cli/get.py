@@ -8,7 +8,7 @@ import typer
 
 from mcpctl.resources.store import Store
 
-from ._common import check_format, cli_errors, out
+from ._common import check_format, cli_errors, out, output_option
 from ._resources import TABLES, complete_kind, live_view, render_objects, resolve_kind
 
 
@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
                                             autocompletion=complete_kind)],
         names: Annotated[list[str] | None, typer.Argument(help="Names (all objects when omitted).",
                                                           autocompletion=_complete_name)] = None,
-        output: Annotated[str, typer.Option("-o", "--output", help="table|wide|yaml|json|name")] = "table",
+        output: Annotated[str, output_option(("table", "wide", "yaml", "json", "name"))] = "table",
     ) -> None:
         """Show resources: a table, or their full YAML/JSON (which `apply -f -` accepts back)."""
         check_format(output)

@@ -9,13 +9,15 @@ import typer
 
 from mcpctl.errors import EXIT_UPSTREAM
 
-from ._common import check_format, cli_errors, complete_projects, err, out, warn, write_stdout
+from ._common import check_format, cli_errors, complete_projects, err, out, output_option, warn, write_stdout
+from .create import complete_tool_ids
 
 tools_app = typer.Typer(help="A project's tool catalogue: list it, enable or disable tools.",
                         no_args_is_help=True)
 
 _FORMATS = ("table", "wide", "json", "yaml", "name")
-_Ids = Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).")]
+_Ids = Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).",
+                                            autocompletion=complete_tool_ids)]
 _Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
 
 
@@ -112,7 +114,7 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def list_cmd(
         project: _Project,
-        output: Annotated[str, typer.Option("-o", "--output", help="table|wide|json|yaml|name")] = "table",
+        output: Annotated[str, output_option(("table", "wide", "json", "yaml", "name"))] = "table",
         refresh: Annotated[bool, typer.Option("--refresh", help="Connect to the servers and list them now "
                                               "(otherwise the cached listing is shown).")] = False,
     ) -> None:

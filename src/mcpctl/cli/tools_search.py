@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, print_json, warn
+from ._common import check_format, cli_errors, complete_projects, err, out, output_option, print_json, warn
 
 _FORMATS = ("table", "json")
 
@@ -35,7 +35,7 @@ def register(tools_app: typer.Typer) -> None:
                                              autocompletion=complete_projects)],
         top_k: Annotated[int | None, typer.Option("--top-k", "-k", min=1, max=100,
                                                   help="How many tools (default: the project's search.topK).")] = None,
-        output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
+        output: Annotated[str, output_option(("table", "json"))] = "table",
     ) -> None:
         """Rank the project's tools for a query, as the search_tools built-in does."""
         check_format(output, _FORMATS)

@@ -25,6 +25,7 @@ from mcpctl.resources.schema import (
 API_VERSION: Final = "mcpctl/v1"
 PRESENTATIONS: Final = ("flat", "favourite-index", "deferred")
 NAME_STYLES: Final = ("portable", "spec")
+RANKERS: Final = ("bm25", "semantic", "hybrid")
 DEFAULT_MAX_FAVOURITES: Final = 15
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
 
@@ -107,7 +108,7 @@ PROJECT_SPEC: Final = Obj({
     }),
     "search": Obj({
         "enabled": Scalar(bool, default=True),
-        "ranker": Scalar(str, default="bm25", enum=("bm25", "semantic", "hybrid")),
+        "ranker": Scalar(str, default="bm25", enum=RANKERS),
         "topK": Scalar(int, default=5, check=check_range(1, 20)),
         "recordQueries": Scalar(bool, default=False),
     }),
