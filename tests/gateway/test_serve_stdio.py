@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import anyio
 import mcp.types as t
 import pytest
-from gwkit import SLACK, Kit, text_of, wait_tools
+from gwkit import Kit, text_of, wait_tools
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,369 @@
+"""`mcpctl doctor [--project P]`: check the install, each server and each project, say what to fix.
+
+Checks, each a `Check` with a status (`ok`, `info`, `warn`, `fail`) and, when something is wrong,
+a hint naming the command that fixes it:
+
+- install: mcpctl and Python, `mcpctl` on PATH, the MCP SDK, the store readable;
+- each server: its command found (`gateway.upstream.find_command`, as the gateway looks), its
+  `${env:…}`/`${file:…}` references resolvable, no literal secret in the store, then connected and
+  listed within its connect timeout through the gateway's refresh machinery (which also updates
+  the catalogue cache and `get servers`), with the protocol era it speaks and the tools whose
+  definitions exceed a token budget;
+- each project: its servers registered and listed, every presented tool name valid in Claude
+  and Codex (`^[a-zA-Z0-9_-]{1,64}$` once Claude Code prefixes `mcp__<entry>__`), the whole
+  `tools/list` against a token budget, and whether semantic search is active or falls back;
+- each client whose standard file holds an mcpctl entry (informational).
+
+Token counts are estimates: characters of the compact JSON definition / 4.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from mcpctl import __version__, paths
+from mcpctl.errors import MCPCtlError, SecretError
+from mcpctl.resources.kinds import ProjectSpec, ServerSpec
+from mcpctl.resources.store import Store
+
+if TYPE_CHECKING:
+    from mcpctl.gateway.refresh import Listed
+
+STATUSES: Final = ("ok", "info", "warn", "fail")
+NAME_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+DEFAULT_TOOL_BUDGET: Final = 1_000        # tokens for one tool's definition
+DEFAULT_BUDGET: Final = 10_000            # tokens for a project's whole tools/list
+MODERN_ERA: Final = "2026-07-28"
+
+Progress = Callable[[str, int, int], None]     # (server just finished, done, total)
+
+
+@dataclass
+class Check:
+    scope: str            # install | server/NAME | project/NAME | client/NAME
+    check: str            # command, references, connect, names, tokens, search, ...
+    status: str           # ok | info | warn | fail
+    message: str
+    hint: str | None = None
+
+
+@dataclass
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+
+    def add(self, scope: str, check: str, status: str, message: str, hint: str | None = None) -> None:
+        self.checks.append(Check(scope, check, status, message, hint))
+
+    @property
+    def problems(self) -> int:
+        return sum(c.status == "fail" for c in self.checks)
+
+    @property
+    def warnings(self) -> int:
+        return sum(c.status == "warn" for c in self.checks)
+
+    def scopes(self) -> list[str]:
+        return list(dict.fromkeys(c.scope for c in self.checks))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"problems": self.problems, "warnings": self.warnings,
+                "checks": [asdict(c) for c in self.checks]}
+
+
+def tokens(value: Any) -> int:
+    """≈ tokens of a definition: characters of its compact JSON / 4."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"))) // 4
+
+
+def era(version: str | None) -> str:
+    if not version:
+        return "unknown protocol"
+    return f"protocol {version} ({'server/discover' if version >= MODERN_ERA else 'initialize handshake'} era)"
+
+
+# -- install ------------------------------------------------------------------------------------------
+
+
+def _install(report: DoctorReport, store: Store) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    report.add("install", "mcpctl", "ok", f"mcpctl {__version__}, Python {platform.python_version()} ({sys.executable})")
+    on_path = shutil.which("mcpctl")
+    if on_path:
+        report.add("install", "path", "ok", f"mcpctl on PATH: {on_path}")
+    else:
+        report.add("install", "path", "warn", "mcpctl is not on PATH",
+                   f"add {Path(sys.executable).parent} to PATH (mcpctl connect writes the absolute path into clients)")
+    try:
+        report.add("install", "sdk", "ok", f"MCP SDK (mcp) {importlib.metadata.version('mcp')}")
+    except importlib.metadata.PackageNotFoundError:
+        report.add("install", "sdk", "fail", "the MCP SDK (mcp) is not installed", "pip install -e . (or pip install mcpctl)")
+    home = paths.home_override()
+    where = f"{paths.config_dir()}" + (f" (MCPCTL_HOME={home})" if home else "")
+    try:
+        servers, projects = store.list("Server"), store.list("Project")
+    except MCPCtlError as e:
+        report.add("install", "store", "fail", f"store {where}: {e.message}", e.hint)
+        return [], []
+    except OSError as e:
+        report.add("install", "store", "fail", f"cannot read the store {where}: {e}")
+        return [], []
+    report.add("install", "store", "ok", f"store {where}: {len(servers)} server(s), {len(projects)} project(s)")
+    if not servers:
+        report.add("install", "store", "info", "no servers registered yet",
+                   "mcpctl import claude-code (or claude-desktop, cursor, vscode, codex), or mcpctl create server")
+    return servers, projects
+
+
+def semantic_status() -> tuple[bool, str]:
+    """Whether `search.ranker: semantic|hybrid` really gets the model (as `rank.build_ranker` would)."""
+    try:
+        from mcpctl.catalogue import semantic
+
+        semantic.load_model()
+    except ImportError as e:
+        return False, f"the semantic extra is not installed ({e})"
+    except Exception as e:   # a broken model falls back too
+        return False, f"the model could not be loaded ({type(e).__name__}: {e})"
+    return True, f"{semantic.MODEL_NAME} loaded"
+
+
+# -- servers --------------------------------------------------------------------------------------------
+
+
+def _static(report: DoctorReport, spec: ServerSpec) -> bool:
+    """Configuration checks that need no connection; False when the server cannot start."""
+    from mcpctl.clients.secretfile import literal_secret
+    from mcpctl.resources import secrets
+    from mcpctl.resources.server_checks import find_command
+
+    scope = f"server/{spec.name}"
+    ok = True
+    fields: list[tuple[str, str]] = []
+    if spec.transport == "stdio":
+        fields += [("spec.command", spec.command or "")]
+        fields += [(f"spec.args[{i}]", a) for i, a in enumerate(spec.args)]
+        fields += [(f"spec.env.{k}", v) for k, v in spec.env.items()]
+        if spec.cwd:
+            fields.append(("spec.cwd", spec.cwd))
+    else:
+        fields += [("spec.url", spec.url or "")] + [(f"spec.headers.{k}", v) for k, v in spec.headers.items()]
+    resolved: dict[str, str] = {}
+    bad = []
+    env_refs: list[str] = []
+    for where, value in fields:
+        env_refs += re.findall(r"\$\{env:([^}]+)\}", value)
+        try:
+            resolved[where] = secrets.resolve(value, where=where)
+        except SecretError as e:
+            bad.append((e.message, e.hint))
+    for message, hint in bad:
+        report.add(scope, "references", "fail", message, hint)
+        ok = False
+    if not bad and len(resolved) and any("${" in v for _, v in fields):
+        report.add(scope, "references", "ok", "every ${env:…}/${file:…} reference resolves here")
+    if env_refs and not bad:
+        report.add(scope, "references", "info", f"needs {', '.join(dict.fromkeys(env_refs))} in the gateway's "
+                   "environment", "clients start the gateway with a small environment: mcpctl connect passes "
+                   "these through (Claude Desktop cannot: use ${file:…} there)")
+    for section, values in (("env", spec.env), ("headers", spec.headers)):
+        for key, value in values.items():
+            if literal_secret(key, value):
+                report.add(scope, "secrets", "warn", f"spec.{section}.{key} holds a literal secret in the store",
+                           f"move it to a file: echo TOKEN > ~/.secrets/{spec.name} && chmod 600 …, then "
+                           f"spec.{section}.{key}: ${{file:~/.secrets/{spec.name}}} (mcpctl edit server {spec.name})")
+    if spec.transport == "stdio":
+        command = resolved.get("spec.command", spec.command or "")
+        if command and "${" not in command:
+            found = find_command(command)
+            if found is None:
+                hint = ("install Node.js (npx comes with it)" if command in ("npx", "node") else
+                        "install uv (uvx comes with it)" if command in ("uvx", "uv") else
+                        "install it, or give spec.command as an absolute path")
+                report.add(scope, "command", "fail", f"command not found: {command!r} (not on PATH, nor next to "
+                           f"{sys.executable})", f"{hint} (mcpctl edit server {spec.name})")
+                ok = False
+            else:
+                report.add(scope, "command", "ok", f"command {command!r} → {found}")
+                if os.sep in command and not os.path.isabs(os.path.expanduser(command)):
+                    report.add(scope, "command", "warn", f"{command!r} is relative: it depends on the directory "
+                               "the client starts the gateway in", f"use an absolute path (mcpctl edit server {spec.name})")
+        cwd = resolved.get("spec.cwd")
+        if cwd and not Path(cwd).expanduser().is_dir():
+            report.add(scope, "cwd", "fail", f"spec.cwd {cwd!r} is not a directory", f"mcpctl edit server {spec.name}")
+            ok = False
+    return ok
+
+
+def _probe(specs: dict[str, ServerSpec], on_progress: Progress | None) -> dict[str, Listed]:
+    """Connect to and list every server once, in parallel, each within its connect timeout (the
+    gateway's refresh machinery, which also updates the catalogue cache and `get servers`)."""
+    from mcpctl.gateway.refresh import refresh
+
+    done = 0
+
+    def on_done(result: Listed) -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            on_progress(result.server, done, len(specs))
+
+    return refresh(dict(specs), on_done)
+
+
+def _listing(report: DoctorReport, name: str, result: Listed | None, probed: bool, startable: bool,
+             tool_budget: int) -> None:
+    from mcpctl.catalogue import cache
+
+    scope = f"server/{name}"
+    if not startable:
+        report.add(scope, "connect", "info", "not started: fix the configuration problems above first")
+    elif probed:
+        if result is None or not result.ok:
+            error = result.error if result is not None else "no result"
+            report.add(scope, "connect", "fail", f"cannot connect and list: {error}",
+                       f"see the server's stderr: {paths.log_dir() / 'upstreams' / (name + '.log')}; "
+                       f"change it with mcpctl edit server {name}")
+        else:
+            report.add(scope, "connect", "ok", f"connected and listed: {result.tools} tool(s), "
+                       f"{era(result.protocol)}")
+    tools = cache.read_server_tools(name)
+    if tools is None:
+        if not probed and startable:
+            report.add(scope, "connect", "warn", "never listed", "mcpctl doctor (without --no-connect) or "
+                       "mcpctl tools list --project P --refresh")
+        return
+    heavy = sorted(((tokens(t), str(t.get("name"))) for t in tools), reverse=True)
+    heavy = [(n, t) for n, t in heavy if n > tool_budget]
+    if heavy:
+        listed = ", ".join(f"{t} (≈{n})" for n, t in heavy[:5]) + (" …" if len(heavy) > 5 else "")
+        report.add(scope, "tokens", "warn", f"{len(heavy)} tool(s) over the budget of {tool_budget} tokens "
+                   f"(chars/4 estimate): {listed}",
+                   f"disable what the project does not need: mcpctl tools disable --project P '{name}/TOOL'")
+    else:
+        total = sum(tokens(t) for t in tools)
+        report.add(scope, "tokens", "ok", f"{len(tools)} tool definition(s), ≈{total} tokens (chars/4 estimate), "
+                   f"none over {tool_budget}")
+
+
+# -- projects ---------------------------------------------------------------------------------------------
+
+
+def _project(report: DoctorReport, store: Store, name: str, entry: str, budget: int,
+             semantic: tuple[bool, str] | None) -> None:
+    from mcpctl.gateway.catalogue import cached_catalogue
+
+    scope = f"project/{name}"
+    cached = cached_catalogue(name, store)
+    project: ProjectSpec = cached.project
+    for server, why in cached.missing.items():
+        report.add(scope, "servers", "fail", f"server {server!r} is not registered: {why}",
+                   f"register it (mcpctl create server {server} …) or remove it from the project (mcpctl edit project {name})")
+    if cached.unlisted:
+        report.add(scope, "servers", "warn", f"never listed: {', '.join(cached.unlisted)}: their tools are missing "
+                   "from the first tools/list", f"fix the server(s) above, then mcpctl doctor --project {name}")
+    view = cached.view()
+    names = view.listed_names
+    prefix = f"mcp__{entry}__"
+    bad = [n for n in names if not NAME_RE.match(prefix + n)]
+    if bad:
+        shown = ", ".join(bad[:5]) + (" …" if len(bad) > 5 else "")
+        report.add(scope, "names", "fail", f"{len(bad)} presented name(s) invalid in Claude/Codex once prefixed "
+                   f"{prefix!r} (^[a-zA-Z0-9_-]{{1,64}}$): {shown}",
+                   f"use names.style: portable and a smaller names.maxLength (mcpctl edit project {name})")
+    else:
+        report.add(scope, "names", "ok", f"{len(names)} presented name(s) valid for Claude and Codex "
+                   f"(≤ 64 with {prefix!r})")
+    total = sum(tokens(t) for t in view.tools)
+    if total > budget:
+        report.add(scope, "tokens", "warn", f"tools/list is ≈{total} tokens (chars/4 estimate) for {len(names)} "
+                   f"tool(s), over the budget of {budget}",
+                   f"present fewer: favourites with presentation favourite-index or deferred, or mcpctl tools "
+                   f"disable --project {name} 'server/*'")
+    else:
+        report.add(scope, "tokens", "ok", f"tools/list ≈{total} tokens (chars/4 estimate) for {len(names)} tool(s)")
+    search = project.search
+    if not search.enabled:
+        report.add(scope, "search", "info", "search_tools is off (search.enabled: false)")
+    elif search.ranker == "bm25":
+        extra = "" if semantic is None else f"; the semantic ranker is {'available' if semantic[0] else 'not available'}"
+        report.add(scope, "search", "info", f"search_tools ranks with bm25 (lexical){extra}",
+                   f"semantic search: search.ranker: hybrid (mcpctl edit project {name})" if semantic and semantic[0]
+                   else None)
+    elif semantic is not None and semantic[0]:
+        report.add(scope, "search", "ok", f"semantic search active ({search.ranker}: {semantic[1]})")
+    else:
+        why = semantic[1] if semantic else "unknown"
+        report.add(scope, "search", "warn", f"search.ranker is {search.ranker} but it falls back to bm25: {why}",
+                   "pip install 'mcpctl[semantic]'")
+
+
+# -- clients ------------------------------------------------------------------------------------------------
+
+
+def _clients(report: DoctorReport) -> None:
+    from mcpctl.clients.connect import is_gateway_entry
+    from mcpctl.clients.registry import NAMES, get_client
+
+    for client in NAMES:
+        if client == "mcp-json":
+            continue
+        fmt = get_client(client)
+        path = fmt.default_path()
+        if path is None or not path.is_file():
+            continue
+        try:
+            doc = fmt.editor.load(path.read_text(encoding="utf-8"))
+        except Exception as e:
+            report.add(f"client/{client}", "config", "warn", f"cannot read {path}: {e}")
+            continue
+        container: Any = doc
+        for key in fmt.container:
+            container = container.get(key) if isinstance(container, Mapping) else None
+        entries = container if isinstance(container, Mapping) else {}
+        ours = [n for n, v in entries.items() if is_gateway_entry(v)]
+        if ours:
+            report.add(f"client/{client}", "connected", "info", f"{path}: {', '.join(ours)} → the mcpctl gateway")
+        else:
+            report.add(f"client/{client}", "connected", "info", f"{path}: no mcpctl entry "
+                       f"({len(entries)} other server(s))", f"mcpctl import {client}, then mcpctl connect {client} "
+                       "--project P --replace-imported")
+
+
+# -- the whole run ----------------------------------------------------------------------------------------
+
+
+def run_doctor(project: str | None = None, *, connect: bool = True, entry: str = "mcpctl",
+               tool_budget: int = DEFAULT_TOOL_BUDGET, budget: int = DEFAULT_BUDGET,
+               on_progress: Progress | None = None, store: Store | None = None) -> DoctorReport:
+    store = store or Store()
+    report = DoctorReport()
+    servers, projects = _install(report, store)
+    by_name = {s["metadata"]["name"]: s for s in servers}
+    if project is not None:
+        live = store.get("Project", project)      # NotFound with a did-you-mean
+        projects = [live]
+        wanted = [s for s in ProjectSpec.from_resource(live).servers if s in by_name]
+    else:
+        wanted = list(by_name)
+    startable: dict[str, ServerSpec] = {}
+    specs = {n: ServerSpec.from_resource(by_name[n]) for n in wanted}
+    for name, spec in specs.items():
+        if _static(report, spec):
+            startable[name] = spec
+    results = _probe(startable, on_progress) if connect and startable else {}
+    for name in specs:
+        _listing(report, name, results.get(name), connect and name in startable, name in startable, tool_budget)
+    semantic = semantic_status() if projects else None
+    for p in projects:
+        _project(report, store, p["metadata"]["name"], entry, budget, semantic)
+    _clients(report)
+    return report

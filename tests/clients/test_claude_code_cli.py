@@ -1,0 +1,128 @@
+"""The real Claude Code (`@anthropic-ai/claude-code` from npm, installed by .ci/run into
+.npm-servers): `mcpctl connect claude-code` goes through its own `claude mcp add-json`, and
+`claude mcp list`, which health-checks every server without an API key, shows the gateway as
+connected over stdio and over HTTP. HOME is a temp dir, so the real user's config is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ci_support import skip_unless_ci
+
+REPO = Path(__file__).resolve().parents[2]
+NPM_DIR = Path(os.environ.get("MCPCTL_NPM_SERVERS", REPO / ".npm-servers"))
+CLAUDE = NPM_DIR / "node_modules" / ".bin" / "claude"
+MCPCTL = Path(sys.executable).parent / "mcpctl"
+
+pytestmark = [pytest.mark.npm, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def claude_env(tmp_path: Path, tmp_home: Path) -> dict[str, str]:
+    if not CLAUDE.exists() or not shutil.which("node"):
+        skip_unless_ci("Claude Code is not installed (npm install --prefix .npm-servers "
+                       "@anthropic-ai/claude-code@2.1.332)")
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {
+        "HOME": str(home),
+        "MCPCTL_HOME": str(tmp_home),
+        "PATH": os.pathsep.join([str(CLAUDE.parent), str(MCPCTL.parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "LANG": "C.UTF-8",
+        "PWD": str(work),
+    }
+    return env
+
+
+def sh(env: dict[str, str], *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), env=env, cwd=env["PWD"], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def mcpctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    r = sh(env, str(MCPCTL), *args)
+    assert r.returncode == 0, f"mcpctl {' '.join(args)}: {r.stdout}{r.stderr}"
+    return r
+
+
+def claude_list(env: dict[str, str]) -> dict[str, str]:
+    """`claude mcp list`: server name -> the rest of its line."""
+    r = sh(env, str(CLAUDE), "mcp", "list", timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"^([\w.-]+): (.*)$", line)
+        if m and " - " in m.group(2):
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[str], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the HTTP gateway exited: {proc.stderr.read() if proc.stderr else ''}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {port} after {timeout}s")
+
+
+def test_connect_claude_code_shows_the_gateway_connected_over_stdio_and_http(claude_env: dict[str, str]) -> None:
+    env = claude_env
+    claude_json = Path(env["HOME"]) / ".claude.json"
+    claude_json.write_text(json.dumps({"mcpServers": {
+        "calc": {"type": "stdio", "command": "mcpctl", "args": ["example-server", "calc"]}}}, indent=2))
+    mcpctl(env, "import", "claude-code", "--project", "work")
+
+    r = mcpctl(env, "connect", "claude-code", "--project", "work", "--replace-imported")
+    assert "ran: claude mcp add-json -s user mcpctl" in r.stdout and "ran: claude mcp remove -s user calc" in r.stdout
+    listed = claude_list(env)
+    assert "calc" not in listed                      # the client sees only the gateway
+    assert listed["mcpctl"].endswith("✔ Connected"), listed
+    assert f"{MCPCTL} serve --project work" in listed["mcpctl"]
+
+    port = free_port()
+    gateway = subprocess.Popen([str(MCPCTL), "serve", "--project", "work", "--transport", "http", "--port", str(port)],
+                               env=env, cwd=env["PWD"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port, gateway)
+        mcpctl(env, "connect", "claude-code", "--project", "work", "--transport", "http", "--port", str(port),
+               "--name", "mcpctl-http")
+        token = (Path(env["MCPCTL_HOME"]) / "state" / "tokens" / "work.token").read_text().strip()
+        assert token not in claude_json.read_text()       # the header comes from headersHelper
+        listed = claude_list(env)
+        assert listed["mcpctl-http"] == f"http://127.0.0.1:{port}/mcp (HTTP) - ✔ Connected", listed
+        assert listed["mcpctl"].endswith("✔ Connected")
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=20)
+
+    mcpctl(env, "disconnect", "claude-code", "--name", "mcpctl-http")
+    r = mcpctl(env, "disconnect", "claude-code")
+    assert "put back: 'calc' (user)" in r.stdout
+    listed = claude_list(env)
+    assert set(listed) == {"calc"} and listed["calc"].endswith("✔ Connected")

@@ -1,0 +1,121 @@
+"""`mcpctl doctor`: real servers (the bundled examples), broken ones, and what it tells the user."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from client_files import Env
+from typer.testing import CliRunner
+
+from mcpctl.cli import app
+from mcpctl.clients.doctor import NAME_RE, run_doctor, semantic_status, tokens
+from mcpctl.resources.store import Store
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), prog_name="mcpctl")
+
+
+@pytest.fixture
+def store(env: Env) -> Env:
+    for args in (["calc", "--", "mcpctl", "example-server", "calc"],
+                 ["ghost", "--", "definitely-not-a-command-xyz"],
+                 ["needs-env", "--env", "TOKEN=${env:DOCTOR_UNSET_VAR}", "--", "mcpctl", "example-server", "notes"]):
+        assert run("create", "server", "--no-check", *args).exit_code == 0
+    assert run("create", "project", "good", "--server", "calc").exit_code == 0
+    assert run("create", "project", "spec-names", "--server", "calc", "--names", "spec").exit_code == 0
+    return env
+
+
+def by_scope(data: dict, scope: str) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for c in data["checks"]:
+        if c["scope"] == scope:
+            out.setdefault(c["check"], []).append(c)
+    return out
+
+
+def test_a_healthy_project_passes_with_its_servers_listed_and_names_valid(store: Env) -> None:
+    r = run("doctor", "--project", "good")
+    assert r.exit_code == 0, r.output
+    tools = Store().status("Server", "calc")["tools"]
+    assert f"connected and listed: {tools} tool(s), protocol" in r.stdout
+    from mcpctl.gateway.catalogue import cached_catalogue
+
+    presented = len(cached_catalogue("good").view().listed_names)      # the tools + search_tools
+    assert presented > tools
+    assert f"{presented} presented name(s) valid for Claude and Codex" in r.stdout
+    assert "ghost" not in r.stdout                      # --project checks only its servers
+    assert "no problems found" in r.stdout or "0 problem(s)" in r.stdout
+
+
+def test_problems_fail_the_run_and_each_says_what_to_do(store: Env) -> None:
+    r = run("doctor", "-o", "json")
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    assert set(data) == {"problems", "warnings", "checks"}
+    assert set(data["checks"][0]) == {"scope", "check", "status", "message", "hint"}
+    ghost = by_scope(data, "server/ghost")
+    assert ghost["command"][0]["status"] == "fail"
+    assert "definitely-not-a-command-xyz" in ghost["command"][0]["message"]
+    assert "mcpctl edit server ghost" in ghost["command"][0]["hint"]
+    assert "connect" not in ghost or ghost["connect"][0]["status"] != "ok"
+    env_ref = by_scope(data, "server/needs-env")["references"]
+    assert env_ref[0]["status"] == "fail" and "DOCTOR_UNSET_VAR" in env_ref[0]["message"]
+    names = by_scope(data, "project/spec-names")["names"][0]
+    assert names["status"] == "fail" and "names.style: portable" in names["hint"]
+    assert by_scope(data, "server/calc")["connect"][0]["status"] == "ok"
+    assert data["problems"] == sum(c["status"] == "fail" for c in data["checks"]) >= 3
+
+
+def test_text_output_marks_each_check_and_points_at_the_fix(store: Env) -> None:
+    r = run("doctor")
+    assert r.exit_code == 1
+    assert "server/ghost\n  ✘ command not found: 'definitely-not-a-command-xyz'" in r.stdout
+    assert "    → install it, or give spec.command as an absolute path" in r.stdout
+    assert "problem(s)" in r.stdout.splitlines()[-1]
+
+
+def test_token_budgets_flag_big_tools_with_a_labelled_estimate(store: Env) -> None:
+    r = run("doctor", "--project", "good", "--tool-budget", "10", "--budget", "50")
+    assert r.exit_code == 0                       # warnings do not fail the run
+    assert "over the budget of 10 tokens (chars/4 estimate)" in r.stdout
+    assert "over the budget of 50" in r.stdout
+    assert tokens({"name": "x" * 40}) == len('{"name":"' + "x" * 40 + '"}') // 4
+
+
+def test_no_connect_checks_only_the_configuration(store: Env) -> None:
+    r = run("doctor", "--project", "good", "--no-connect")
+    assert "never listed" in r.stdout and "connected and listed" not in r.stdout
+
+
+def test_search_says_whether_the_semantic_ranker_is_active(store: Env) -> None:
+    run("create", "project", "semantic", "--server", "calc", "--ranker", "hybrid")
+    report = run_doctor("semantic", connect=False)
+    search = next(c for c in report.checks if c.scope == "project/semantic" and c.check == "search")
+    active, why = semantic_status()
+    if active:
+        assert search.status == "ok" and "semantic search active (hybrid" in search.message
+    else:
+        assert search.status == "warn" and "falls back to bm25" in search.message and why in search.message
+
+
+def test_a_connected_client_is_reported(store: Env) -> None:
+    env = store
+    env.write("cursor", '{"mcpServers": {"other": {"command": "x"}}}')
+    assert run("connect", "cursor", "--project", "good").exit_code == 0
+    report = run_doctor("good", connect=False)
+    cursor = next(c for c in report.checks if c.scope == "client/cursor")
+    assert "mcpctl → the mcpctl gateway" in cursor.message
+
+
+def test_progress_goes_to_stderr_and_stdout_stays_json(store: Env) -> None:
+    r = run("doctor", "--project", "good", "-o", "json")
+    json.loads(r.stdout)
+
+
+def test_the_name_rule_is_claudes() -> None:
+    assert NAME_RE.match("mcp__mcpctl__" + "a" * 51)
+    assert not NAME_RE.match("mcp__mcpctl__" + "a" * 52)
+    assert not NAME_RE.match("mcp__mcpctl__all/calc/add")
