@@ -8,6 +8,8 @@ import stat
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,12 +19,35 @@ from gwkit import MCPCTL, Kit, free_port, text_of, wait_tools
 pytestmark = pytest.mark.anyio
 
 
+@dataclass
+class HttpGateway:
+    """A running `mcpctl serve --transport http` process."""
+
+    url: str
+    token: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    stderr: Path
+
+    def rss_mb(self) -> float:
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+    def open_fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+
 @contextlib.contextmanager
-def http_gateway(kit: Kit, project: str) -> Iterator[tuple[str, str]]:
+def http_gateway_process(kit: Kit, project: str, *extra: str, nofile: int | None = None) -> Iterator[HttpGateway]:
+    """`mcpctl serve --transport http` with extra options; `nofile`: its soft RLIMIT_NOFILE."""
     port = free_port()
-    log = open(kit.home / "http-gateway.stderr", "w")  # noqa: SIM115
-    proc = subprocess.Popen([MCPCTL, "serve", "--project", project, "--transport", "http", "--port", str(port)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+    err_path = kit.home / f"http-gateway-{port}.stderr"
+    log = open(err_path, "w")  # noqa: SIM115
+
+    argv = [MCPCTL, "serve", "--project", project, "--transport", "http", "--port", str(port), *extra]
+    if nofile is not None:      # through the shell: no preexec_fn in a process that has threads
+        argv = ["/bin/sh", "-c", f'ulimit -Sn {int(nofile)} && exec "$@"', "sh", *argv]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                             env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
     try:
         import socket
@@ -32,12 +57,12 @@ def http_gateway(kit: Kit, project: str) -> Iterator[tuple[str, str]]:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
-            assert proc.poll() is None, (kit.home / "http-gateway.stderr").read_text()
+            assert proc.poll() is None, err_path.read_text()
             assert time.monotonic() < deadline, "gateway did not listen"
             time.sleep(0.05)
         token_file = kit.home / "state" / "tokens" / f"{project}.token"
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
-        yield f"http://127.0.0.1:{port}/mcp", token_file.read_text().strip()
+        yield HttpGateway(f"http://127.0.0.1:{port}/mcp", token_file.read_text().strip(), port, proc, err_path)
     finally:
         proc.terminate()
         try:
@@ -48,17 +73,26 @@ def http_gateway(kit: Kit, project: str) -> Iterator[tuple[str, str]]:
         assert proc.stdout is not None and proc.stdout.read() == b""
 
 
+@contextlib.contextmanager
+def http_gateway(kit: Kit, project: str, *extra: str) -> Iterator[tuple[str, str]]:
+    with http_gateway_process(kit, project, *extra) as gw:
+        yield gw.url, gw.token
+
+
 @contextlib.asynccontextmanager
-async def http_client(url: str, token: str, mode: str = "legacy", name: str | None = None) -> AsyncIterator[Any]:
+async def http_client(url: str, token: str, mode: str = "legacy", name: str | None = None, *,
+                      http: dict[str, Any] | None = None, scheme: str = "Bearer",
+                      **client_kw: Any) -> AsyncIterator[Any]:
+    """An SDK client over HTTP; `http`: more `httpx2.AsyncClient` arguments; `client_kw` go to `Client`."""
     import httpx2
     import mcp.types as t
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
     info = {"client_info": t.Implementation(name=name, version="1.0")} if name else {}
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                  timeout=httpx2.Timeout(30, read=60)) as h, \
-            Client(streamable_http_client(url, http_client=h), mode=mode, **info) as c:
+    async with httpx2.AsyncClient(headers={"Authorization": f"{scheme} {token}"},
+                                  timeout=httpx2.Timeout(30, read=60), **(http or {})) as h, \
+            Client(streamable_http_client(url, http_client=h), mode=mode, **info, **client_kw) as c:
         yield c
 
 
@@ -87,6 +121,59 @@ async def test_auth_origin_and_host_checks(kit: Kit) -> None:
             assert r.status_code in (403, 421)
             r = await h.post(url, json=body, headers={**auth, "Origin": "http://localhost:3000"})
             assert r.status_code == 200
+
+
+async def test_bearer_scheme_is_case_insensitive_and_the_token_still_checked(kit: Kit) -> None:
+    import httpx2
+
+    with http_gateway(kit, _setup(kit)) as (url, token):
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        hdrs = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        async with httpx2.AsyncClient(timeout=10) as h:
+            for value, status in ((f"bearer {token}", 200), (f"BEARER {token}", 200), (f"bEaReR  {token}", 200),
+                                  ("bearer wrong", 401), (f"bearer {token}x", 401), (f"Basic {token}", 401),
+                                  (f"Bearer{token}", 401), ("bearer", 401), (token, 401)):
+                r = await h.post(url, json=body, headers={**hdrs, "Authorization": value})
+                assert r.status_code == status, value.replace(token, "<token>")
+        async with http_client(url, token, "legacy", scheme="bearer") as c:
+            r = await c.session.call_tool("beta__echo", {"text": "lower-case scheme"})
+            assert text_of(r) == "lower-case scheme"
+
+
+def _list_changed(caps: Any) -> dict[str, bool | None]:
+    return {"tools": caps.tools.list_changed, "prompts": caps.prompts.list_changed,
+            "resources": caps.resources.list_changed}
+
+
+async def test_handshake_http_clients_are_told_lists_change_and_are_notified(kit: Kit) -> None:
+    import mcp.types as t
+
+    project = _setup(kit)
+    async with kit.client(project, "legacy") as c:
+        over_stdio = _list_changed(c.server_capabilities)
+    assert over_stdio == {"tools": True, "prompts": True, "resources": True}
+    changed = anyio.Event()
+
+    async def on_message(msg: object) -> None:
+        if isinstance(msg, t.ToolListChangedNotification):
+            changed.set()
+
+    with http_gateway(kit, project) as (url, token):
+        async with http_client(url, token, "legacy", message_handler=on_message) as c:
+            assert c.protocol_version == "2025-11-25"
+            assert _list_changed(c.server_capabilities) == over_stdio
+            await wait_tools(c, {"alpha__echo", "beta__echo"})
+            changed = anyio.Event()
+            r = await c.session.call_tool("alpha__add_tool", {})
+            assert not r.is_error
+            with anyio.fail_after(10):
+                await changed.wait()
+            await wait_tools(c, {"alpha__extra_1"}, timeout=10)
+        async with http_client(url, token, "auto") as c:
+            assert c.protocol_version == "2026-07-28"
+            assert _list_changed(c.server_capabilities) == over_stdio
+    assert kit.leftovers() == []
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

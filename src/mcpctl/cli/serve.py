@@ -37,8 +37,22 @@ OPTIONS: tuple[_Option, ...] = (
     _Option("token_file", ("--token-file",), Path, None,
             "HTTP: file holding the bearer token (created with a fresh token, mode 0600, if missing). "
             "Default: <state dir>/tokens/<project>.token."),
+    _Option("header_timeout", ("--header-timeout",), float, 10.0,
+            "HTTP: seconds a connection has to send a complete request head (from connecting, or from the "
+            "first byte after a response); then it is closed."),
+    _Option("idle_timeout", ("--idle-timeout",), float, 15.0,
+            "HTTP: seconds a kept-alive connection may sit idle between requests; then it is closed."),
+    _Option("max_connections", ("--max-connections",), int, 512,
+            "HTTP: most open connections (lowered to fit the open-file limit); a quarter of them may be "
+            "connections that have not shown the token yet, and the oldest of those is closed for a new one."),
+    _Option("max_sessions", ("--max-sessions",), int, 256,
+            "HTTP: most open protocol sessions (handshake-era clients); a new one beyond it gets 503."),
+    _Option("session_idle_timeout", ("--session-idle-timeout",), float, 300.0,
+            "HTTP: seconds a session may go without a request in flight (an open GET stream counts); "
+            "then it is closed and its id answers 404."),
     _Option("verbose", ("--verbose", "-v"), bool, False, "Log progress to stderr too."),
 )
+HTTP_LIMITS = ("header_timeout", "idle_timeout", "max_connections", "max_sessions", "session_idle_timeout")
 _OPT = {o.dest: o for o in OPTIONS}
 _BY_FLAG = {flag: o for o in OPTIONS for flag in o.flags}
 
@@ -60,6 +74,11 @@ def register(app: typer.Typer) -> None:
         host: str = opt("host"),
         port: int = opt("port"),
         token_file: Path | None = opt("token_file"),
+        header_timeout: float = opt("header_timeout"),
+        idle_timeout: float = opt("idle_timeout"),
+        max_connections: int = opt("max_connections"),
+        max_sessions: int = opt("max_sessions"),
+        session_idle_timeout: float = opt("session_idle_timeout"),
         verbose: bool = opt("verbose"),
     ) -> None:
         """Serve a project's curated catalogue as one MCP server.
@@ -69,7 +88,9 @@ def register(app: typer.Typer) -> None:
         """
         if transport not in TRANSPORTS:
             raise typer.BadParameter("must be stdio or http", param_hint="'--transport'")
-        _serve(project, transport, host, port, token_file, verbose)
+        _serve(project, transport, host, port, token_file, verbose, header_timeout=header_timeout,
+               idle_timeout=idle_timeout, max_connections=max_connections, max_sessions=max_sessions,
+               session_idle_timeout=session_idle_timeout)
 
 
 def _check_listen(host: str, port: int) -> None:
@@ -95,9 +116,23 @@ def _check_listen(host: str, port: int) -> None:
                               hint="choose another --port (or stop what is using it)") from None
 
 
-def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool) -> None:
+def _check_limits(limits: dict[str, Any]) -> None:
+    import math
+
+    from mcpctl.errors import MCPCtlError
+
+    for dest, value in limits.items():
+        if not (math.isfinite(value) and value > 0):
+            flag = _OPT[dest].flags[0]
+            raise MCPCtlError(f"{flag} {value}: must be a positive number", hint=f"the default is {_OPT[dest].default}")
+
+
+def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
+           **limits: Any) -> None:
     early = None
+    http_limits = None
     if transport == "http":
+        _check_limits(limits)
         _check_listen(host, port)
     if transport == "stdio":
         # Before the SDK import (most of the start-up): read the project and its cache, and answer
@@ -107,6 +142,8 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
         early = early_front.start(project)
     from mcpctl.gateway import http, run
 
+    if transport == "http":
+        http_limits = http.HttpLimits(**{k: limits.get(k, _OPT[k].default) for k in HTTP_LIMITS})
     log_path = run.setup_logging(project, verbose=verbose)
 
     def ready(where: str) -> None:
@@ -119,7 +156,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
             err.print(f"  log: {log_path}", markup=False)
 
     run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready,
-            early=early)
+            early=early, http_limits=http_limits)
 
 
 def parse_lean(argv: list[str]) -> dict[str, Any] | None:

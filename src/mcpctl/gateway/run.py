@@ -25,7 +25,7 @@ from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.catalogue import load_gateway_config
 from mcpctl.gateway.early import EarlyFront
 from mcpctl.gateway.front import Gateway
-from mcpctl.gateway.http import load_or_create_token, serve_http, token_path, url_host
+from mcpctl.gateway.http import HttpLimits, load_or_create_token, serve_http, token_path, url_host
 from mcpctl.resources.kinds import ProjectSpec
 from mcpctl.resources.store import Store
 
@@ -132,7 +132,7 @@ def _recorder() -> tuple[Callable[..., None] | None, Callable[[], None]]:
 
 async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
                 token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
-                early: EarlyFront | None = None) -> None:
+                early: EarlyFront | None = None, http_limits: HttpLimits | None = None) -> None:
     """Run the gateway for `project_name` until the client goes away or a signal arrives.
 
     `early`: the project as read (and, over stdio, the client's first messages as answered)
@@ -222,7 +222,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
                 assert token is not None
                 if on_ready:
                     on_ready(f"http://{url_host(host)}:{port}/mcp")
-                await serve_http(gw, host, port, token, stop)
+                await serve_http(gw, host, port, token, stop, http_limits)
             await stop_upstreams()
             tg.cancel_scope.cancel()
     finally:

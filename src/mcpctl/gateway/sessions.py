@@ -5,12 +5,14 @@ What a session is (the unit of the session gate, and the `session_id` of the inv
 
 - **stdio**: the one client at the other end of the pipe, for the life of the gateway process.
 - **HTTP, handshake era** (protocol versions up to 2025-11-25): the protocol session
-  (`Mcp-Session-Id`), from `initialize` to the client's DELETE or the gateway's exit.
+  (`Mcp-Session-Id`), from `initialize` to the client's DELETE, the session idle timeout
+  (`serve --session-idle-timeout`) or the gateway's exit.
 - **HTTP, 2026-07-28**: the era has no protocol session, so one client identity is one session:
-  the bearer credential plus the `clientInfo` name and version every request carries. A pooled
-  client that spreads its requests over many TCP connections stays one session; two instances
-  of the same client version presenting the same token are one session too (they share the gate
-  and the log's session id). Give them different tokens (or client versions) to tell them apart.
+  the bearer credential (the token, however its scheme is spelt) plus the `clientInfo` name and
+  version every request carries. A pooled client that spreads its requests over many TCP
+  connections stays one session; two instances of the same client version presenting the same
+  token are one session too (they share the gate and the log's session id). Give them different
+  tokens (or client versions) to tell them apart.
 
 Notifications: handshake-era sessions get `notifications/*/list_changed` directly; 2026-era
 sessions only through their `subscriptions/listen` streams, so each session has its own
@@ -20,6 +22,7 @@ subscription bus and a targeted notification reaches that session alone.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import uuid
 import weakref
@@ -65,6 +68,17 @@ class Caller:
 
 def new_session_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def _credential(authorization: str | None) -> str | None:
+    """The credential of an Authorization value, as a digest: `Bearer T` and `bearer T` are one
+    credential (the scheme is case-insensitive), and the token itself is not kept here."""
+    if authorization is None:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() == "bearer":
+        authorization = token.strip()
+    return hashlib.sha256(authorization.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 class _SessionBus:
@@ -128,7 +142,7 @@ class Sessions:
         if request is None or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return None
         try:
-            key = (request.headers.get("authorization"), name, version)
+            key = (_credential(request.headers.get("authorization")), name, version)
         except AttributeError:
             return None
         sid = self._identities.get(key) or new_session_id()
