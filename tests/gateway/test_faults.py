@@ -14,6 +14,15 @@ from gwkit import MCPCTL, SLACK, Kit, text_of, wait_tools
 pytestmark = pytest.mark.anyio
 
 
+def _listed_before(*servers: str) -> None:
+    """These servers were listed on an earlier start (a cached listing): no tools/list waits for
+    them. A first start's first list does (first contact: test_first_contact.py)."""
+    from mcpctl.catalogue import cache
+
+    for s in servers:
+        cache.write_server_tools(s, [{"name": "echo", "inputSchema": {"type": "object"}}])
+
+
 async def _listed_fast(c: object) -> set[str]:
     t0 = time.monotonic()
     tools = (await c.list_tools()).tools  # type: ignore[attr-defined]
@@ -31,6 +40,7 @@ async def _good_call_is_fast(c: object) -> None:
 async def test_crash_mid_call_then_restart(kit: Kit) -> None:
     kit.server("good")
     kit.server("crashy", call=5)
+    _listed_before("good", "crashy")
     async with kit.client(kit.project("p", ["good", "crashy"])) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "crashy__crash"})
@@ -56,6 +66,7 @@ async def test_crash_mid_call_then_restart(kit: Kit) -> None:
 async def test_hanging_call_times_out_without_delaying_others(kit: Kit) -> None:
     kit.server("good")
     kit.server("hangs", call=2)
+    _listed_before("good", "hangs")
     async with kit.client(kit.project("p", ["good", "hangs"])) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "hangs__hang"})
@@ -83,6 +94,8 @@ async def test_hanging_call_times_out_without_delaying_others(kit: Kit) -> None:
 async def test_slow_start_does_not_block_the_list(kit: Kit) -> None:
     kit.server("good")
     kit.server("sleepy", "--start-delay", "10", call=2, connect=30)
+    _listed_before("good")
+    kit.store.set_status("Server", "sleepy", {"state": "down", "lastError": "an earlier start failed"})
     async with kit.client(kit.project("p", ["good", "sleepy"])) as c:
         names = await _listed_fast(c)
         assert not any(n.startswith("sleepy__") for n in names)
@@ -100,6 +113,7 @@ async def test_starting_upstream_call_fails_within_its_timeout(kit: Kit) -> None
 
     kit.server("good")
     kit.server("sleepy", "--start-delay", "10", call=2, connect=30)
+    _listed_before("good")
     cache.write_server_tools("sleepy", [{"name": "echo", "inputSchema": {"type": "object"}}])
     async with kit.client(kit.project("p", ["good", "sleepy"])) as c:
         assert "sleepy__echo" in await _listed_fast(c)   # from the cache, at once
@@ -118,6 +132,7 @@ async def test_missing_command_and_missing_secret(kit: Kit) -> None:
     kit.server("ghost", command="definitely-not-a-command-mcpctl")
     kit.server("nosecret", env={"API_TOKEN": "${env:MCPCTL_TEST_UNSET_VAR}"})
     kit.project("p", ["good", "ghost", "nosecret", "unregistered"])
+    _listed_before("good")
     cache.write_server_tools("ghost", [{"name": "echo", "inputSchema": {"type": "object"}}])
     cache.write_server_tools("nosecret", [{"name": "echo", "inputSchema": {"type": "object"}}])
     async with kit.client("p") as c:
@@ -139,6 +154,7 @@ async def test_missing_command_and_missing_secret(kit: Kit) -> None:
 async def test_stderr_flood_is_drained(kit: Kit) -> None:
     kit.server("good")
     kit.server("chatty", "--stderr-flood")
+    _listed_before("good", "chatty")
     async with kit.client(kit.project("p", ["good", "chatty"])) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "chatty__echo"})
@@ -154,6 +170,7 @@ async def test_stderr_flood_is_drained(kit: Kit) -> None:
 async def test_five_megabyte_result(kit: Kit) -> None:
     kit.server("good")
     kit.server("bulky")
+    _listed_before("good", "bulky")
     async with kit.client(kit.project("p", ["good", "bulky"])) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "bulky__big"})
@@ -172,9 +189,10 @@ async def test_five_megabyte_result(kit: Kit) -> None:
 async def test_garbage_on_stdout(kit: Kit) -> None:
     kit.server("good")
     kit.server("noisy", "--garbage")
+    _listed_before("good", "noisy")
     async with kit.client(kit.project("p", ["good", "noisy"])) as c:
         await _listed_fast(c)
-        await wait_tools(c, {"good__echo", "noisy__echo"})
+        await wait_tools(c, {"good__echo", "noisy__echo", "noisy__garbage"})
         r = await c.session.call_tool("noisy__garbage", {})
         assert text_of(r) == "after garbage"
         r = await c.session.call_tool("noisy__echo", {"text": "clean"})

@@ -7,7 +7,8 @@ arguments into the result), plus N synthetic tools and any `--extra-tool NAME` (
 server's `--name`, so two servers can offer one tool name and a test can tell who answered).
 Also a resource, a template and a prompt.
 Options give faults at startup: a start delay, a stderr flood, garbage on stdout, pagination,
-handshake-only (refuses server/discover).
+handshake-only (refuses server/discover), an exit after the start delay (a slow failing start), a
+marker file per started process, a `freeze` tool that blocks the whole process (it never answers again).
 """
 
 from __future__ import annotations
@@ -37,15 +38,23 @@ p.add_argument("--garbage", action="store_true", help="write junk lines to stdou
 p.add_argument("--page-size", type=int, default=0)
 p.add_argument("--legacy-only", action="store_true")
 p.add_argument("--exit-at-start", action="store_true")
+p.add_argument("--exit-after-start-delay", action="store_true", help="sleep --start-delay, then exit 3")
+p.add_argument("--freeze-tool", action="store_true", help="also serve `freeze`, which blocks the process")
+p.add_argument("--start-marker", default=None, help="write started-<pid> here as the process starts")
 p.add_argument("--marker-dir", default=None, help="write cancelled-<n> markers here")
 p.add_argument("--http-port", type=int, default=0, help="serve streamable HTTP on this loopback port")
 p.add_argument("--require-token", default=None, help="HTTP: require the header X-Test-Token: <value>")
 opts = p.parse_args()
 
+if opts.start_marker:
+    Path(opts.start_marker, f"started-{os.getpid()}").touch()
 if opts.exit_at_start:
     sys.exit(3)
 if opts.start_delay:
     time.sleep(opts.start_delay)
+if opts.exit_after_start_delay:
+    sys.stderr.write("fault_server: failing after the start delay\n")
+    sys.exit(3)
 
 BUS = InMemorySubscriptionBus()
 OBJ: dict[str, Any] = {"type": "object"}
@@ -78,6 +87,8 @@ TOOLS: list[t.Tool] = [
           annotations=t.ToolAnnotations(destructive_hint=True, read_only_hint=False)),
     _tool("odd.name/with:chars", "A tool whose name is not portable"),
 ]
+if opts.freeze_tool:
+    TOOLS.append(_tool("freeze", "Block the whole process: no request is ever answered again"))
 TOOLS += [_tool(f"synthetic_{i:04d}", f"Synthetic tool number {i} that does task {i} for benchmarking")
           for i in range(opts.tools)]
 TOOLS += [_tool(n, f"Say which server answers {n}: returns the server's name") for n in opts.extra_tool]
@@ -118,6 +129,9 @@ async def call_tool(ctx: ServerRequestContext, params: t.CallToolRequestParams) 
             if opts.marker_dir:
                 Path(opts.marker_dir, f"cancelled-{os.getpid()}-{time.time_ns()}").touch()
             raise
+        return _text("unreachable")
+    if name == "freeze" and opts.freeze_tool:
+        time.sleep(3600)   # blocks the event loop: the process stays alive and never answers
         return _text("unreachable")
     if name == "big":
         return _text("x" * (5 * 1024 * 1024))

@@ -9,20 +9,30 @@ instead of two model validations, two serializations and four task hops. Progres
 notifications for those requests come back the same way; cancellation sends
 `notifications/cancelled` like the SDK does.
 
-The child runs in its own session with exactly the environment it is given; on exit its stdin
-is closed, then SIGTERM, then SIGKILL (2 s apart), as the SDK's own stdio client does.
+The child runs in its own session (so its own process group) with exactly the environment it is
+given. Stopping it (shutdown, restart): its stdin is closed, then SIGTERM, then SIGKILL (2 s apart)
+until the direct child exits, as the SDK's own stdio client does; then whatever is left of its
+process group (background children) gets SIGTERM, then SIGKILL after `GROUP_GRACE`. A watchdog
+process (`_Guard`, one per gateway) does the same for every group still registered if the gateway
+dies without doing it (kill -9). The child's stderr is a pipe drained into a `StderrLog`, which
+rotates the file while the upstream runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import signal
+import subprocess
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import IO, Any, Final
+from pathlib import Path
+from typing import Any, Final
 
 import anyio
 import anyio.abc
@@ -38,6 +48,11 @@ _ID_PREFIX: Final = "mcpctl-"
 _TOKEN_PREFIX: Final = "mcpctl-p-"
 _LINE_LIMIT: Final = 512 * 1024 * 1024
 _HIGH_WATER: Final = 4 * 1024 * 1024
+EXIT_GRACE: Final = 2.0         # seconds between stdin EOF, SIGTERM and SIGKILL of the direct child
+GROUP_GRACE: Final = 2.0        # seconds between SIGTERM and SIGKILL of what is left of its group
+_STDERR_PIPE_SIZE: Final = 256 * 1024   # absorbs a burst while the event loop is busy
+_STDERR_DRAIN: Final = 0.5      # seconds to wait for the last stderr bytes once the group is gone
+_STDOUT_DRAIN: Final = 1.0      # seconds to wait for stdout EOF once the server and its group are gone
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -81,6 +96,7 @@ class RawStdioChannel:
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.progress: dict[str, Progress] = {}
         self.closed = False
+        self.hung = False           # set when the upstream is restarted for not answering: skip the polite stop
         self._n = 0
 
     def _write(self, obj: dict[str, Any]) -> None:
@@ -173,17 +189,241 @@ async def _call_progress(cb: Progress, params: dict[str, Any]) -> None:
         log.exception("progress callback raised")
 
 
+class StderrLog:
+    """An upstream's stderr log file, rotated while the upstream runs.
+
+    `write` gets each chunk the gateway reads from the upstream's stderr pipe (up to 256 KiB):
+    one `write(2)` and a size check, nothing per line. Past `limit` bytes the file becomes
+    `<name>.log.1` (the one backup, replacing the previous one) at the last line boundary that
+    fits, and a new file starts: neither file grows past `limit` (unless a single chunk without a
+    newline does). Write errors (a full disk) are dropped: an upstream never suffers for its log.
+    """
+
+    def __init__(self, path: Path, limit: int) -> None:
+        self.path = path
+        self.limit = limit
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = self._open()
+        self.size = os.fstat(self._fd).st_size
+        if self.size > limit:
+            self._rotate()
+
+    def _open(self) -> int:
+        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+
+    def write(self, data: bytes) -> None:
+        size = self.size + len(data)
+        if size <= self.limit or not self.size:
+            self.size = size
+            self._put(data)
+            return
+        cut = data.rfind(b"\n", 0, max(0, self.limit - self.size)) + 1
+        if cut:
+            self._put(data[:cut])
+        self._rotate()
+        self.size = len(data) - cut
+        self._put(data[cut:])
+
+    def note(self, text: str) -> None:
+        """Write a line of mcpctl's own (a start marker)."""
+        self.write(text.encode("utf-8", "replace"))
+
+    def _put(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError:
+            pass
+
+    def _rotate(self) -> None:
+        try:
+            # Another gateway serving this server may have rotated it already: then only reopen.
+            if os.fstat(self._fd).st_ino == os.stat(self.path).st_ino:
+                os.replace(self.path, self.path.with_suffix(".log.1"))
+            new = self._open()
+        except OSError:   # keep writing where we are; try again after another `limit` bytes
+            self.size = 0
+            return
+        os.close(self._fd)
+        self._fd = new
+        self.size = 0
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class _ProcessProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's protocol for a child process, with an event set as soon as the child exits."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = anyio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+class _StderrPipe(asyncio.Protocol):
+    """Drains an upstream's stderr pipe into its `StderrLog` from the event loop."""
+
+    def __init__(self, sink: StderrLog) -> None:
+        self.data_received = sink.write     # type: ignore[method-assign]  # no hop per chunk
+        self.eof = anyio.Event()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof.set()
+
+
+# The watchdog: reads "+ PGID" / "- PGID" lines from the gateway; when the gateway is gone (EOF on
+# its stdin) it ends every group still registered: SIGTERM (and SIGCONT, for stopped members),
+# then SIGKILL after 2 s. Nothing registered: it exits at once.
+_GUARD_SCRIPT: Final = """
+g=" "
+while read -r op pg; do
+  case "$op" in
+    +) g="$g$pg " ;;
+    -) n=" "; for p in $g; do [ "$p" = "$pg" ] || n="$n$p "; done; g="$n" ;;
+  esac
+done
+[ "$g" = " " ] && exit 0
+for p in $g; do kill -TERM -"$p" 2>/dev/null; kill -CONT -"$p" 2>/dev/null; done
+i=0
+while [ "$i" -lt 20 ]; do
+  sleep 0.1
+  live=
+  for p in $g; do kill -0 -"$p" 2>/dev/null && live=1; done
+  [ -z "$live" ] && exit 0
+  i=$((i + 1))
+done
+for p in $g; do kill -KILL -"$p" 2>/dev/null; done
+"""
+
+
+class _Guard:
+    """Ends the upstreams' process groups if this process dies without ending them itself.
+
+    One `/bin/sh` per gateway process, in its own session (a terminal's ^C or a signal to the
+    gateway's group does not reach it), started with the first upstream. The gateway registers
+    each upstream's group when it starts it and unregisters it once the group is gone; the guard
+    holds the only read end of that pipe, so the gateway's death, however it dies, is an EOF.
+    """
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._groups: set[int] = set()
+        self._lock = threading.Lock()
+        self._failed = False
+
+    def add(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.add(pgid)
+            self._send(f"+ {pgid}\n")
+
+    def remove(self, pgid: int) -> None:
+        with self._lock:
+            if pgid in self._groups:
+                self._groups.discard(pgid)
+                self._send(f"- {pgid}\n")
+
+    def _send(self, line: str) -> None:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            if not self._start():
+                return
+            proc = self._proc
+            line = "".join(f"+ {g}\n" for g in sorted(self._groups))
+        assert proc is not None and proc.stdin is not None
+        try:
+            os.write(proc.stdin.fileno(), line.encode())
+        except OSError as e:     # it died (restarted at the next registration) or is stuck
+            log.warning("upstream guard: %s", e)
+            self._drop()
+
+    def _start(self) -> bool:
+        self._drop()
+        if self._failed:
+            return False
+        try:
+            proc = subprocess.Popen(["/bin/sh", "-c", _GUARD_SCRIPT, "mcpctl-upstream-guard"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    cwd="/", start_new_session=True)
+        except OSError as e:
+            self._failed = True
+            log.warning("cannot start the upstream guard (%s): if the gateway is killed, its upstreams' "
+                        "background processes are left running", e)
+            return False
+        assert proc.stdin is not None
+        os.set_blocking(proc.stdin.fileno(), False)
+        self._proc = proc
+        return True
+
+    def _drop(self) -> None:
+        if self._proc is not None:
+            if self._proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self._proc.stdin.close()
+            self._proc = None
+
+
+GUARD: Final = _Guard()
+
+
 @contextlib.asynccontextmanager
-async def open_stdio_upstream(params: StdioServerParameters, errlog: IO[str], on_eof: Callable[[], None],
+async def open_stdio_upstream(params: StdioServerParameters, errlog: StderrLog, on_eof: Callable[[], None],
                               ) -> AsyncIterator[tuple[Any, Any, RawStdioChannel]]:
     """Start the server; yield (read_stream, write_stream, raw channel)."""
     env = get_default_environment() | (params.env or {})
-    proc = await asyncio.create_subprocess_exec(
-        params.command, *params.args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=errlog, env=env, cwd=params.cwd, start_new_session=True, limit=_LINE_LIMIT)
+    err_r, err_w = os.pipe()
+    try:
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(err_w, fcntl.F_SETPIPE_SZ, _STDERR_PIPE_SIZE)
+        loop = asyncio.get_running_loop()
+        # asyncio.create_subprocess_exec, with a protocol that says when the child exits:
+        # `Process.wait()` waits for its pipes too, which a background child may hold open.
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ProcessProtocol(limit=_LINE_LIMIT, loop=loop),
+            params.command, *params.args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=err_w, env=env, cwd=params.cwd, start_new_session=True)
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
+    except BaseException:
+        os.close(err_r)
+        raise
+    finally:
+        os.close(err_w)
+    GUARD.add(proc.pid)
+    stop = _Stop(proc, protocol.exited)
+    err_file = os.fdopen(err_r, "rb", buffering=0)
+    stderr: asyncio.ReadTransport | None = None
+    drain: _StderrPipe | None = None
+    try:
+        stderr, drain = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: _StderrPipe(errlog), err_file)
+        async with _serve_process(proc, on_eof, stop) as streams:
+            yield streams
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stop()
+            if drain is not None:
+                with anyio.move_on_after(_STDERR_DRAIN):   # the last lines (a crash message)
+                    await drain.eof.wait()
+            if stderr is not None:
+                stderr.close()
+            else:
+                err_file.close()
+
+
+@contextlib.asynccontextmanager
+async def _serve_process(proc: asyncio.subprocess.Process, on_eof: Callable[[], None], stop: _Stop,
+                         ) -> AsyncIterator[tuple[Any, Any, RawStdioChannel]]:
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     validate_json = types.jsonrpc_message_adapter.validate_json
+
+    stdout_done = anyio.Event()
 
     async def reader(channel: RawStdioChannel) -> None:
         assert proc.stdout is not None
@@ -207,6 +447,18 @@ async def open_stdio_upstream(params: StdioServerParameters, errlog: IO[str], on
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:
+            stdout_done.set()
+            channel.close()
+            on_eof()
+
+    async def exited(channel: RawStdioChannel) -> None:
+        # The direct child is the server: once it exits, the upstream is gone, even when a
+        # background child it left still holds stdout open (no EOF would come).
+        await stop.exited.wait()
+        await stop.end_group()
+        with anyio.move_on_after(_STDOUT_DRAIN):    # its last replies, then EOF
+            await stdout_done.wait()
+        if not stdout_done.is_set():               # held open outside its group
             channel.close()
             on_eof()
 
@@ -225,35 +477,119 @@ async def open_stdio_upstream(params: StdioServerParameters, errlog: IO[str], on
         except (ConnectionError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
-    try:
-        async with anyio.create_task_group() as tg:
-            channel = RawStdioChannel(proc, tg, out)
-            tg.start_soon(reader, channel)
-            tg.start_soon(writer)
-            try:
-                yield read_stream, write_stream, channel
-            finally:
-                channel.close()
-                out.flush()
-                with anyio.CancelScope(shield=True):
-                    await _terminate(proc)
-                tg.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _terminate(proc)
+    async with anyio.create_task_group() as tg:
+        channel = RawStdioChannel(proc, tg, out)
+        tg.start_soon(reader, channel)
+        tg.start_soon(writer)
+        tg.start_soon(exited, channel)
+        try:
+            yield read_stream, write_stream, channel
+        finally:
+            channel.close()
+            out.flush()
+            stop.polite = not channel.hung
+            with anyio.CancelScope(shield=True):
+                await stop()
+            tg.cancel_scope.cancel()
 
 
-async def _terminate(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is not None:
-        return
-    if proc.stdin is not None:
-        with contextlib.suppress(Exception):
-            proc.stdin.close()
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        if sig is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, sig)
-        with anyio.move_on_after(2.0):
+class _Stop:
+    """Stops one upstream process, then what is left of its process group (see the module
+    docstring). Each step runs once, however many times and from wherever it is asked for."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, exited: anyio.Event) -> None:
+        self.proc = proc
+        self.exited = exited    # the direct child exited (its pipes may still be open)
+        self.polite = True      # close stdin and wait before signalling
+        self._stopped = False
+        self._group_ended: anyio.Event | None = None
+
+    async def __call__(self) -> None:
+        proc = self.proc
+        if not self._stopped and not self.exited.is_set():
+            self._stopped = True
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
+            for sig in ((None,) if self.polite else ()) + (signal.SIGTERM, signal.SIGKILL):
+                if sig is not None:
+                    _killpg(proc.pid, sig)
+                with anyio.move_on_after(EXIT_GRACE):
+                    await self.exited.wait()
+                if self.exited.is_set():
+                    break
+        await self.end_group()
+        with anyio.move_on_after(EXIT_GRACE):    # its pipes close: the transport is done
             await proc.wait()
-        if proc.returncode is not None:
+
+    async def end_group(self) -> None:
+        """Once the direct child has exited: end the rest of its group (shielded; at most
+        `GROUP_GRACE` and a little)."""
+        if self._group_ended is not None:
+            await self._group_ended.wait()
             return
+        self._group_ended = anyio.Event()
+        try:
+            with anyio.CancelScope(shield=True):
+                await end_group(self.proc.pid)
+        finally:
+            GUARD.remove(self.proc.pid)
+            self._group_ended.set()
+
+
+async def end_group(pgid: int, grace: float = GROUP_GRACE) -> None:
+    """End what is left of process group `pgid`: SIGTERM, then SIGKILL after `grace` seconds.
+
+    The id cannot name another group while a member of this one lives; once it is empty (which
+    `group_alive` checks first) nothing is sent.
+    """
+    if not group_alive(pgid):
+        return
+    _killpg(pgid, signal.SIGTERM)
+    _killpg(pgid, signal.SIGCONT)     # a stopped member handles SIGTERM only once continued
+    deadline = time.monotonic() + grace
+    pause = 0.005
+    while group_alive(pgid):
+        if time.monotonic() >= deadline:
+            log.info("process group %d did not end within %.1fs of SIGTERM: SIGKILL", pgid, grace)
+            _killpg(pgid, signal.SIGKILL)
+            return
+        await anyio.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether process group `pgid` has a live member (zombies, dead but not reaped, do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:     # only members we may not signal: nothing we can do about them
+        return False
+    return _live_member(pgid)
+
+
+def _live_member(pgid: int) -> bool:
+    # kill(-pgid, 0) also succeeds for zombies (an init that does not reap keeps them): ask /proc.
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    want = str(pgid).encode()
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()   # state ppid pgrp ...
+        if len(fields) > 2 and fields[2] == want and fields[0] != b"Z":
+            return True
+    return False
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

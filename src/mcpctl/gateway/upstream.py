@@ -7,6 +7,12 @@ close or for a `list_changed` to re-list. A crash or failed connect is retried w
 exponential backoff and at most `MAX_SPAWNS_PER_MINUTE` spawns a minute. Calls go out as raw
 JSON-RPC over the live session (no result re-validation: the gateway relays the upstream's
 JSON as it is), so one upstream's trouble never touches another's calls.
+
+A call that finds the upstream not up never waits longer than the current connect attempt: it
+fails at once with the last error when the upstream is down or the last attempt failed (a
+restart after a failure is under way), and otherwise waits for the attempt's outcome, at most
+until its connect timeout (and the call timeout). `HUNG_AFTER_TIMEOUTS` call timeouts in a row,
+with no answer in between, restart the upstream: a process that never answers is hung.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import anyio
 import mcp.types as t
@@ -33,7 +39,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import paths
 from mcpctl.errors import SecretError
-from mcpctl.gateway.stdio_upstream import RawStdioChannel, open_stdio_upstream
+from mcpctl.gateway.stdio_upstream import RawStdioChannel, StderrLog, open_stdio_upstream
 from mcpctl.resources import secrets
 from mcpctl.resources.kinds import ServerSpec
 
@@ -43,7 +49,8 @@ MAX_SPAWNS_PER_MINUTE: Final = 5
 BACKOFF_FIRST: Final = 0.5
 BACKOFF_CAP: Final = 30.0
 STABLE_AFTER: Final = 60.0          # a connection up this long resets the backoff
-STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024
+STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024   # per file; one backup (`.log.1`)
+HUNG_AFTER_TIMEOUTS: Final = 3      # call timeouts in a row, no answer between: restart the upstream
 MAX_PAGES: Final = 1000
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 
@@ -91,15 +98,9 @@ def upstream_log_path(server: str) -> Path:
     return paths.log_dir() / "upstreams" / f"{server}.log"
 
 
-def _open_stderr_log(server: str) -> IO[str]:
-    p = upstream_log_path(server)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        if p.stat().st_size > STDERR_ROTATE_BYTES:
-            os.replace(p, p.with_suffix(".log.1"))
-    f = open(p, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the supervisor
-    f.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} mcpctl: starting {server}\n")
-    f.flush()
+def _open_stderr_log(server: str) -> StderrLog:
+    f = StderrLog(upstream_log_path(server), STDERR_ROTATE_BYTES)
+    f.note(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} mcpctl: starting {server}\n")
     return f
 
 
@@ -186,11 +187,16 @@ class Upstream:
     next_attempt: float | None = None             # monotonic time of the next spawn when down
     spawns: deque[float] = field(default_factory=deque)
     _session: ClientSession | None = None
-    _up: anyio.Event = field(default_factory=anyio.Event)
     _kick: anyio.Event = field(default_factory=anyio.Event)
     _closed: bool = False
     _refresh: set[str] = field(default_factory=set)
     _raw: RawStdioChannel | None = None
+    _outcome: anyio.Event = field(default_factory=anyio.Event)   # the current connect attempt ended
+    _last_failed: bool = False                    # the last attempt ended without coming up
+    _attempt_up: bool = False                     # the current attempt came up
+    _connect_by: float = math.inf                 # monotonic time the current attempt gives up
+    _timeouts: int = 0                            # call timeouts in a row on this connection
+    _restart_why: str | None = None               # why the gateway ended the connection itself
     stopping: bool = False                        # the gateway is shutting down: no more status
 
     @property
@@ -206,9 +212,9 @@ class Upstream:
         if error is not None or state == "up":
             self.last_error = error
         if state == "up":
-            self._up.set()
-        elif self._up.is_set():
-            self._up = anyio.Event()
+            self._attempt_up = True
+            self._last_failed = False
+            self._outcome.set()
         try:
             self.on_state(self)
         except Exception:
@@ -224,6 +230,18 @@ class Upstream:
             if self.state == "up":
                 self._set_state("down", "connection closed (the server exited)")
             self._wake()
+
+    def _restart(self, why: str) -> None:
+        """End a connection that looks hung; the supervisor reconnects (with its backoff)."""
+        if self._closed:
+            return
+        if self._raw is not None:
+            self._raw.hung = True      # no point closing its stdin and waiting: straight to SIGTERM
+        self._restart_why = why
+        self._closed = True
+        self._session = None
+        self._set_state("down", why)
+        self._wake()
 
     def request_refresh(self, section: str) -> None:
         self._refresh.add(section)
@@ -302,22 +320,23 @@ class Upstream:
             self.spawns.append(now)
             started = time.monotonic()
             self._closed = False
+            self._timeouts = 0
+            self._restart_why = None
+            self._attempt_up = False
+            self._outcome = anyio.Event()
+            self._connect_by = started + self.spec.timeouts.connect
             try:
                 await self._connect_and_serve()
-                error = "connection closed (the server exited)"
+                error = self._restart_why or "connection closed (the server exited)"
             except _ConfigError as e:
-                self.fatal = True
-                self._set_state("down", str(e))
-                log.error("upstream %s: %s", self.name, e)
+                self._failed_for_good(str(e))
                 return
             except Exception as e:
                 config = next((x for x in _leaves(e) if isinstance(x, _ConfigError)), None)
                 if config is not None:
-                    self.fatal = True
-                    self._set_state("down", str(config))
-                    log.error("upstream %s: %s", self.name, config)
+                    self._failed_for_good(str(config))
                     return
-                error = describe_error(e)
+                error = self._restart_why or describe_error(e)
             except BaseExceptionGroup as e:   # cancellation mixed with errors: re-raise cancels
                 if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in _leaves(e)):
                     raise
@@ -330,11 +349,21 @@ class Upstream:
             if len(self.spawns) >= MAX_SPAWNS_PER_MINUTE:
                 delay = max(delay, 60.0 - (time.monotonic() - self.spawns[0]))
             self.next_attempt = time.monotonic() + delay
+            if not self._attempt_up:
+                self._last_failed = True
             self._set_state("down", error)
+            self._outcome.set()
             log.warning("upstream %s down: %s; restarting in %.1fs", self.name, error, delay)
             await anyio.sleep(delay)
             self.next_attempt = None
             self._set_state("connecting")
+
+    def _failed_for_good(self, error: str) -> None:
+        self.fatal = True
+        self._last_failed = True
+        self._set_state("down", error)
+        self._outcome.set()
+        log.error("upstream %s: %s", self.name, error)
 
     async def _connect_and_serve(self) -> None:
         spec = self.spec
@@ -445,10 +474,12 @@ class Upstream:
             if raw is not None:
                 data: dict[str, Any] = {"method": method, "params": dict(params)}
                 session._stamp(data, {})  # the era's request envelope
-                return await raw.request(data, timeout=timeout, on_progress=on_progress)
-            return await raw_request(session, method, params, timeout=timeout, on_progress=on_progress)
+                result = await raw.request(data, timeout=timeout, on_progress=on_progress)
+            else:
+                result = await raw_request(session, method, params, timeout=timeout, on_progress=on_progress)
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
+                self._timed_out(session, timeout)
                 raise UpstreamTimeout(f"upstream server {self.name!r} did not answer within {timeout:g}s "
                                       "(timeouts.call); the request was cancelled") from None
             if e.code == CONNECTION_CLOSED:
@@ -456,28 +487,52 @@ class Upstream:
                 raise UpstreamUnavailable(
                     f"upstream server {self.name!r} closed the connection during the call (it crashed "
                     "or exited); mcpctl is restarting it, retry shortly") from None
+            self._timeouts = 0          # an error reply is an answer
             raise
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as e:
             self._connection_lost()
             raise UpstreamUnavailable(f"upstream server {self.name!r} connection failed: "
                                       f"{describe_error(e)}; mcpctl is reconnecting") from None
+        if self._timeouts:
+            self._timeouts = 0
+        return result
+
+    def _timed_out(self, session: ClientSession, timeout: float) -> None:
+        if session is not self._session:      # a call of an earlier connection
+            return
+        self._timeouts += 1
+        if self._timeouts >= HUNG_AFTER_TIMEOUTS:
+            log.warning("upstream %s: %d calls in a row timed out with no answer between; restarting it "
+                        "(it looks hung)", self.name, self._timeouts)
+            self._restart(f"{self._timeouts} calls in a row timed out (timeouts.call {timeout:g}s) with no "
+                          "answer between: restarted as hung")
 
     async def _wait_ready(self, timeout: float) -> ClientSession:
-        if self.state == "down":
+        """The session once the current connect attempt comes up; UpstreamUnavailable at once when
+        the upstream is down or its last attempt failed, else when the attempt fails or gives up
+        (its connect timeout), or after `timeout`, whichever comes first."""
+        if self.state == "down" or self._last_failed:
             raise UpstreamUnavailable(self.down_message())
-        with anyio.move_on_after(timeout):
-            await self._up.wait()
-        if self._session is None or self.state != "up":
-            if self.state == "down":
-                raise UpstreamUnavailable(self.down_message())
-            raise UpstreamUnavailable(f"upstream server {self.name!r} is still starting; it did not "
-                                      f"come up within {timeout:g}s")
-        return self._session
+        wait = min(timeout, self._connect_by - time.monotonic())
+        with anyio.move_on_after(wait):
+            await self._outcome.wait()
+        session = self._session
+        if session is not None and self.state == "up":
+            return session
+        if self.state == "down" or self._last_failed:
+            raise UpstreamUnavailable(self.down_message())
+        if wait < timeout:
+            raise UpstreamUnavailable(f"upstream server {self.name!r} did not come up within "
+                                      f"{self.spec.timeouts.connect:g}s (timeouts.connect); mcpctl keeps trying")
+        raise UpstreamUnavailable(f"upstream server {self.name!r} is still starting; it did not "
+                                  f"come up within {timeout:g}s")
 
     def down_message(self) -> str:
         msg = f"upstream server {self.name!r} is down: {self.last_error or 'not connected'}"
         if self.fatal:
             return msg + " (fix the server or project, then restart mcpctl serve)"
+        if self.state == "connecting":
+            return msg + "; restarting it now"
         if self.next_attempt is not None:
             return msg + f"; restarting in {max(0.0, self.next_attempt - time.monotonic()):.1f}s"
         return msg + "; restarting"
