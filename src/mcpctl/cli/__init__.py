@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # Order is the order of `mcpctl --help`.
 _VERB_MODULES = (
-    "get", "describe", "create", "apply", "diff", "delete", "edit",
+    "get", "describe", "create", "token", "apply", "diff", "delete", "edit",
     "serve", "tools", "favourites", "logs", "eval", "demo", "import_cmd", "connect", "doctor",
 )
 

@@ -19,7 +19,8 @@ from ._common import write_stdout
 def resolve_kind(word: str) -> Kind:
     kind = kind_for_alias(word)
     if kind is None:
-        hint = did_you_mean(word.lower(), all_aliases()) or "known kinds: server (servers, srv), project (projects, proj)"
+        hint = did_you_mean(word.lower(), all_aliases()) or \
+            "known kinds: server (servers, srv), project (projects, proj), token (tokens, tok)"
         raise MCPCtlError(f"unknown resource kind {word!r}", hint=hint)
     return kind
 
@@ -114,4 +115,16 @@ def project_table(objs: list[dict[str, Any]], wide: bool) -> Table:
     return t
 
 
-TABLES = {"Server": server_table, "Project": project_table}
+def token_table(objs: list[dict[str, Any]], wide: bool) -> Table:
+    t = _table(["NAME", "PROJECT", "PROFILE", "EXPIRES", "AGE"], ["DESCRIPTION"], wide)
+    for o in objs:
+        s = o.get("spec", {})
+        row = [o["metadata"]["name"], s.get("project", "-"), s.get("profile") or "(full view)",
+               s.get("expires") or "never", age(o["metadata"].get("creationTimestamp"))]
+        if wide:
+            row.append(s.get("description") or "-")
+        t.add_row(*row)
+    return t
+
+
+TABLES = {"Server": server_table, "Project": project_table, "Token": token_table}

@@ -68,4 +68,8 @@ def register(app: typer.Typer) -> None:
                     from mcpctl.catalogue import cache
 
                     cache.delete_server(n)
+                elif k_name == "Token":      # revoked: a running gateway refuses it at the next request
+                    from mcpctl.resources import tokens
+
+                    tokens.delete_hash(n)
                 write_stdout(f"{k_name.lower()}/{n} deleted\n")

@@ -70,6 +70,20 @@ def _describe_project(store: Store, res: dict[str, Any]) -> None:
     _kv("Names", f"{nm.get('style', 'portable')}, max length {nm.get('maxLength', 48)}")
 
 
+def _describe_token(store: Store, res: dict[str, Any]) -> None:
+    from mcpctl.resources import tokens
+    from mcpctl.resources.kinds import TokenSpec
+
+    tok = TokenSpec.from_resource(res)
+    _kv("Project", tok.project)
+    _kv("Profile", tok.profile or "(none: the full view)")
+    _kv("Expires", (tok.expires or "never") + (" (expired)" if tokens.expired(tok) else ""))
+    _kv("Secret", "a hash is stored" if tokens.hash_path(tok.name).exists() else "missing: recreate the token "
+        f"(mcpctl create token {tok.name} --project {tok.project} --force)")
+    if res.get("spec", {}).get("description"):
+        _kv("Description", res["spec"]["description"])
+
+
 def register(app: typer.Typer) -> None:
     @app.command("describe", rich_help_panel="Resources")
     @cli_errors
@@ -88,4 +102,4 @@ def register(app: typer.Typer) -> None:
             _kv(f"  label {key}", v)
         _kv("Created", f"{m.get('creationTimestamp', '-')} ({age(m.get('creationTimestamp'))} ago)")
         _kv("Generation", f"{m.get('generation', '-')} (resourceVersion {m.get('resourceVersion', '-')})")
-        (_describe_server if k.name == "Server" else _describe_project)(store, res)
+        {"Server": _describe_server, "Project": _describe_project, "Token": _describe_token}[k.name](store, res)

@@ -50,6 +50,9 @@ OPTIONS: tuple[_Option, ...] = (
     _Option("session_idle_timeout", ("--session-idle-timeout",), float, 300.0,
             "HTTP: seconds a session may go without a request in flight (an open GET stream counts); "
             "then it is closed and its id answers 404."),
+    _Option("profile", ("--profile",), str, None,
+            "stdio: serve this profile's view of the project (read-only, or one the project declares). "
+            "Over HTTP each token selects its own (mcpctl create token)."),
     _Option("verbose", ("--verbose", "-v"), bool, False, "Log progress to stderr too."),
 )
 HTTP_LIMITS = ("header_timeout", "idle_timeout", "max_connections", "max_sessions", "session_idle_timeout")
@@ -79,6 +82,7 @@ def register(app: typer.Typer) -> None:
         max_connections: int = opt("max_connections"),
         max_sessions: int = opt("max_sessions"),
         session_idle_timeout: float = opt("session_idle_timeout"),
+        profile: str | None = opt("profile"),
         verbose: bool = opt("verbose"),
     ) -> None:
         """Serve a project's curated catalogue as one MCP server.
@@ -90,7 +94,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("must be stdio or http", param_hint="'--transport'")
         _serve(project, transport, host, port, token_file, verbose, header_timeout=header_timeout,
                idle_timeout=idle_timeout, max_connections=max_connections, max_sessions=max_sessions,
-               session_idle_timeout=session_idle_timeout)
+               session_idle_timeout=session_idle_timeout, profile=profile)
 
 
 def _check_listen(host: str, port: int) -> None:
@@ -127,10 +131,26 @@ def _check_limits(limits: dict[str, Any]) -> None:
             raise MCPCtlError(f"{flag} {value}: must be a positive number", hint=f"the default is {_OPT[dest].default}")
 
 
+def _check_profile(project: str, transport: str, profile: str) -> None:
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.resources.kinds import ProjectSpec
+    from mcpctl.resources.store import Store
+
+    if transport == "http":
+        raise MCPCtlError("--profile is for stdio: over HTTP each token selects its profile",
+                          hint=f"mcpctl create token NAME --project {project} --profile {profile}")
+    spec = ProjectSpec.from_resource(Store().get("Project", project))
+    if spec.profile(profile) is None:
+        raise MCPCtlError(f"--profile {profile!r}: project {project!r} has no such profile",
+                          hint=f"profiles: {', '.join(spec.profile_names())} (declare more under spec.profiles)")
+
+
 def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
-           **limits: Any) -> None:
+           profile: str | None = None, **limits: Any) -> None:
     early = None
     http_limits = None
+    if profile is not None:
+        _check_profile(project, transport, profile)
     if transport == "http":
         _check_limits(limits)
         _check_listen(host, port)
@@ -139,7 +159,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
         # the client's first messages meanwhile when the last run left what they need.
         from mcpctl.gateway import early as early_front
 
-        early = early_front.start(project)
+        early = early_front.start(project, profile)
     from mcpctl.gateway import http, run
 
     if transport == "http":
@@ -156,7 +176,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
             err.print(f"  log: {log_path}", markup=False)
 
     run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready,
-            early=early, http_limits=http_limits)
+            early=early, http_limits=http_limits, profile=profile)
 
 
 def parse_lean(argv: list[str]) -> dict[str, Any] | None:

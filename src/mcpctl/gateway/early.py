@@ -146,8 +146,9 @@ class Handover:
 class EarlyFront:
     """Project state read before the SDK loads, and the thread answering the first messages."""
 
-    def __init__(self, project_name: str) -> None:
+    def __init__(self, project_name: str, profile: str | None = None) -> None:
         self.project_name = project_name
+        self.profile = profile            # `serve --profile`: the view the stdio client gets
         store = Store()
         try:     # taken first: a change while the SDK loads is then picked up by the project watch
             self.project_mtime: int | None = store.path_for("Project", project_name).stat().st_mtime_ns
@@ -303,7 +304,7 @@ class EarlyFront:
         body = self._lists.get(modern)
         if body is None:
             assert self._record is not None
-            view = self.catalogue.view(SessionKey(gated=True))      # a new session: gated if the project is
+            view = self.catalogue.view(SessionKey(True, self.profile))  # a new session: gated if the project is
             body = self._lists[modern] = tools_list_json(view.tools, modern, self._record["stamp"])
         return body
 
@@ -337,10 +338,10 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def start(project_name: str) -> EarlyFront | None:
+def start(project_name: str, profile: str | None = None) -> EarlyFront | None:
     """Read the project and its cache and, when possible, start answering over stdio."""
     try:
-        front = EarlyFront(project_name)
+        front = EarlyFront(project_name, profile)
     except Exception:   # the gateway reports configuration errors itself
         return None
     front.start()

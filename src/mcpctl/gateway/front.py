@@ -68,6 +68,7 @@ class Gateway:
     def __init__(self, project_name: str, project: ProjectSpec, servers: dict[str, ServerSpec | str], *,
                  record: Recorder | None = None, on_status: Callable[[str, dict[str, Any]], None] | None = None,
                  first_contact_cap: float = FIRST_CONTACT_CAP, failed_before: Collection[str] = (),
+                 stdio_profile: str | None = None,
                  preloaded: Mapping[str, dict[str, Any] | None] | None = None,
                  catalogue: Catalogue | None = None) -> None:
         """`preloaded`: catalogue cache entries already read (server -> entry, None if never listed);
@@ -78,6 +79,7 @@ class Gateway:
         self.record = record
         self.on_status = on_status
         self.first_contact_cap = first_contact_cap
+        self.stdio_profile = stdio_profile                # `serve --profile`: the stdio client's view
         self.failed_before = frozenset(failed_before)     # never listed, down on an earlier start
         self.sessions = Sessions()
         self.search = ToolSearch(project.search.ranker) if project.search.enabled else None
@@ -243,16 +245,20 @@ class Gateway:
 
     # -- sessions ----------------------------------------------------------------------------------
 
-    def session_key(self, session_id: str) -> SessionKey:
-        if self.project.gate.enabled and not self.sessions.begun(session_id):
-            return GATED_SESSION
-        return OPEN_SESSION
+    def session_key(self, caller: Caller) -> SessionKey:
+        gated = self.project.gate.enabled and not self.sessions.begun(caller.session_id)
+        if caller.profile is not None:
+            return SessionKey(gated, caller.profile)
+        return GATED_SESSION if gated else OPEN_SESSION
 
-    def view_for(self, session_id: str) -> View:
-        """The pipeline's view for this session (cached per catalogue version and session key)."""
-        if self.project.gate.enabled and not self.sessions.begun(session_id):
-            return self.catalogue.view(GATED_SESSION)
-        return self.catalogue.view(OPEN_SESSION)
+    def view_for(self, caller: Caller) -> View:
+        """The pipeline's view for this caller's session and credential (cached per catalogue
+        version and session key)."""
+        if caller.profile is None:
+            if self.project.gate.enabled and not self.sessions.begun(caller.session_id):
+                return self.catalogue.view(GATED_SESSION)
+            return self.catalogue.view(OPEN_SESSION)
+        return self.catalogue.view(self.session_key(caller))
 
     # -- the lean path -------------------------------------------------------------------------------
 
@@ -264,7 +270,7 @@ class Gateway:
                 if method == "tools/call":
                     result = await self.call_tool(caller, ctx.params or {})
                     return self.envelope(result, ctx.protocol_version)
-                listed: dict[str, Any] = {"tools": await self._tools(caller.session_id)}
+                listed: dict[str, Any] = {"tools": await self._tools(caller)}
                 if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
                     listed.update(ttlMs=0, cacheScope="private")
                 return self.envelope(listed, ctx.protocol_version)
@@ -283,11 +289,11 @@ class Gateway:
                 result.pop(key, None)
         return result
 
-    async def tools_list_json(self, version: str, session_id: str) -> str:
+    async def tools_list_json(self, version: str, caller: Caller) -> str:
         """The session's whole `tools/list` result as JSON text, serialized once per catalogue
         version, era and session key."""
-        tools = await self._tools(session_id)
-        key = (self.catalogue.version, version in MODERN_PROTOCOL_VERSIONS, self.session_key(session_id))
+        tools = await self._tools(caller)
+        key = (self.catalogue.version, version in MODERN_PROTOCOL_VERSIONS, self.session_key(caller))
         cached = self._list_json.get(key)
         if cached is None:
             cached = tools_list_json(tools, key[1], self._stamp)
@@ -330,14 +336,14 @@ class Gateway:
         """Route one tools/call (wire-format params) and return the result (no era envelope)."""
         return await self.router.call_tool(caller, params)
 
-    async def _tools(self, session_id: str) -> list[dict[str, Any]]:
+    async def _tools(self, caller: Caller) -> list[dict[str, Any]]:
         await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
-        return self.view_for(session_id).tools
+        return self.view_for(caller).tools
 
     # -- ordinary handlers (the lean path normally answers tools/* first) -----------------------------
 
     async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
-        return _era({"tools": await self._tools(self.sessions.identify(ctx)[0])}, ctx)
+        return _era({"tools": await self._tools(self.sessions.caller(ctx))}, ctx)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: t.CallToolRequestParams) -> dict[str, Any]:
         return _era(await self.call_tool(self.sessions.caller(ctx),

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import anyio
 
 from mcpctl import paths
+from mcpctl.gateway.sessions import PROFILE_STATE
 from mcpctl.resources.store import atomic_write
+from mcpctl.resources.tokens import Credential, TokenIndex
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -89,29 +91,48 @@ def bearer_token(value: bytes) -> bytes | None:
 
 
 class BearerAuth:
-    """Pure ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`."""
+    """Pure ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`: the
+    project's own token (the full view, compared in constant time) or one of its `Token`s (the
+    profile it names; `resources.tokens`, re-read when tokens change, so a revoked token is
+    refused at the next request). The profile goes to the request's scope state."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, tokens: TokenIndex | None = None) -> None:
         self.app = app
         self.expected = token.encode()
+        self.tokens = tokens
 
-    def authorised(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    def credential(self, headers: Iterable[tuple[bytes, bytes]]) -> Credential | None:
         got = b""
         for key, value in headers:
             if key.lower() == b"authorization":
                 got = bearer_token(value) or b""
                 break
-        return hmac.compare_digest(got, self.expected)
+        if hmac.compare_digest(got, self.expected):
+            return FULL_VIEW
+        if got and self.tokens is not None:
+            tok = self.tokens.lookup(got)
+            if tok is not None:
+                return Credential(tok.name, tok.profile)
+        return None
+
+    def authorised(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+        return self.credential(headers) is not None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self.authorised(scope.get("headers") or ()):
-            body = b'{"error":"unauthorized","error_description":"missing or wrong bearer token"}'
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="mcpctl"')]})
-            await send({"type": "http.response.body", "body": body})
-            return
+        if scope["type"] == "http":
+            cred = self.credential(scope.get("headers") or ())
+            if cred is None:
+                body = b'{"error":"unauthorized","error_description":"missing or wrong bearer token"}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="mcpctl"')]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            scope.setdefault("state", {})[PROFILE_STATE] = cred.profile
         await self.app(scope, receive, send)
+
+
+FULL_VIEW: Final = Credential(None, None)
 
 
 # -- refusals: one log line per burst ------------------------------------------------------------
@@ -399,7 +420,7 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
     app = gw.server.streamable_http_app(host=host, transport_security=security,
                                         max_sessions=limits.max_sessions,
                                         session_idle_timeout=limits.session_idle_timeout)
-    auth = BearerAuth(app, token)
+    auth = BearerAuth(app, token, TokenIndex(gw.project_name))
     max_connections, accept_burst = _connection_budget(limits.max_connections)
     refusals = _Refusals(limits, max_connections)
     guard = _Guard(auth, limits, max_connections, refusals)

@@ -62,7 +62,7 @@ class Router:
         if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
             self._log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
-        view = self.gw.view_for(caller.session_id)
+        view = self.gw.view_for(caller)
         if name in view.builtins:
             return await self._builtin(caller, ts, t0, view, name, args)
         if view.session.gated and name in self.gw.catalogue.view(replace(view.session, gated=False)).builtins:
@@ -86,7 +86,7 @@ class Router:
         """A name no view knows yet: a server never listed may bring it; wait for those servers
         (bounded by their connect timeout), as the call itself would."""
         await self.gw.wait_for_unlisted()
-        return self.gw.view_for(caller.session_id).resolve(name)
+        return self.gw.view_for(caller).resolve(name)
 
     async def _relay_call(self, caller: Caller, ts: float, t0: float, presented: str, server: str, tool: str,
                           cid: str, args: dict[str, Any] | None, meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -157,7 +157,7 @@ class Router:
         """The session gate: brief the session for its task, then ungate it (it alone)."""
         task = parse_begin_session(args if args is not None else {})
         was_gated = self.gw.sessions.begin(caller.session_id)
-        view = self.gw.view_for(caller.session_id)
+        view = self.gw.view_for(caller)
         matches: list[dict[str, Any]] = []
         if self.gw.search is not None:
             found = await self.gw.search.search(self.gw.catalogue.version, view, task, self.gw.project.search.top_k)
@@ -208,7 +208,8 @@ class Router:
             record(ts=ts, duration_ms=(time.perf_counter() - t0) * 1000.0, project=self.gw.project_name,
                         presented_name=presented, canonical_id=canonical, outcome=outcome,
                         error_class=error_class, client_name=caller.client_name,
-                        client_version=caller.client_version, session_id=caller.session_id, query=query)
+                        client_version=caller.client_version, session_id=caller.session_id,
+                        profile=caller.profile, query=query)
         except Exception:
             log.exception("recording a call failed")
 

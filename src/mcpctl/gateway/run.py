@@ -132,7 +132,8 @@ def _recorder() -> tuple[Callable[..., None] | None, Callable[[], None]]:
 
 async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
                 token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
-                early: EarlyFront | None = None, http_limits: HttpLimits | None = None) -> None:
+                early: EarlyFront | None = None, http_limits: HttpLimits | None = None,
+                profile: str | None = None) -> None:
     """Run the gateway for `project_name` until the client goes away or a signal arrives.
 
     `early`: the project as read (and, over stdio, the client's first messages as answered)
@@ -146,7 +147,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     status = _StatusWriter(store)
     record, close_log = _recorder()
     gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded,
-                 catalogue=catalogue, failed_before=_failed_before(store, servers))
+                 catalogue=catalogue, failed_before=_failed_before(store, servers), stdio_profile=profile)
     log.info("project %s: %s presentation, %s names, %d favourite(s) pinned%s", project_name,
              project.presentation, project.names.style, len(project.favourite_index.tools),
              ", session gate on" if project.gate.enabled else "")

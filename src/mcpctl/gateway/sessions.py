@@ -47,6 +47,7 @@ log = logging.getLogger("mcpctl.gateway")
 MAX_TRACKED: Final = 1024           # handshake sessions and 2026 identities kept for notifications
 MAX_BEGUN: Final = 65536            # sessions remembered as past the gate
 CLIENT_INFO_META: Final = "io.modelcontextprotocol/clientInfo"
+PROFILE_STATE: Final = "mcpctl.profile"     # request scope state: the presented token's profile
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 _SECTION_EVENTS: Final = (
@@ -64,6 +65,7 @@ class Caller:
     client_name: str | None = None
     client_version: str | None = None
     progress: Progress | None = None
+    profile: str | None = None       # the credential's view (None: the full view)
 
 
 def new_session_id() -> str:
@@ -155,7 +157,13 @@ class Sessions:
         meta = (ctx.params or {}).get("_meta")
         if isinstance(meta, dict) and meta.get("progressToken") is not None:
             progress = ctx.session.report_progress
-        return Caller(session_id, client_name, client_version, progress)
+        if self.stdio is not None:
+            profile = self.stdio.profile
+        else:     # HTTP: the profile of the token this request presented (set by the bearer check)
+            scope = getattr(getattr(ctx, "request", None), "scope", None)
+            state = scope.get("state") if isinstance(scope, dict) else None
+            profile = state.get(PROFILE_STATE) if isinstance(state, dict) else None
+        return Caller(session_id, client_name, client_version, progress, profile)
 
     @staticmethod
     def _remember(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int = MAX_TRACKED) -> None:

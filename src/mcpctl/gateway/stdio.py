@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -71,7 +72,7 @@ class _HotPath:
         self.legacy_version = LATEST_HANDSHAKE_VERSION
         self.ready = False
         self.inflight: dict[Any, asyncio.Task[None]] = {}
-        self.caller = Caller(gw.new_session_id())
+        self.caller = Caller(gw.new_session_id(), profile=gw.stdio_profile)
         gw.bind_stdio(self.caller)                 # stdio is one session, whichever path answers
         self.call = gw.router.call_tool
         self.unregister = gw.add_notifier(self._notify)
@@ -153,7 +154,7 @@ class _HotPath:
     async def _answer(self, rid: Any, method: str, params: dict[str, Any], version: str) -> None:
         try:
             if method == "tools/list":
-                body = await self.gw.tools_list_json(version, self.caller.session_id)
+                body = await self.gw.tools_list_json(version, self.caller)
                 self.write(b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":'
                            + body.encode("utf-8") + b"}\n")
                 return
@@ -161,8 +162,7 @@ class _HotPath:
             meta = params.get("_meta")
             token = meta.get("progressToken") if isinstance(meta, dict) else None
             if token is not None:
-                caller = Caller(caller.session_id, caller.client_name, caller.client_version,
-                                self._progress(token))
+                caller = dataclasses.replace(caller, progress=self._progress(token))
             try:
                 result = await self.call(caller, params)
             except MCPError as e:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from mcpctl.catalogue.curation import is_enabled
+from mcpctl.catalogue.curation import is_enabled, matches_any
 from mcpctl.gateway import names as nm
 from mcpctl.gateway.builtins import (
     ALWAYS_LOAD,
@@ -107,15 +107,36 @@ class Curation:
                        f"enable it with: mcpctl tools enable --project {p} {cid}")
 
 
+def read_only(tool: CatalogueTool) -> bool:
+    """Annotated read-only and not destructive (annotations are the upstream's hints)."""
+    ann = tool.wire.get("annotations")
+    return isinstance(ann, Mapping) and ann.get("readOnlyHint") is True and ann.get("destructiveHint") is not True
+
+
 @dataclass(frozen=True)
 class CredentialView:
-    """The credential's view of the project (per-credential profiles plug in here). Without a
-    profile every tool passes."""
+    """The credential's view of the project: the profile its token (or `serve --profile`)
+    selects. No profile: the full view. A profile the project does not define sees nothing."""
 
+    project_name: str
+    project: ProjectSpec
     profile: str | None = None
 
     def check(self, tool: CatalogueTool) -> Refusal | None:
-        return None
+        if self.profile is None:
+            return None
+        p = self.project.profile(self.profile)
+        cid = tool.canonical_id
+        if p is not None and not matches_any(cid, p.deny):
+            if p.read_only and (read_only(tool) or matches_any(cid, p.allow)):
+                return None
+            if not p.read_only and (not p.allow or matches_any(cid, p.allow)):
+                return None
+        why = "it is not defined in the project" if p is None else \
+            "read-only, and the tool is not annotated read-only" if p.read_only and not matches_any(cid, p.deny) \
+            else "denied or not allowed there"
+        return Refusal("denied", "NotPermitted", f"tool {cid!r} is not permitted for this credential "
+                       f"(profile {self.profile!r} of project {self.project_name!r}: {why})")
 
 
 GATED: Final = Refusal("denied", "SessionGated",
@@ -383,7 +404,8 @@ def build_view(project_name: str, project: ProjectSpec, table: NameTable, sessio
     down = down or {}
     # the gate first: walking backwards, it is the first filter a call meets
     filters: tuple[Filter, ...] = (Gate(project.gate.enabled and session.gated),
-                                   Curation(project_name, project), CredentialView(session.profile))
+                                   Curation(project_name, project),
+                                   CredentialView(project_name, project, session.profile))
     content_filters = filters[1:]                 # what the session may see once it has begun
     searchable = [t for t in table.by_cid.values() if all(f.check(t) is None for f in content_filters)]
     visible_ids = {t.canonical_id for t in searchable}

@@ -32,7 +32,8 @@ class Change:
         return f"{self.kind.lower()}/{self.name}"
 
 
-def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool = False) -> tuple[list[Validated], list[str]]:
+def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool = False,
+                 new_tokens: bool = False) -> tuple[list[Validated], list[str]]:
     """Validate each document and the set as a whole. Returns (objects, warnings)."""
     objs = [validate_document(d) for d in docs]
     warnings = [w for o in objs for w in o.warnings]
@@ -66,7 +67,35 @@ def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool 
                 close = did_you_mean(s, declared | registered)
                 raise InvalidResource(msg, hint=(close + " " if close else "") +
                                       "register it first (mcpctl create server …), or pass --allow-missing")
+    _check_tokens(objs, store, new_tokens)
     return objs, warnings
+
+
+def _check_tokens(objs: Sequence[Validated], store: Store, new_tokens: bool) -> None:
+    """A token names a project and a profile of it, and only `create token` makes one (its secret
+    is generated then and shown once)."""
+    from mcpctl.resources.kinds import ProjectSpec
+
+    projects = {o.name: o for o in objs if o.kind == "Project"}
+    for o in objs:
+        if o.kind != "Token":
+            continue
+        if not new_tokens and store.find("Token", o.name) is None:
+            raise InvalidResource(f"{o.doc.where()}: token/{o.name} does not exist, and apply cannot create a token",
+                                  hint=f"mcpctl create token {o.name} --project {o.spec.get('project', 'P')} "
+                                       "(the secret is generated and shown once)")
+        project_name = o.spec["project"]
+        declared = projects.get(project_name)
+        res = {"metadata": {"name": project_name}, "spec": declared.spec} if declared is not None else \
+            store.find("Project", project_name)
+        if res is None:
+            raise InvalidResource(f"{o.doc.where(('spec', 'project'))}: token/{o.name} names project "
+                                  f"{project_name!r}, which does not exist", hint="mcpctl get projects")
+        profile = o.spec.get("profile")
+        spec = ProjectSpec.from_resource(res)
+        if profile is not None and spec.profile(profile) is None:
+            raise InvalidResource(f"{o.doc.where(('spec', 'profile'))}: project {project_name!r} has no profile "
+                                  f"{profile!r}", hint=f"profiles: {', '.join(spec.profile_names())}")
 
 
 def plan(objs: Sequence[Validated], store: Store) -> list[Change]:
@@ -102,7 +131,7 @@ def create_object(doc: Document, store: Store, *, force: bool = False,
                   allow_missing: bool = False) -> tuple[Change, list[str]]:
     """`mcpctl create`: like apply, but an existing object is an error unless `force` replaces it."""
     with store.locked():
-        objs, warnings = validate_all([doc], store, allow_missing=allow_missing)
+        objs, warnings = validate_all([doc], store, allow_missing=allow_missing, new_tokens=True)
         (o,) = objs
         live = store.find(o.kind, o.name)
         if live is not None and not force:

@@ -28,6 +28,14 @@ NAME_STYLES: Final = ("portable", "spec")
 RANKERS: Final = ("bm25", "semantic", "hybrid")
 DEFAULT_MAX_FAVOURITES: Final = 15
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
+# Presented names: Claude Code calls a tool `mcp__<server>__<name>` and refuses more than 64
+# characters (Codex has the same 64-character limit). With the gateway registered as `mcpctl`,
+# a portable name may use what is left: 64 - len("mcp__mcpctl__") = 51. The spec style may go up
+# to SEP-986's 128, for clients without that limit (validate warns above the budget).
+CLIENT_TOOL_NAME_LIMIT: Final = 64
+CLIENT_PREFIX: Final = "mcp__mcpctl__"
+PORTABLE_MAX_LENGTH: Final = CLIENT_TOOL_NAME_LIMIT - len(CLIENT_PREFIX)
+SPEC_MAX_LENGTH: Final = 128
 
 SECRET_REF_RE = re.compile(r"\$\{(env|file):([^}]+)\}")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -50,6 +58,25 @@ def check_favourite_id(value: str) -> str | None:
         return problem
     if any(c in value for c in "*?["):
         return f"{value!r} is a glob; a favourite names one tool (server/tool)"
+    return None
+
+
+PROFILE_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+READ_ONLY_PROFILE: Final = "read-only"      # every project has it; a project may redefine it
+
+
+def check_profile_name(value: str) -> str | None:
+    return None if PROFILE_NAME_RE.match(value) else \
+        f"{value!r} is not a valid profile name: use lowercase letters, digits and '-'"
+
+
+def check_timestamp(value: str) -> str | None:
+    import datetime
+
+    try:
+        datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return f"{value!r} is not a UTC timestamp like 2026-12-31T00:00:00Z"
     return None
 
 
@@ -104,14 +131,33 @@ PROJECT_SPEC: Final = Obj({
     }),
     "names": Obj({
         "style": Scalar(str, default="portable", enum=NAME_STYLES),
-        "maxLength": Scalar(int, default=48, check=check_range(16, 128)),
+        # the style-dependent cap (PORTABLE_MAX_LENGTH for portable names) is checked by validate
+        "maxLength": Scalar(int, default=48, check=check_range(16, SPEC_MAX_LENGTH)),
     }),
+    # Named views of the project for credentials (tokens) and `serve --profile`: allow/deny are
+    # canonical ids or globs; readOnly keeps only tools annotated read-only and not destructive,
+    # plus those allowed explicitly. `read-only` ({readOnly: true}) exists unless redefined.
+    "profiles": MapOf(Obj({
+        "description": Scalar(str, nullable=True),
+        "readOnly": Scalar(bool, default=False),
+        "allow": ListOf(Scalar(str, check=check_tool_id)),
+        "deny": ListOf(Scalar(str, check=check_tool_id)),
+    }), key_check=check_profile_name),
     "search": Obj({
         "enabled": Scalar(bool, default=True),
         "ranker": Scalar(str, default="bm25", enum=RANKERS),
         "topK": Scalar(int, default=5, check=check_range(1, 20)),
         "recordQueries": Scalar(bool, default=False),
     }),
+})
+
+# A bearer credential for a project's HTTP gateway. The secret is shown once by `create token`
+# and never stored: only its hash, apart from the resource (`resources.tokens`).
+TOKEN_SPEC: Final = Obj({
+    "project": Scalar(str, required=True, check=check_name),
+    "profile": Scalar(str, nullable=True, check=check_profile_name),    # none: the full view
+    "expires": Scalar(str, nullable=True, check=check_timestamp),
+    "description": Scalar(str, nullable=True),
 })
 
 METADATA: Final = Obj({
@@ -139,9 +185,10 @@ class Kind:
 KINDS: Final = {
     "Server": Kind("Server", "servers", ("server", "servers", "srv"), SERVER_SPEC),
     "Project": Kind("Project", "projects", ("project", "projects", "proj"), PROJECT_SPEC),
+    "Token": Kind("Token", "tokens", ("token", "tokens", "tok"), TOKEN_SPEC),
 }
 
-KIND_ORDER: Final = ("Server", "Project")   # servers are applied before the projects naming them
+KIND_ORDER: Final = ("Server", "Project", "Token")   # what a later kind names is applied first
 
 
 def kind_for_alias(word: str) -> Kind | None:
@@ -206,6 +253,36 @@ class FavouriteIndex:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """A named view of a project for one kind of credential."""
+
+    name: str
+    read_only: bool = False
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    @classmethod
+    def from_spec(cls, name: str, s: dict[str, Any]) -> Profile:
+        return cls(name, bool(s.get("readOnly", False)), tuple(s.get("allow") or ()), tuple(s.get("deny") or ()))
+
+
+BUILTIN_PROFILES: Final = {READ_ONLY_PROFILE: Profile(READ_ONLY_PROFILE, read_only=True)}
+
+
+@dataclass(frozen=True)
+class TokenSpec:
+    name: str
+    project: str
+    profile: str | None = None
+    expires: str | None = None
+
+    @classmethod
+    def from_resource(cls, res: dict[str, Any]) -> TokenSpec:
+        s = res.get("spec") or {}
+        return cls(res["metadata"]["name"], str(s.get("project", "")), s.get("profile"), s.get("expires"))
+
+
+@dataclass(frozen=True)
 class GateSettings:
     enabled: bool = False
     instructions: str | None = None
@@ -237,6 +314,17 @@ class ProjectSpec:
     search: SearchSettings = SearchSettings()
     description: str | None = None
     gate: GateSettings = GateSettings()
+    profiles: tuple[Profile, ...] = ()          # declared ones; see `profile()` for the built-ins
+
+    def profile(self, name: str) -> Profile | None:
+        """A profile by name: declared in the project, else a built-in one."""
+        for p in self.profiles:
+            if p.name == name:
+                return p
+        return BUILTIN_PROFILES.get(name)
+
+    def profile_names(self) -> list[str]:
+        return sorted({p.name for p in self.profiles} | set(BUILTIN_PROFILES))
 
     @classmethod
     def from_resource(cls, res: dict[str, Any]) -> ProjectSpec:
@@ -267,4 +355,5 @@ class ProjectSpec:
             ),
             description=s.get("description"),
             gate=GateSettings(bool(gate.get("enabled", False)), gate.get("instructions")),
+            profiles=tuple(Profile.from_spec(n, v or {}) for n, v in (s.get("profiles") or {}).items()),
         )

@@ -54,9 +54,9 @@ class ListOf:
 
 @dataclass(frozen=True)
 class MapOf:
-    """A map with free-form string keys (env, headers, labels)."""
+    """A map with free-form string keys (env, headers, labels) or named objects (profiles)."""
 
-    value: Scalar
+    value: Scalar | Obj
     key_check: Check | None = None
     default_empty: bool = True
     required: bool = False
@@ -142,7 +142,7 @@ def normalize(node: Node, value: Any, path: tuple[str | int, ...]) -> Any:
                 msg = node.key_check(k)
                 if msg:
                     raise FieldError((*path, k), f"{dotted((*path, k))}: {msg}")
-            entries[k] = _scalar(node.value, v, (*path, k))
+            entries[k] = normalize(node.value, v, (*path, k))
         return entries
     # Obj
     if value is None:

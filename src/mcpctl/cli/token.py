@@ -1,0 +1,79 @@
+"""`mcpctl create token NAME --project P [--profile PROFILE] [--expires 30d]`: a bearer credential
+for the project's HTTP gateway, selecting a profile (a narrower view). The secret is printed once,
+on stdout, and only its hash is kept; `get tokens`, `describe token` and `delete token` (which
+revokes it, at a running gateway's next request) work like any kind.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ._common import cli_errors, complete_projects, err, write_stdout
+from .create import create_app
+
+
+def _complete_profiles(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    from mcpctl.resources.kinds import ProjectSpec
+    from mcpctl.resources.store import Store
+
+    try:
+        spec = ProjectSpec.from_resource(Store().get("Project", str(ctx.params.get("project"))))
+    except Exception:
+        return []
+    return [(n, "profile") for n in spec.profile_names() if n.startswith(incomplete)]
+
+
+def register(app: typer.Typer) -> None:
+    @create_app.command("token")
+    @cli_errors
+    def create_token(
+        name: Annotated[str, typer.Argument(help="Token name: lowercase letters, digits, '-'.")],
+        project: Annotated[str, typer.Option("--project", "-p", help="The project whose HTTP gateway it opens.",
+                                             autocompletion=complete_projects)],
+        profile: Annotated[str | None, typer.Option(
+            "--profile", help="The view it selects (read-only, or a profile the project declares); none: the full view.",
+            autocompletion=_complete_profiles)] = None,
+        expires: Annotated[str | None, typer.Option(
+            "--expires", help="When it stops working: 30d, 12h, 2w, 90m, or a date (2026-12-31).")] = None,
+        description: Annotated[str | None, typer.Option("--description", help="What it is for.")] = None,
+        force: Annotated[bool, typer.Option("--force", help="Replace an existing token (a new secret; the old "
+                                            "one stops working).")] = False,
+    ) -> None:
+        """Create a bearer token for a project's HTTP gateway; the secret is printed once (stdout)."""
+        from mcpctl.errors import InvalidResource, MCPCtlError
+        from mcpctl.resources import tokens
+        from mcpctl.resources.apply import create_object
+        from mcpctl.resources.kinds import API_VERSION
+        from mcpctl.resources.store import Store
+        from mcpctl.resources.yamlio import Document
+
+        spec: dict[str, Any] = {"project": project}
+        if profile is not None:
+            spec["profile"] = profile
+        if expires is not None:
+            spec["expires"] = tokens.parse_expires(expires)
+        if description:
+            spec["description"] = description
+        doc = Document("mcpctl create token", 1, {"apiVersion": API_VERSION, "kind": "Token",
+                                                 "metadata": {"name": name}, "spec": spec})
+        store = Store()
+        secret = tokens.new_secret()
+        with store.locked():
+            try:
+                change, _ = create_object(doc, store, force=force)
+            except InvalidResource as e:
+                raise InvalidResource(e.message.replace("mcpctl create token, document 1: ", "")
+                                      .replace("spec.profile", "--profile").replace("spec.project", "--project"),
+                                      hint=e.hint) from None
+            try:
+                tokens.write_hash(name, secret)
+            except OSError as e:
+                store.delete("Token", name)
+                raise MCPCtlError(f"cannot store the token's hash: {e}") from None
+        write_stdout(secret + "\n")
+        view = f"profile {profile}" if profile else "the full view"
+        until = f", expires {spec['expires']}" if "expires" in spec else ""
+        err.print(f"token/{name} {change.action} for project {project} ({view}{until}). The secret above is shown "
+                  "only now: send it as 'Authorization: Bearer <secret>'.", markup=False)

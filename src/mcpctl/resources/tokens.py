@@ -1,0 +1,136 @@
+"""Bearer credentials of a project's HTTP gateway, each selecting a profile (a view).
+
+A token is a `Token` resource (project, profile, expiry: what `get tokens` shows) plus the SHA-256
+of its secret, kept apart in `state_dir()/credentials/<name>.json` (0600). The secret itself is
+printed once by `mcpctl create token` and stored nowhere. The HTTP front looks a presented secret
+up by its hash (`TokenIndex`), re-reading the tokens whenever one is created, changed or deleted,
+so a revocation takes effect on the running gateway's next request.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from mcpctl import paths
+from mcpctl.errors import InvalidResource
+from mcpctl.resources.kinds import TokenSpec
+from mcpctl.resources.store import Store, atomic_write
+
+SECRET_PREFIX: Final = "mcpctl_"
+_DURATION = re.compile(r"^(\d+)([mhdw])$")
+_UNITS: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def digest(secret: str | bytes) -> str:
+    data = secret.encode("utf-8") if isinstance(secret, str) else secret
+    return hashlib.sha256(data).hexdigest()
+
+
+def credentials_dir() -> Path:
+    return paths.state_dir() / "credentials"
+
+
+def hash_path(name: str) -> Path:
+    return credentials_dir() / f"{name}.json"
+
+
+def write_hash(name: str, secret: str) -> None:
+    credentials_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+    atomic_write(hash_path(name), json.dumps({"sha256": digest(secret)}) + "\n", mode=0o600)
+
+
+def delete_hash(name: str) -> None:
+    hash_path(name).unlink(missing_ok=True)
+
+
+def parse_expires(value: str, now: dt.datetime | None = None) -> str:
+    """`30d`, `12h`, `2w`, `90m`, a date `2026-12-31` or `2026-12-31T00:00:00Z` -> a UTC timestamp."""
+    now = now or dt.datetime.now(dt.UTC)
+    m = _DURATION.match(value.strip())
+    if m:
+        when = now + dt.timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
+    else:
+        try:
+            when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidResource(f"--expires {value!r}: expected a duration (30d, 12h, 2w, 90m) or a date "
+                                  "(2026-12-31 or 2026-12-31T00:00:00Z)") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        if when <= now:
+            raise InvalidResource(f"--expires {value!r} is in the past")
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def expired(token: TokenSpec, now: dt.datetime | None = None) -> bool:
+    if not token.expires:
+        return False
+    when = dt.datetime.strptime(token.expires, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    return (now or dt.datetime.now(dt.UTC)) >= when
+
+
+@dataclass(frozen=True)
+class Credential:
+    """Who a request is: a token's name and profile (None: the project's own token, full view)."""
+
+    name: str | None
+    profile: str | None
+
+
+class TokenIndex:
+    """The tokens of one project by the hash of their secret, reloaded when any changes."""
+
+    def __init__(self, project: str, store: Store | None = None) -> None:
+        self.project = project
+        self.store = store or Store()
+        self._stamp: tuple[int, int] | None = None
+        self._by_hash: dict[str, TokenSpec] = {}
+
+    def _current_stamp(self) -> tuple[int, int]:
+        def mtime(p: Path) -> int:
+            try:
+                return os.stat(p).st_mtime_ns
+            except OSError:
+                return 0
+
+        return mtime(self.store.root / "tokens"), mtime(credentials_dir())
+
+    def _reload(self) -> None:
+        by_hash: dict[str, TokenSpec] = {}
+        for res in self.store.list("Token"):
+            try:
+                tok = TokenSpec.from_resource(res)
+                if tok.project != self.project:
+                    continue
+                data: Any = json.loads(hash_path(tok.name).read_text(encoding="utf-8"))
+                by_hash[str(data["sha256"])] = tok
+            except (OSError, ValueError, KeyError, TypeError):
+                continue     # a token without its hash cannot be presented
+        self._by_hash = by_hash
+
+    def lookup(self, secret: bytes) -> TokenSpec | None:
+        """The unexpired token whose secret this is, or None."""
+        stamp = self._current_stamp()
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self._reload()
+        if not secret.startswith(SECRET_PREFIX.encode()):
+            return None
+        # Looked up by the SHA-256 of the secret: any timing difference is about the digest,
+        # which tells nothing about a secret (the stored value is never compared byte by byte).
+        tok = self._by_hash.get(digest(secret))
+        if tok is None or expired(tok):
+            return None
+        return tok
