@@ -18,11 +18,11 @@ def test_plain_command_lines_parse_without_typer() -> None:
     limits = {"header_timeout": 10.0, "idle_timeout": 15.0, "max_connections": 512, "max_sessions": 256,
               "session_idle_timeout": 300.0}
     assert parse_lean(["--project", "p"]) == {"project": "p", "transport": "stdio", "host": "127.0.0.1",
-                                              "port": 8765, "token_file": None, "verbose": False, **limits}
+                                              "port": 8765, "token_file": None, "profile": None, "verbose": False, **limits}
     got = parse_lean(["-p", "p", "--transport=http", "--port", "9000", "--host", "::1", "--token-file", "t",
                       "-v", "--project", "q"])
     assert got == {"project": "q", "transport": "http", "host": "::1", "port": 9000,
-                   "token_file": Path("t"), "verbose": True, **limits}
+                   "token_file": Path("t"), "profile": None, "verbose": True, **limits}
 
 
 @pytest.mark.parametrize("argv", [
