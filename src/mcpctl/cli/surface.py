@@ -1,0 +1,400 @@
+"""`mcpctl surface --project P`: a project's tool surface, priced and judged (`catalogue.surface`).
+
+Reads the catalogue exactly as the gateway presents it (the cache; servers never listed are
+listed now, every server with `--refresh`) and the invocation log's calls in the window, and
+renders the core's `SurfaceReport` for people (`table`), scripts (`json`, keys pinned by a test)
+or a pull-request comment (`markdown`). Only the report goes to stdout.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    out,
+    output_option,
+    print_json,
+    warn,
+    write_stdout,
+)
+
+if TYPE_CHECKING:
+    from mcpctl.catalogue.surface import SurfaceReport, ToolSurface
+
+FORMATS = ("table", "json", "markdown")
+TABLE_PAIRS = 12                # near-duplicate pairs shown in full by the table and markdown (json: all)
+_now = time.time                # the clock the window is measured from (a test can fix it)
+
+
+# -- gathering -------------------------------------------------------------------------------------
+
+
+def surface_report(project: str, *, window_days: float, refresh: bool = False, now: float | None = None
+                   ) -> tuple[SurfaceReport, list[str]]:
+    """The report for `project` and the servers that could not be listed (each warned about once)."""
+    from mcpctl.catalogue.surface import NEIGHBOUR_WINDOW_S, build_report
+    from mcpctl.catalogue.tokens import token_counter
+    from mcpctl.gateway.catalogue import cached_catalogue
+
+    from ._listing import list_project_now
+    from .logs import open_log
+
+    cached = cached_catalogue(project)
+    failed: list[str] = []
+    if refresh or cached.unlisted:
+        todo = set(cached.project.servers) if refresh else set(cached.unlisted)
+        what = "listing servers" if refresh else "listing servers never listed"
+        results = list_project_now(project, lambda n: n in todo, what)
+        failed = [n for n, r in results.items() if not r.ok]
+        cached = cached_catalogue(project)
+    for name, why in cached.missing.items():
+        if name not in failed:
+            warn(f"server {name!r} cannot be listed: {why}")
+            failed.append(name)
+    now = _now() if now is None else now
+    with open_log() as log:
+        rows = log.transitions(project, since=now - window_days * 86400.0, until=now, within=NEIGHBOUR_WINDOW_S)
+    spec = cached.project
+    # per-credential profiles: shown only when the project declares some (then the built-in ones too)
+    profiles = spec.profile_names() if spec.profiles else []
+    report = build_report(cached.catalogue, rows, now=now, window_days=window_days, counter=token_counter(),
+                          profiles=profiles, missing=cached.missing)
+    return report, failed
+
+
+# -- json ------------------------------------------------------------------------------------------
+
+
+def _tool_json(t: ToolSurface) -> dict[str, Any]:
+    return {
+        "id": t.id, "server": t.server, "name": t.name, "enabled": t.enabled, "listed": t.listed,
+        "favourite": t.favourite, "tokens": t.tokens,
+        "reach": {"kinds": list(t.reach.kinds), "source": t.reach.source, "evidence": t.reach.evidence},
+        "calls": t.calls, "failed": t.failed, "neighbour": t.neighbour, "lastCall": t.last_call,
+        "profiles": {p: {"visible": v, "calls": t.profile_calls.get(p, 0)} for p, v in t.profiles.items()},
+    }
+
+
+def report_json(r: SurfaceReport) -> dict[str, Any]:
+    """The machine-readable report (its keys never depend on the values; a test pins them)."""
+    from mcpctl.catalogue.judge import ANNOTATION_NOTE, SIMILARITY_METHOD
+
+    cur = r.current
+    writers = r.write_reach
+    return {
+        "project": r.project,
+        "presentation": r.presentation,
+        "gate": r.gate,
+        "tokens": {"label": r.tokenizer.label, "encoding": r.tokenizer.kind, "approximate": True,
+                   "counted": "compact JSON of each listed definition's name, description, inputSchema and "
+                              "annotations, as presented"},
+        "window": {"days": r.window_days, "since": r.since, "until": r.until},
+        "total": {"servers": len(r.servers), "tools": len(r.tools), "enabled": len(r.enabled),
+                  "listed": cur.listed, "tokens": cur.tokens},
+        "servers": [{"name": s.name, "status": s.status, "tools": s.tools, "enabled": s.enabled, "listed": s.listed,
+                     "tokens": s.tokens, "share": round(s.share, 4), "fullTokens": s.full_tokens, "calls": s.calls}
+                    for s in r.servers],
+        "builtins": {"listed": r.builtins_listed, "tokens": r.builtins_tokens,
+                     "share": round(r.builtins_tokens / cur.tokens, 4) if cur.tokens else 0.0},
+        "modes": [{"mode": m.mode, "current": m.current, "listed": m.listed, "tokens": m.tokens, "bytes": m.bytes,
+                   "instructionsTokens": m.instructions_tokens} for m in r.modes],
+        "writeReach": {"count": len(writers), "byAnnotations": sum(t.reach.source == "annotations" for t in writers),
+                       "byHeuristic": sum(t.reach.source == "heuristic" for t in writers),
+                       "tools": [t.id for t in writers], "note": ANNOTATION_NOTE},
+        "collisions": [{"name": c.name, "ids": list(c.ids)} for c in r.collisions],
+        "nearDuplicates": {"threshold": r.threshold, "method": SIMILARITY_METHOD,
+                           "pairs": [{"a": p.a, "b": p.b, "score": p.score, "sameName": p.same_name,
+                                      "descriptionA": p.description_a, "descriptionB": p.description_b}
+                                     for p in r.near_duplicates]},
+        "use": {"calls": r.calls, "failed": r.failed, "neighbour": r.neighbour, "flagged": r.flagged,
+                "neverCalled": [t.id for t in r.never_called],
+                "neighbourPairs": [{"first": p.first, "then": p.then, "calls": p.calls} for p in r.neighbour_pairs],
+                "unknown": dict(r.unknown_calls)},
+        "numbers": {"visibleTools": cur.listed, "writeReach": len(writers), "calls": r.calls,
+                    "flaggedCalls": r.flagged,
+                    "flaggedShare": None if r.flagged_share is None else round(r.flagged_share, 4)},
+        "profiles": [{"name": p.name, "tools": p.tools, "writeReach": p.write_reach, "calls": p.calls}
+                     for p in r.profiles],
+        "tools": [_tool_json(t) for t in r.tools],
+        "recommendations": [{"kind": x.kind, "reason": x.reason, "command": x.command, "argv": list(x.argv),
+                             "savesTokens": x.saves_tokens} for x in r.recommendations],
+        "notes": list(r.notes),
+    }
+
+
+# -- shared text -----------------------------------------------------------------------------------
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}" if x >= 0.01 or x == 0 else "<1%"
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def _headline(r: SurfaceReport) -> str:
+    return (f"Surface of project {r.project}: {r.presentation} presentation, {len(r.tools)} tools on "
+            f"{len(r.servers)} server(s), {len(r.enabled)} enabled; calls from the last {r.window_days:g} days "
+            f"(since {_when(r.since)}). Tokens: {r.tokenizer.label}, approximate.")
+
+
+def _numbers(r: SurfaceReport) -> list[tuple[str, str]]:
+    writers = r.write_reach
+    by_ann = sum(t.reach.source == "annotations" for t in writers)
+    share = (f"{_pct(r.flagged_share)}", f"of calls failed or were followed within a minute by a different tool of "
+             f"the same server ({r.flagged} of {r.calls}: {r.failed} failed, {r.neighbour} followed by a neighbour)")
+    if r.calls == 0:
+        share = ("-", f"no calls in the last {r.window_days:g} days to judge picks by")
+    return [
+        (str(r.current.listed), f"tools visible in a typical request ({r.presentation} presentation, "
+                                f"≈ {r.current.tokens:,} tokens)"),
+        (str(len(writers)), f"enabled tools can write, delete or send ({by_ann} by annotations, "
+                            f"{len(writers) - by_ann} by name heuristic)"),
+        share,
+    ]
+
+
+def _kinds(t: ToolSurface) -> str:
+    return ", ".join(t.reach.kinds)
+
+
+# -- table -----------------------------------------------------------------------------------------
+
+
+def render_table(r: SurfaceReport) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    def table(*cols: str, right: tuple[str, ...] = ()) -> Table:
+        t = Table(box=None, pad_edge=False, header_style="bold")
+        for c in cols:
+            t.add_column(c, justify="right" if c in right else "left", no_wrap=c not in ("EVIDENCE", "SERVERS"),
+                         overflow="fold")
+        return t
+
+    def say(text: str = "") -> None:
+        out.print(text, markup=False)
+
+    say(_headline(r))
+    say()
+    # FULL differs from ≈ TOKENS only when the presentation lists less (deferred) or more (favourites)
+    full = r.presentation != "flat"
+    status = any(s.status != "listed" for s in r.servers)
+    num = ("TOOLS", "ENABLED", "LISTED", "≈ TOKENS", "SHARE", *(("FULL ≈ TOKENS",) if full else ()), "CALLS")
+    t = table("SERVER", *num, *(("STATUS",) if status else ()), right=num)
+
+    def row(*cells: str, full_cell: str = "", status_cell: str = "", **kw: Any) -> None:
+        head, calls = cells[:-1], cells[-1]
+        t.add_row(*head, *((full_cell,) if full else ()), calls, *((status_cell,) if status else ()), **kw)
+
+    for s in r.servers:
+        row(escape(s.name), str(s.tools), str(s.enabled), str(s.listed), f"{s.tokens:,}", _pct(s.share),
+            str(s.calls), full_cell=f"{s.full_tokens:,}", status_cell="" if s.status == "listed" else escape(s.status))
+    cur = r.current
+    if r.builtins_listed:
+        row("(mcpctl built-ins)", "", "", str(r.builtins_listed), f"{r.builtins_tokens:,}",
+            _pct(r.builtins_tokens / cur.tokens if cur.tokens else 0.0), "")
+    row("TOTAL", str(len(r.tools)), str(len(r.enabled)), str(cur.listed), f"{cur.tokens:,}", "", str(r.calls),
+        full_cell=f"{sum(s.full_tokens for s in r.servers):,}", style="bold")
+    out.print(t)
+    say("≈ TOKENS: the definitions as the project's presentation lists them"
+        + ("; FULL: every enabled tool's whole definition (what listing it flat costs)." if full else "."))
+    say()
+    t = table("PRESENTATION", "LISTED", "≈ TOKENS", "VS FLAT", "INSTRUCTIONS ≈ TOKENS",
+              right=("LISTED", "≈ TOKENS", "VS FLAT", "INSTRUCTIONS ≈ TOKENS"))
+    flat = next(m for m in r.modes if m.mode == "flat")
+    for m in r.modes:
+        t.add_row(m.mode + ("  ← this project" if m.current else ""), str(m.listed), f"{m.tokens:,}",
+                  _pct(m.tokens / flat.tokens if flat.tokens else None), f"{m.instructions_tokens:,}")
+    out.print(t)
+
+    writers = r.write_reach
+    say()
+    say(f"Write reach: {len(writers)} of {len(r.enabled)} enabled tools can write, delete or send outward")
+    if writers:
+        t = table("TOOL", "CAN", "FROM", "EVIDENCE")
+        for w in writers:
+            t.add_row(escape(w.id), _kinds(w), w.reach.source, escape(w.reach.evidence))
+        out.print(t)
+
+    say()
+    if r.collisions:
+        say(f"Name collisions: {len(r.collisions)} tool name(s) listed by several servers")
+        t = table("NAME", "SERVERS")
+        for c in r.collisions:
+            t.add_row(f"{escape(c.name)} ×{len(c.ids)}", escape(", ".join(i.split("/", 1)[0] for i in c.ids)))
+        out.print(t)
+    else:
+        say("Name collisions: none")
+    say()
+    pairs = r.near_duplicates
+    say(f"Near-duplicate descriptions across servers (similarity ≥ {r.threshold:.2f}): "
+        + (f"{len(pairs)} pair(s)" if pairs else "none"))
+    for p in pairs[:TABLE_PAIRS]:
+        say(f"  {p.score:.2f}  {p.a}  ~  {p.b}" + ("  (same name)" if p.same_name else ""))
+        say(f"        {p.a}: {_one_line(p.description_a)}")
+        say(f"        {p.b}: {_one_line(p.description_b)}")
+    if len(pairs) > TABLE_PAIRS:
+        say(f"  … and {len(pairs) - TABLE_PAIRS} more (-o json lists them all)")
+
+    say()
+    say(f"Use in the last {r.window_days:g} days: {r.calls} call(s), {r.failed} failed, {r.neighbour} followed within "
+        "a minute by a different tool of the same server")
+    used = sorted((x for x in r.tools if x.calls), key=lambda x: (-x.calls, x.id))
+    if used:
+        t = table("TOOL", "CALLS", "FAILED", "NEIGHBOUR NEXT", "LAST CALL", right=("CALLS", "FAILED", "NEIGHBOUR NEXT"))
+        for x in used:
+            t.add_row(escape(x.id) + ("" if x.enabled else " (disabled)"), str(x.calls), str(x.failed),
+                      str(x.neighbour), _when(x.last_call))
+        out.print(t)
+    for n in r.neighbour_pairs[:5]:
+        say(f"  {n.first} → {n.then} within a minute ×{n.calls}")
+    for name, calls in sorted(r.unknown_calls.items()):
+        say(f"  {name}: {calls} call(s), not in the catalogue now")
+    never = r.never_called
+    if never:
+        say(f"Never called ({len(never)} enabled tools):")
+        for server in dict.fromkeys(x.server for x in never):
+            say(f"  {server}: " + ", ".join(x.name for x in never if x.server == server))
+
+    if r.profiles:
+        say()
+        say("Profiles × tools (calls in the window; · = not visible to the profile):")
+        t = table("TOOL", *(p.name.upper() for p in r.profiles), right=tuple(p.name.upper() for p in r.profiles))
+        for x in r.enabled:
+            t.add_row(escape(x.id), *(str(x.profile_calls.get(p.name, 0)) if x.profiles.get(p.name) else "·"
+                                      for p in r.profiles))
+        out.print(t)
+
+    say()
+    say("The three numbers to know before adding a server:")
+    for value, text in _numbers(r):
+        say(f"  {value:>6}  {text}")
+
+    say()
+    if r.recommendations:
+        say("Recommendations (each line runs as is):")
+        for rec in r.recommendations:
+            saves = f"; saves ≈ {rec.saves_tokens:,} tokens a request when listed" if rec.saves_tokens else ""
+            say(f"  # {rec.reason}{saves}")
+            say(f"  {rec.command}")
+    else:
+        say("Recommendations: none")
+    say()
+    for note in r.notes:
+        say(f"Note: {note}")
+
+
+# -- markdown --------------------------------------------------------------------------------------
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(r: SurfaceReport) -> str:
+    cur = r.current
+    lines = [f"### Tool surface: project `{r.project}`", "",
+             f"{r.presentation} presentation · {len(r.tools)} tools on {len(r.servers)} server(s), "
+             f"{len(r.enabled)} enabled · calls from the last {r.window_days:g} days · tokens: {r.tokenizer.label}, "
+             "approximate", "", "**The three numbers**", ""]
+    lines += [f"- **{v}** {t}" for v, t in _numbers(r)]
+    lines += ["", "| server | tools | enabled | listed | ≈ tokens | share | full ≈ tokens | calls |",
+              "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for s in r.servers:
+        status = "" if s.status == "listed" else f" ({_md(s.status)})"
+        lines.append(f"| `{s.name}`{status} | {s.tools} | {s.enabled} | {s.listed} | {s.tokens:,} | {_pct(s.share)} "
+                     f"| {s.full_tokens:,} | {s.calls} |")
+    if r.builtins_listed:
+        lines.append(f"| mcpctl built-ins | | | {r.builtins_listed} | {r.builtins_tokens:,} | "
+                     f"{_pct(r.builtins_tokens / cur.tokens if cur.tokens else 0.0)} | | |")
+    lines.append(f"| **total** | {len(r.tools)} | {len(r.enabled)} | {cur.listed} | {cur.tokens:,} | | "
+                 f"{sum(s.full_tokens for s in r.servers):,} | {r.calls} |")
+    lines += ["", "| presentation | listed | ≈ tokens | instructions ≈ tokens |", "|---|--:|--:|--:|"]
+    lines += [f"| {m.mode}{' (this project)' if m.current else ''} | {m.listed} | {m.tokens:,} | "
+              f"{m.instructions_tokens:,} |" for m in r.modes]
+    writers = r.write_reach
+    lines += ["", f"**Write reach**: {len(writers)} of {len(r.enabled)} enabled tools can write, delete or send"]
+    if writers:
+        lines += ["", "| tool | can | from | evidence |", "|---|---|---|---|"]
+        lines += [f"| `{w.id}` | {_kinds(w)} | {w.reach.source} | {_md(w.reach.evidence)} |" for w in writers]
+    lines += ["", "**Name collisions**: " + (", ".join(f"`{c.name}` ×{len(c.ids)} ({', '.join(c.ids)})"
+                                                      for c in r.collisions) or "none")]
+    pairs = r.near_duplicates
+    lines += ["", f"**Near-duplicate descriptions** (cross-server, similarity ≥ {r.threshold:.2f}): "
+              + (f"{len(pairs)} pair(s)" if pairs else "none")]
+    if pairs:
+        lines += ["", "| score | tool | description | tool | description |", "|--:|---|---|---|---|"]
+        lines += [f"| {p.score:.2f} | `{p.a}` | {_md(_one_line(p.description_a, 120))} | `{p.b}` | "
+                  f"{_md(_one_line(p.description_b, 120))} |" for p in pairs[:TABLE_PAIRS]]
+        if len(pairs) > TABLE_PAIRS:
+            lines.append(f"\n… and {len(pairs) - TABLE_PAIRS} more (`-o json` lists them all)")
+    used = sorted((x for x in r.tools if x.calls), key=lambda x: (-x.calls, x.id))
+    lines += ["", f"**Use** (last {r.window_days:g} days): {r.calls} call(s), {r.failed} failed, {r.neighbour} "
+              "followed within a minute by a different tool of the same server"]
+    if used:
+        lines += ["", "| tool | calls | failed | neighbour next |", "|---|--:|--:|--:|"]
+        lines += [f"| `{x.id}`{'' if x.enabled else ' (disabled)'} | {x.calls} | {x.failed} | {x.neighbour} |"
+                  for x in used]
+    never = r.never_called
+    if never:
+        lines += ["", f"Never called ({len(never)}): " + ", ".join(f"`{x.id}`" for x in never)]
+    if r.profiles:
+        lines += ["", "| tool | " + " | ".join(p.name for p in r.profiles) + " |",
+                  "|---|" + "--:|" * len(r.profiles)]
+        lines += [f"| `{x.id}` | " + " | ".join(str(x.profile_calls.get(p.name, 0)) if x.profiles.get(p.name)
+                                                 else "·" for p in r.profiles) + " |" for x in r.enabled]
+    if r.recommendations:
+        lines += ["", "**Recommendations**", "", "```sh"]
+        for rec in r.recommendations:
+            saves = f"; saves ≈ {rec.saves_tokens:,} tokens" if rec.saves_tokens else ""
+            lines += [f"# {rec.reason}{saves}", rec.command]
+        lines.append("```")
+    else:
+        lines += ["", "**Recommendations**: none"]
+    lines += [""] + [f"<sub>{_md(n)}</sub><br>" for n in r.notes]
+    return "\n".join(lines) + "\n"
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("surface", rich_help_panel="Gateway",
+                 short_help="Price and judge a project's tool surface: tokens, write reach, look-alikes, use.")
+    @cli_errors
+    def surface_cmd(
+        project: Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)],
+        window: Annotated[float, typer.Option("--window", min=0.001, help="Days of the invocation log to judge use by.")
+                          ] = 30.0,
+        output: Annotated[str, output_option(FORMATS)] = "table",
+        refresh: Annotated[bool, typer.Option("--refresh", help="List every server now (otherwise the cached "
+                                              "listing; servers never listed are listed anyway).")] = False,
+    ) -> None:
+        """Price and judge a project's tool surface: tokens per server and per presentation mode, tools that
+        can write/delete/send, name collisions and near-duplicate descriptions across servers, use from the
+        invocation log, and runnable recommendations. Token counts are approximate."""
+        from mcpctl.errors import EXIT_UPSTREAM
+
+        check_format(output, FORMATS)
+        report, failed = surface_report(project, window_days=window, refresh=refresh)
+        if output == "json":
+            print_json(report_json(report))
+        elif output == "markdown":
+            write_stdout(render_markdown(report))
+        else:
+            render_table(report)
+        if failed:      # each failure was reported once, above; the report says it is incomplete
+            raise typer.Exit(EXIT_UPSTREAM)
