@@ -146,3 +146,38 @@ def test_a_favourite_is_described_once_and_its_all_entry_points_to_it() -> None:
                                                     "call it by that name.", "annotations": {"readOnlyHint": True}}
     hit = cat.view().resolve("all__a__echo")
     assert isinstance(hit, Route) and hit.tool.canonical_id == "a/echo"
+
+
+def test_bare_names_keep_the_upstreams_own_names_and_prefix_only_shared_ones() -> None:
+    spec = ProjectSpec("p", servers=("a", "b"), names=NameSettings(style="bare"))
+    cat = Catalogue("p", spec)
+    tool = {"inputSchema": {"type": "object"}}
+    cat.set_listings({"a": {"tools": [{"name": "echo", **tool}, {"name": "add", **tool}],
+                            "prompts": [{"name": "greet"}]},
+                      "b": {"tools": [{"name": "echo", **tool}, {"name": "odd.name", **tool}],
+                            "prompts": [{"name": "greet"}, {"name": "hello"}]}})
+    view = cat.view()
+    names = [t["name"] for t in view.tools]
+    assert names[:4] == ["search_tools", "a__echo", "add", "b__echo"]
+    assert PORTABLE.match(names[4]) and names[4].startswith("odd_name_")      # still client-safe
+    for name, cid in (("add", "a/add"), ("a__add", "a/add"), ("a/add", "a/add"), ("b__echo", "b/echo"),
+                      ("all__a__add", "a/add")):
+        hit = view.resolve(name)
+        assert isinstance(hit, Route) and hit.tool.canonical_id == cid, name
+    assert view.resolve("echo") is None                 # shared: only the prefixed names
+    assert sorted(cat.prompts) == ["a__greet", "b__greet", "hello"]
+    assert view.present("a/add") == "add"
+
+
+def test_bare_names_round_trip_and_are_accepted_by_create(tmp_home: object) -> None:
+    from typer.testing import CliRunner
+
+    from mcpctl.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["create", "project", "p", "--names", "bare"], prog_name="mcpctl")
+    assert r.exit_code == 0, r.output
+    yaml_text = runner.invoke(app, ["get", "project", "p", "-o", "yaml"], prog_name="mcpctl").stdout
+    assert "style: bare" in yaml_text
+    assert runner.invoke(app, ["apply", "-f", "-"], input=yaml_text, prog_name="mcpctl").stdout == \
+        "project/p unchanged\n"

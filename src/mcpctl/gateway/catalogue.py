@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
 
 from mcpctl.errors import NotFound
-from mcpctl.gateway.names import Namer, assign, prompt_key
+from mcpctl.gateway.names import Namer, assign, prompt_key, shared_names
 from mcpctl.gateway.view import (
     OPEN_SESSION,
     CatalogueTool,
@@ -127,7 +127,9 @@ class Catalogue:
         resources: dict[str, tuple[str, str, dict[str, Any]]] = {}
         raw_uris: dict[str, str] = {}
         templates: list[tuple[str, dict[str, Any]]] = []
-        namer = Namer(self.project.names.style, self.project.names.max_length)
+        listed_prompts = [(server, str(wire.get("name"))) for server in self.order
+                        for wire in (self.listings.get(server) or {}).get("prompts") or []]
+        namer = Namer(self.project.names.style, self.project.names.max_length, shared_names(listed_prompts))
         for server in self.order:
             listing = self.listings.get(server) or {}
             for wire in listing.get("tools") or []:

@@ -8,6 +8,8 @@ Two styles (`names.style`):
   prefix still fits in 64.
 - `spec`: the literal SEP-986 forms, `/` as the separator (`favourite/<tool>`,
   `all/<server>/<tool>`, `<server>/<tool>`), other characters outside `[A-Za-z0-9_.-/]` mapped.
+- `bare`: the upstream's own names; only a name several servers share gets `<server>__`
+  (client-safe characters, as portable). Favourites keep `favourite__<tool>`.
 
 A name that needs no mapping and fits is used as is. Otherwise it is mapped, truncated and
 suffixed with a hash of its key (the slot and canonical id), so the same inputs always give the
@@ -25,9 +27,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-STYLES: Final = ("portable", "spec")
-SEP: Final = {"portable": "__", "spec": "/"}
-_BAD: Final = {"portable": re.compile(r"[^A-Za-z0-9_-]"), "spec": re.compile(r"[^A-Za-z0-9_./-]")}
+STYLES: Final = ("portable", "spec", "bare")
+SEP: Final = {"portable": "__", "spec": "/", "bare": "__"}
+_PORTABLE_BAD: Final = re.compile(r"[^A-Za-z0-9_-]")
+_BAD: Final = {"portable": _PORTABLE_BAD, "spec": re.compile(r"[^A-Za-z0-9_./-]"), "bare": _PORTABLE_BAD}
 HASH_LEN: Final = 8
 MAX_ROUNDS: Final = 16
 
@@ -79,19 +82,28 @@ def assign(requests: Mapping[str, str], max_length: int, style: str = "portable"
 
 @dataclass(frozen=True)
 class Namer:
-    """Raw names for each slot in one style (before `assign` makes them unique)."""
+    """Raw names for each slot in one style (before `assign` makes them unique).
+
+    `bare` keeps an upstream's own name and prefixes `<server>__` only to the names in `shared`
+    (those several servers of the project list), so a one-server project or a client that
+    expects a server's own names sees them unchanged; characters stay client-safe."""
 
     style: str = "portable"
     max_length: int = 48
+    shared: frozenset[str] = frozenset()
 
     @property
     def sep(self) -> str:
         return SEP[self.style]
 
     def flat(self, server: str, tool: str) -> str:
+        if self.style == "bare" and tool not in self.shared:
+            return tool
         return f"{server}{self.sep}{tool}"
 
     def all(self, server: str, tool: str) -> str:
+        if self.style == "bare":
+            return self.flat(server, tool)
         return f"{ALL}{self.sep}{server}{self.sep}{tool}"
 
     def favourite(self, server: str, tool: str, *, qualified: bool = False) -> str:
@@ -99,12 +111,22 @@ class Namer:
         return f"{FAVOURITE}{self.sep}{server}{self.sep}{tool}" if qualified else f"{FAVOURITE}{self.sep}{tool}"
 
     def prompt(self, server: str, prompt: str) -> str:
-        return f"{server}{self.sep}{prompt}"
+        return self.flat(server, prompt)
 
     # the patterns shown to the model in the instructions
     def pattern(self, slot: str) -> str:
+        if self.style == "bare" and slot != FAVOURITE:
+            return "<tool> (<server>__<tool> where servers share a name)"
         return {FAVOURITE: self.favourite("<server>", "<tool>").replace(f"<server>{self.sep}", ""),
                 ALL: self.all("<server>", "<tool>")}.get(slot, self.flat("<server>", "<tool>"))
+
+
+def shared_names(pairs: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The names (tools or prompts) that more than one server lists, from (server, name) pairs."""
+    servers: dict[str, set[str]] = {}
+    for server, name in pairs:
+        servers.setdefault(name, set()).add(server)
+    return frozenset(n for n, s in servers.items() if len(s) > 1)
 
 
 # Keys: what a name is hashed by. The flat key is the bare canonical id, so flat names stay the

@@ -248,7 +248,8 @@ class NameTable:
     map from any name a client may use (either style, any slot form, the canonical id)."""
 
     def __init__(self, tools: Sequence[CatalogueTool], project: ProjectSpec) -> None:
-        self.namer = nm.Namer(project.names.style, project.names.max_length)
+        self.namer = nm.Namer(project.names.style, project.names.max_length,
+                              nm.shared_names((t.server, t.name) for t in tools))
         self.presentation = PRESENTATIONS[project.presentation]
         self.by_cid = {t.canonical_id: t for t in tools}
         pinned = [cid for cid in project.favourite_index.tools if cid in self.by_cid] \
@@ -310,7 +311,7 @@ class NameTable:
         aliases: dict[str, tuple[str, CatalogueTool] | None] = {}
         pinned = set(self.pinned)
         for style in nm.STYLES:
-            namer = nm.Namer(style, self.namer.max_length)
+            namer = nm.Namer(style, self.namer.max_length, self.namer.shared)
             for t in self.by_cid.values():
                 cid = t.canonical_id
                 forms = [(FLAT, namer.flat(t.server, t.name), nm.flat_key(cid)),

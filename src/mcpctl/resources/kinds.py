@@ -24,7 +24,7 @@ from mcpctl.resources.schema import (
 
 API_VERSION: Final = "mcpctl/v1"
 PRESENTATIONS: Final = ("flat", "favourite-index", "deferred")
-NAME_STYLES: Final = ("portable", "spec")
+NAME_STYLES: Final = ("portable", "spec", "bare")
 RANKERS: Final = ("bm25", "semantic", "hybrid")
 DEFAULT_MAX_FAVOURITES: Final = 15
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
