@@ -317,7 +317,8 @@ def test_duplicate_documents_are_rejected(runner, tmp_path, tmp_home):
 )
 def test_bad_create_flags_name_the_flag(runner, tmp_home, args, message):
     r = run(runner, *args)
-    assert r.exit_code == EXIT_USER, r.output
+    # a value outside a flag's fixed choices is a usage error (2), like a bad -o
+    assert r.exit_code == (2 if "--presentation" in args else EXIT_USER), r.output
     assert message in r.stderr
     assert store_snapshot(tmp_home) == {}
 
@@ -328,15 +329,63 @@ def test_empty_stdin_is_a_clear_error(runner, tmp_home):
     assert "no input on stdin" in r.stderr
 
 
-def test_directory_with_a_non_manifest_file(runner, tmp_path, tmp_home):
+def test_directory_skips_files_that_are_not_manifests_and_says_so(runner, tmp_path, tmp_home):
     d = tmp_path / "m"
     d.mkdir()
     (d / "s.yaml").write_text(SERVERS)
+    (d / "README.md").write_text("# servers\n")
     (d / "notes.txt").write_text("hello")
     r = run(runner, "apply", "-f", str(d))
-    assert r.exit_code == EXIT_USER
-    assert "notes.txt: not a manifest" in r.stderr
+    assert r.exit_code == 0, r.output
+    assert r.stdout == "server/memory created\nserver/remote created\n"
+    assert "skipped 2 files that are not .yaml, .yml or .json" in r.stderr
+    assert "README.md" in r.stderr and "notes.txt" in r.stderr
+    # a malformed manifest among them is still refused, and nothing is written
+    (d / "p.yaml").write_text(PROJECT.replace("servers: [memory, remote]", "servers: [memory, remote"))
+    before = store_snapshot(tmp_home)
+    r = run(runner, "diff", "-f", str(d))
+    assert r.exit_code == 2 and "p.yaml" in r.stderr and "invalid YAML" in r.stderr
+    r = run(runner, "apply", "-f", str(d))
+    assert r.exit_code == EXIT_USER and "p.yaml" in r.stderr and "invalid YAML" in r.stderr
+    assert store_snapshot(tmp_home) == before
+    # a directory of nothing but non-manifests is still an error
+    (e := tmp_path / "docs").mkdir()
+    (e / "README.md").write_text("x")
+    r = run(runner, "apply", "-f", str(e))
+    assert r.exit_code == EXIT_USER and "no .yaml, .yml or .json files" in r.stderr
+
+
+def _names_project(style: str, max_length: int) -> str:
+    return (f"apiVersion: mcpctl/v1\nkind: Project\nmetadata: {{name: n}}\nspec:\n"
+            f"  names: {{style: {style}, maxLength: {max_length}}}\n")
+
+
+def test_portable_names_max_length_is_capped_by_claudes_budget(runner, tmp_path, tmp_home):
+    f = tmp_path / "p.yaml"
+    f.write_text(_names_project("portable", 52))
+    r = run(runner, "apply", "-f", str(f))
+    assert r.exit_code == EXIT_USER, r.output
+    assert f"{f}, document 1, line 5: spec.names.maxLength: 52 is too long for portable names" in r.stderr
+    assert "mcp__mcpctl__" in r.stderr and "64" in r.stderr and "51" in r.stderr
     assert store_snapshot(tmp_home) == {}
+    r = run(runner, "create", "project", "q", "--max-name-length", "100")
+    assert r.exit_code == EXIT_USER and "--max-name-length: 100 is too long" in r.stderr
+    f.write_text(_names_project("portable", 51))
+    r = run(runner, "apply", "-f", str(f))
+    assert r.exit_code == 0 and r.stderr == "", r.output
+    f.write_text(_names_project("bare", 52))      # bare names are client-safe names too
+    r = run(runner, "apply", "-f", str(f))
+    assert r.exit_code == EXIT_USER and "52 is too long for bare names" in r.stderr, r.output
+
+
+def test_spec_names_may_be_longer_but_warn_about_client_limits(runner, tmp_path, tmp_home):
+    f = tmp_path / "p.yaml"
+    f.write_text(_names_project("spec", 128))
+    r = run(runner, "apply", "-f", str(f))
+    assert r.exit_code == 0, r.output
+    assert "spec.names.maxLength" in r.stderr and "Claude" in r.stderr and "Codex" in r.stderr
+    f.write_text(_names_project("spec", 129))
+    assert run(runner, "apply", "-f", str(f)).exit_code == EXIT_USER
 
 
 def test_missing_file_and_unknown_kind_on_the_command_line(runner, tmp_path):

@@ -11,7 +11,7 @@ import typer
 from mcpctl.errors import MCPCtlError
 from mcpctl.resources.apply import plan, validate_all
 from mcpctl.resources.store import Store
-from mcpctl.resources.yamlio import load_sources, to_yaml
+from mcpctl.resources.yamlio import load_sources, skipped_message, to_yaml
 
 from ._common import err, write_stdout
 
@@ -34,7 +34,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show how the manifests differ from what is stored. Exit 0: same, 1: different, 2 or more: error."""
         try:
-            docs = load_sources(filename, stdin=sys.stdin, recursive=recursive)
+            docs = load_sources(filename, stdin=sys.stdin, recursive=recursive,
+                                on_skip=lambda paths: err.print(skipped_message(paths), markup=False, highlight=False))
             store = Store()
             objs, _warnings = validate_all(docs, store, allow_missing=True)
             changes = plan(objs, store)

@@ -13,9 +13,12 @@ from typing import Any
 from mcpctl.errors import InvalidResource, did_you_mean
 from mcpctl.resources.kinds import (
     API_VERSION,
+    CLIENT_PREFIX,
+    CLIENT_TOOL_NAME_LIMIT,
     DEFERRED_FAVOURITES_WARN,
     KINDS,
     METADATA,
+    PORTABLE_MAX_LENGTH,
     effective_presentation,
 )
 from mcpctl.resources.schema import FieldError, normalize
@@ -101,8 +104,29 @@ def validate_document(doc: Document) -> Validated:
     return v
 
 
+def _check_names(v: Validated) -> None:
+    """`names.maxLength` against the clients' budget: Claude Code and Codex refuse a tool name
+    longer than 64 characters once `mcp__<server>__` is prefixed."""
+    names = v.spec.get("names") or {}
+    style, length = names.get("style", "portable"), names.get("maxLength")
+    if not isinstance(length, int) or length <= PORTABLE_MAX_LENGTH:
+        return
+    where = v.doc.where(("spec", "names", "maxLength"))
+    budget = (f"Claude Code names each tool {CLIENT_PREFIX}<name> and refuses more than {CLIENT_TOOL_NAME_LIMIT} "
+              f"characters (so does Codex), which leaves {PORTABLE_MAX_LENGTH} for the name")
+    if style != "spec":     # portable and bare names are the client-safe ones: they must fit
+        raise InvalidResource(
+            f"{where}: spec.names.maxLength: {length} is too long for {style} names: {budget}",
+            hint=f"set spec.names.maxLength to at most {PORTABLE_MAX_LENGTH} (the default is 48)")
+    v.warnings.append(
+        f"{where}: spec.names.maxLength is {length}: presented names longer than {PORTABLE_MAX_LENGTH} "
+        f"characters are allowed by the spec style (up to 128, SEP-986), but Claude and Codex reject them "
+        f"anyway: {budget}")
+
+
 def _check_project(v: Validated) -> None:
     """What no single field can say: the presentation settings must agree with each other."""
+    _check_names(v)
     s, doc = v.spec, v.doc
     fav = s.get("favouriteIndex") or {}
     presentation, enabled = s.get("presentation"), fav.get("enabled")
