@@ -340,3 +340,78 @@ def test_tool_stats_percentiles_match_a_reference_on_random_data(log: Invocation
         assert stats[cid].p50_ms == pytest.approx(_reference_percentile(values, 0.5))
         assert stats[cid].p95_ms == pytest.approx(_reference_percentile(values, 0.95))
         assert stats[cid].errors == sum(1 for r in recs if r.canonical_id == cid and r.outcome != "ok")
+
+
+_STATS_WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from mcpctl.audit.log import CallRecord, InvocationLog
+    path, n, ready = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    log = InvocationLog(path)
+    ready.touch()
+    for i in range(n):   # one transaction per call, as gateways commit them: a row for every tool
+        log.record_many([CallRecord(ts=time.time(), duration_ms=float(i % 97), project="p",
+                                    presented_name=f"t{k}", canonical_id=f"s/t{k}", outcome="ok")
+                         for k in range(3)])
+    log.close()
+""")
+
+
+def test_tool_stats_reads_one_snapshot_while_a_gateway_writes(tmp_path: Path) -> None:
+    """Defect 6: `logs stats` ran two SELECTs; a row committed between them gave a KeyError.
+    A writer process commits one row per tool per transaction, so every consistent snapshot has
+    equal counts for all tools; stats is computed over and over while it writes."""
+    path = tmp_path / "log.db"
+    with InvocationLog(path) as seed:   # enough rows that each SELECT takes a while
+        seed.record_many([rec(T0 + i, f"s/t{k}", duration_ms=float(i % 89)) for i in range(4000) for k in range(3)])
+    ready = tmp_path / "ready"
+    writer = subprocess.Popen([sys.executable, "-c", _STATS_WRITER, str(path), "3000", str(ready)],
+                              stderr=subprocess.PIPE, text=True)
+    failures: list[str] = []
+    rounds = 0
+    try:
+        with InvocationLog(path) as lg:
+            deadline = time.monotonic() + 20
+            while not ready.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            while writer.poll() is None and rounds < 400 and time.monotonic() < deadline:
+                rounds += 1
+                try:
+                    stats = lg.tool_stats(project="p")
+                except Exception as e:   # the defect: a raw KeyError
+                    failures.append(f"{type(e).__name__}: {e}")
+                    continue
+                counts = {s.canonical_id: s.calls for s in stats}
+                if len(set(counts.values())) != 1:
+                    failures.append(f"torn snapshot: {counts}")
+                for s in stats:
+                    if not (0 <= s.p50_ms <= s.p95_ms <= 96):
+                        failures.append(f"bad percentiles: {s}")
+    finally:
+        _, stderr = writer.communicate(timeout=60)
+    assert writer.returncode == 0, stderr
+    assert rounds >= 5, "the writer finished before stats ran: make it write longer"
+    assert failures == [], f"{len(failures)} of {rounds} stats runs failed, e.g. {failures[:3]}"
+
+
+def test_background_writer_checkpoints_off_its_own_thread(tmp_path: Path) -> None:
+    """Defect 7 (the kill -9 window): a WAL checkpoint fsyncs, and when it runs inside a commit
+    every record queued behind it waits, unlogged. The writer's own commits never checkpoint;
+    a helper thread does, so the WAL still stays small."""
+    from mcpctl.audit.log import WAL_SIZE_CAP
+
+    lg = InvocationLog(tmp_path / "log.db")
+    writer = BackgroundWriter(lg)
+    assert lg._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    wal = tmp_path / "log.db-wal"
+    largest = 0
+    for i in range(6000):    # sustained writes, a transaction every other record: ~20,000 WAL frames
+        writer.submit(rec(T0 + i))
+        if i % 2 == 0:
+            assert writer.flush(timeout=10)
+            largest = max(largest, wal.stat().st_size)
+    writer.close()
+    assert writer.checkpoints > 0
+    assert largest < 2 * WAL_SIZE_CAP, largest   # bounded (~70 MB without the cap)
+    assert lg.count() == 6000
+    lg.close()

@@ -40,6 +40,15 @@ SEARCH_TOOL_NAME: Final = "search_tools"
 
 BUSY_TIMEOUT_S: Final = 10.0
 RETRY_DEADLINE_S: Final = 30.0
+# The BackgroundWriter's transactions between two WAL checkpoints, which it runs on a helper
+# thread (SQLite's own default runs one inside a commit every ~1000 WAL pages, and its fsync
+# holds back every record queued behind that commit).
+CHECKPOINT_EVERY: Final = 256
+# A checkpoint that runs while another thread writes may never empty the WAL, so under sustained
+# writes the WAL grows; past WAL_SIZE_CAP bytes the writer checkpoints once itself, which lets its
+# next commit start the WAL over, and the file is then cut back to WAL_SIZE_LIMIT bytes.
+WAL_SIZE_CAP: Final = 16 * 1024 * 1024
+WAL_SIZE_LIMIT: Final = 4 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -119,7 +128,6 @@ class Transition:
     calls: int
     errors: int                     # every outcome other than "ok"
     last_ts: float
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,9 +212,30 @@ class InvocationLog:
         rows = list(rows)
         self._immediate(lambda: self._db.executemany(sql, rows))
 
+    def _fetch(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        return self._db.execute(sql, params).fetchall()
+
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         with self._lock:
-            return self._retrying(lambda: self._db.execute(sql, params).fetchall())
+            return self._retrying(lambda: self._fetch(sql, params))
+
+    def _snapshot(self, work: Callable[[], T]) -> T:
+        """Run several reads in one read transaction, so they all see the same committed rows
+        (WAL: writers go on meanwhile; the snapshot ignores what they commit after it began)."""
+
+        def tx() -> T:
+            self._db.execute("BEGIN")
+            try:
+                result = work()
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return result
+
+        with self._lock:
+            return self._retrying(tx)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -289,25 +318,22 @@ class InvocationLog:
         """
         where, params = _conditions(("project = ?", project), ("ts >= ?", since))
         cond = " AND ".join(["canonical_id IS NOT NULL", *where])
-        agg = self._read(
-            "SELECT canonical_id, COUNT(*), SUM(outcome != 'ok'), MIN(ts), MAX(ts) FROM invocations "
-            f"WHERE {cond} GROUP BY canonical_id",
-            params,
-        )
         quantiles = (0.50, 0.95)
         rank_terms = ", ".join(f"CAST((n - 1) * {q} AS INTEGER), CAST((n - 1) * {q} AS INTEGER) + 1"
                                for q in quantiles)
-        ranked = self._read(
-            f"""
+        agg_sql = ("SELECT canonical_id, COUNT(*), SUM(outcome != 'ok'), MIN(ts), MAX(ts) FROM invocations "
+                   f"WHERE {cond} GROUP BY canonical_id")
+        ranked_sql = f"""
             SELECT canonical_id, rn, duration_ms FROM (
                 SELECT canonical_id, duration_ms,
                        ROW_NUMBER() OVER (PARTITION BY canonical_id ORDER BY duration_ms) - 1 AS rn,
                        COUNT(*) OVER (PARTITION BY canonical_id) AS n
                 FROM invocations WHERE {cond}
             ) WHERE rn IN ({rank_terms})
-            """,
-            params,
-        )
+            """
+        # Both queries must see the same rows: a call committed between them would change a
+        # tool's count, and with it the ranks the percentiles need (the KeyError of defect 6).
+        agg, ranked = self._snapshot(lambda: (self._fetch(agg_sql, params), self._fetch(ranked_sql, params)))
         at: dict[str, dict[int, float]] = {}
         for cid, rn, dur in ranked:
             at.setdefault(str(cid), {})[int(rn)] = float(dur)  # type: ignore[call-overload, arg-type]
@@ -380,7 +406,6 @@ class InvocationLog:
                            int(n), int(errors or 0), float(last))  # type: ignore[call-overload, arg-type]
                 for cid, name, prof, nid, nname, n, errors, last in rows]
 
-
     def cursor(self) -> int:
         """An opaque position in insertion order: rows recorded later have a larger cursor."""
         return int(self._read("SELECT COALESCE(MAX(id), 0) FROM invocations")[0][0])  # type: ignore[call-overload]
@@ -415,8 +440,9 @@ class InvocationLog:
         params: tuple[object, ...] = (ts, project) if project is not None else (ts,)
         return self._immediate(lambda: self._db.execute(sql, params).rowcount)
 
-    def backup(self, dest: Path) -> None:
-        """Write a consistent copy of the whole log to `dest` (a new SQLite file), while gateways write."""
+    def backup(self, dest: Path) -> int:
+        """Write a consistent copy of the whole log to `dest` (a new SQLite file), while gateways
+        write; return how many calls the copy holds."""
         dest = Path(dest)
         if dest.exists():
             raise FileExistsError(f"{dest} already exists")
@@ -427,9 +453,24 @@ class InvocationLog:
             with self._lock:
                 self._retrying(lambda: self._db.backup(target))
             target.execute("PRAGMA journal_mode=DELETE")
+            rows = int(target.execute("SELECT COUNT(*) FROM invocations").fetchone()[0])
         finally:
             target.close()
         tmp.replace(dest)
+        return rows
+
+    def set_autocheckpoint(self, pages: int, *, wal_size_limit: int = -1) -> None:
+        """SQLite's `wal_autocheckpoint` for this connection's commits (0: never checkpoint in a
+        commit) and `journal_size_limit` (the WAL file is cut back to it when it starts over)."""
+        with self._lock:
+            self._db.execute(f"PRAGMA wal_autocheckpoint={int(pages)}")
+            self._db.execute(f"PRAGMA journal_size_limit={int(wal_size_limit)}").fetchall()
+
+    def checkpoint(self) -> tuple[int, int]:
+        """A PASSIVE WAL checkpoint on this connection: (frames in the WAL, frames checkpointed)."""
+        with self._lock:
+            _busy, frames, done = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return int(frames), int(done)
 
     def close(self) -> None:
         with self._lock:
@@ -455,9 +496,19 @@ class BackgroundWriter:
     `submit` never blocks and never raises: the gateway's event loop must not wait on disk.
     If the queue is full (the disk is stuck) records are dropped and counted in `dropped`.
     `close` flushes and stops the thread; it does not close the log, which the caller owns.
+
+    Durability: by default (`flush_interval=0`) a batch is written as soon as the writer is free:
+    whatever was queued while the previous transaction ran goes into the next one (group commit),
+    so under any load a submitted record is committed within about one transaction's time. A
+    committed row survives the process being killed (WAL; `synchronous=NORMAL` only gives up the
+    last transactions on power loss or an OS crash). A positive `flush_interval` waits that long
+    for more records before writing, trading that window for fewer, larger transactions.
+    WAL checkpoints (they fsync) run on a helper thread every CHECKPOINT_EVERY transactions,
+    not inside the writer's commits; only a WAL grown past WAL_SIZE_CAP (sustained writes starve
+    the helper's checkpoints) makes the writer checkpoint once itself.
     """
 
-    def __init__(self, log: InvocationLog, *, flush_interval: float = 0.05, max_batch: int = 512,
+    def __init__(self, log: InvocationLog, *, flush_interval: float = 0.0, max_batch: int = 512,
                  max_queue: int = 100_000) -> None:
         self.log = log
         self.flush_interval = flush_interval
@@ -467,8 +518,19 @@ class BackgroundWriter:
         self._queue: queue.Queue[CallRecord | threading.Event | None] = queue.Queue(maxsize=max_queue)
         self._closed = False
         self._close_lock = threading.Lock()
+        self.checkpoints = 0
+        self._since_checkpoint = 0
+        self._checkpoint_requested = False
+        self._checkpoint_wake = threading.Event()
+        self._check_wal = False         # the writer looks at the WAL's size after the next batch
+        self._checkpointing = threading.Lock()    # one checkpoint at a time (helper or writer)
+        self._stopping = False
+        log.set_autocheckpoint(0, wal_size_limit=WAL_SIZE_LIMIT)
         self._thread = threading.Thread(target=self._run, name="mcpctl-invocation-log", daemon=True)
         self._thread.start()
+        self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="mcpctl-log-checkpoint",
+                                              daemon=True)
+        self._checkpointer.start()
         atexit.register(self.close)
 
     def submit(self, rec: CallRecord) -> None:
@@ -501,6 +563,9 @@ class BackgroundWriter:
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(timeout)
+        self._stopping = True
+        self._checkpoint_wake.set()
+        self._checkpointer.join(min(timeout, 10.0))
 
     def _run(self) -> None:
         stop = False
@@ -536,6 +601,9 @@ class BackgroundWriter:
             self._write(batch)
             for ev in events:
                 ev.set()
+            if self._check_wal:
+                self._check_wal = False
+                self._cap_wal()
 
     def _write(self, batch: list[CallRecord]) -> None:
         for start in range(0, len(batch), self.max_batch):
@@ -544,6 +612,12 @@ class BackgroundWriter:
                 try:
                     self.log.record_many(chunk)
                     self.written += len(chunk)
+                    self._since_checkpoint += 1
+                    if self._since_checkpoint >= CHECKPOINT_EVERY:
+                        self._since_checkpoint = 0
+                        self._checkpoint_requested = True
+                        self._checkpoint_wake.set()
+                        self._check_wal = True
                     break
                 except Exception as e:
                     if attempt == 2:
@@ -552,3 +626,39 @@ class BackgroundWriter:
                                   len(chunk), type(e).__name__, e)
                     else:
                         time.sleep(0.1 * (attempt + 1))
+
+    def _cap_wal(self) -> None:
+        wal = self.log.path.with_name(self.log.path.name + "-wal")
+        try:
+            if wal.stat().st_size <= WAL_SIZE_CAP:
+                return
+            with self._checkpointing:   # after the helper's: a checkpoint running already would make this one a no-op
+                self.log.checkpoint()
+            self.checkpoints += 1
+        except (OSError, sqlite3.Error) as e:
+            log.debug("invocation log checkpoint: %s", e)
+
+    def _checkpoint_loop(self) -> None:
+        """Run a PASSIVE checkpoint (it never blocks writers) each time the writer asks, on a
+        connection of its own; a request pending at close is still served."""
+        db: sqlite3.Connection | None = None
+        try:
+            while True:
+                self._checkpoint_wake.wait()
+                self._checkpoint_wake.clear()
+                if self._checkpoint_requested:
+                    self._checkpoint_requested = False
+                    try:
+                        if db is None:
+                            db = sqlite3.connect(self.log.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                                 check_same_thread=False)
+                        with self._checkpointing:
+                            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                        self.checkpoints += 1
+                    except sqlite3.Error as e:   # busy or gone: the next request tries again
+                        log.debug("invocation log checkpoint: %s", e)
+                if self._stopping:
+                    return
+        finally:
+            if db is not None:
+                db.close()

@@ -324,12 +324,11 @@ def register(app: typer.Typer) -> None:
         dest = dest.expanduser()
         with open_log() as log:
             try:
-                log.backup(dest)
+                rows = log.backup(dest)   # the rows of the copy: gateways may have written more since
             except FileExistsError:
                 raise MCPCtlError(f"{dest} already exists", hint="choose a new file name") from None
             except OSError as e:
                 raise MCPCtlError(f"cannot write {dest}: {e.strerror or e}") from None
-            rows = log.count()
         err.print(f"Backed up {rows} rows to {dest}")
 
     @logs_app.command("prune")

@@ -91,40 +91,94 @@ class _StatusWriter:
         self._thread.join(5)
 
 
-def _recorder() -> tuple[Callable[..., None] | None, Callable[[], None]]:
-    """A non-blocking recorder for the event loop: records are handed to the log's writer
-    thread in batches (one wake-up per batch, not per call)."""
-    try:
+HAND_OVER_S = 0.010     # the longest a record waits before the log's writer gets it
+
+
+class _Recorder:
+    """The gateway's recorder (`Gateway(record=...)`), called on the event loop for every call
+    before its answer is sent.
+
+    Running: records are handed to the log's writer thread in batches, at most HAND_OVER_S
+    after the first of a batch (one wake-up of the writer and one transaction per batch, not
+    per call), and the writer commits each batch at once, so a kill -9 loses only
+    the calls of the last ~HAND_OVER_S plus one commit (docs/internals.md, "Guarantees").
+    Stopping: `drain()` hands over what is pending and waits until the writer has committed
+    all of it; from then on each record is written before `record` returns, so a call answered
+    while the gateway shuts down (until `os._exit` or the end of the process) is never lost.
+    `close()` drains, then closes the log; a record after that is counted in `lost` and logged.
+    """
+
+    def __init__(self) -> None:
+        import asyncio
+
         from mcpctl.audit.log import BackgroundWriter, CallRecord, InvocationLog
+
+        self._running_loop = asyncio.get_running_loop
+        self._make = CallRecord
+        self.log = InvocationLog(paths.invocation_log_path())
+        self.writer = BackgroundWriter(self.log)
+        self._lock = threading.Lock()
+        self._batch: list[Any] = []
+        self._direct = False          # after drain(): write each record before returning
+        self._closed = False
+        self.lost = 0
+
+    def record(self, **fields: Any) -> None:
+        rec = self._make(**fields)
+        with self._lock:
+            if self._direct:
+                self._write_now(rec)
+                return
+            self._batch.append(rec)
+            if len(self._batch) > 1:
+                return
+        try:
+            self._running_loop().call_later(HAND_OVER_S, self._hand_over)
+        except RuntimeError:
+            self._hand_over()
+
+    def _write_now(self, rec: Any) -> None:
+        if self._closed:
+            self.lost += 1
+            log.error("invocation log closed: a call to %s was not recorded", rec.presented_name)
+            return
+        try:
+            self.log.record(rec)
+        except Exception as e:   # the call itself must not fail because of its log row
+            self.lost += 1
+            log.error("invocation log: a call to %s was not recorded: %s", rec.presented_name, e)
+
+    def _hand_over(self) -> None:
+        # under the lock: drain() must not close the writer between the swap and the submits
+        with self._lock:
+            batch, self._batch = self._batch, []
+            for rec in batch:
+                self.writer.submit(rec)
+
+    def drain(self) -> None:
+        """Commit everything recorded so far; write later records at once (any thread)."""
+        with self._lock:
+            self._direct = True
+            batch, self._batch = self._batch, []
+            for rec in batch:
+                self.writer.submit(rec)
+        self.writer.close()
+        if self.writer.dropped:
+            log.error("invocation log: %d record(s) could not be written", self.writer.dropped)
+
+    def close(self) -> None:
+        self.drain()
+        with self._lock:
+            self._closed = True
+            self.log.close()
+
+
+def _recorder() -> _Recorder | None:
+    try:
+        return _Recorder()
     except ModuleNotFoundError:   # pragma: no cover - the audit package ships with mcpctl
         log.warning("invocation log unavailable; calls are not recorded")
-        return None, lambda: None
-    import asyncio
-
-    inv = InvocationLog(paths.invocation_log_path())
-    writer = BackgroundWriter(inv)
-    batch: list[Any] = []
-
-    def flush() -> None:
-        items = batch[:]
-        batch.clear()
-        for rec in items:
-            writer.submit(rec)
-
-    def record(**fields: Any) -> None:
-        batch.append(CallRecord(**fields))
-        if len(batch) == 1:
-            try:
-                asyncio.get_running_loop().call_later(0.05, flush)
-            except RuntimeError:
-                flush()
-
-    def close() -> None:
-        flush()
-        writer.close()
-        inv.close()
-
-    return record, close
+        return None
 
 
 # -- entry ----------------------------------------------------------------------------------------
@@ -145,7 +199,8 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
         (project, servers), preloaded, catalogue = load_gateway_config(project_name), None, None
     store = Store()
     status = _StatusWriter(store)
-    record, close_log = _recorder()
+    recorder = _recorder()
+    record = recorder.record if recorder is not None else None
     gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded,
                  catalogue=catalogue, failed_before=_failed_before(store, servers), stdio_profile=profile)
     log.info("project %s: %s presentation, %s names, %d favourite(s) pinned%s", project_name,
@@ -162,11 +217,16 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     up_scope = anyio.CancelScope()
     closed = False
 
-    def close_everything() -> None:
+    def close_everything(*, exiting: bool = False) -> None:
+        """Flush the log and the status; `exiting` (os._exit follows): keep the log open, so a
+        call answered until then is still written."""
         nonlocal closed
         if not closed:
             closed = True
-            _close_all(close_log, status)
+            if recorder is None:
+                _close_all(lambda: None, status)
+            else:
+                _close_all(recorder.drain if exiting else recorder.close, status)
 
     async def run_upstreams() -> None:
         try:
@@ -201,9 +261,10 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
                         if transport == "stdio":
                             # The stdin reader is a thread blocked in read(): it cannot be cancelled, so
                             # stop the upstreams (their processes exit with them), flush, and leave.
+                            # Calls answered meanwhile are written before their answer (drain()).
                             await stop_upstreams()
                             with anyio.CancelScope(shield=True):
-                                await anyio.to_thread.run_sync(close_everything)
+                                await anyio.to_thread.run_sync(lambda: close_everything(exiting=True))
                             logging.shutdown()
                             os._exit(0)
                         return
