@@ -60,7 +60,7 @@ def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
 
 
 def test_vendored_slices_load() -> None:
-    assert [p.name for p in find_datasets(FIXTURES)] == ["livemcpbench_slice", "metatool_slice"]
+    assert [p.name for p in find_datasets(FIXTURES)] == ["livemcpbench_slice", "metatool_slice", "user_requests"]
     live = load_dataset(FIXTURES / "livemcpbench_slice")
     meta = load_dataset(FIXTURES / "metatool_slice")
     assert len(live.queries) == 8 and all(q.portion is None for q in live.queries)
@@ -88,3 +88,19 @@ def test_replicate_reaches_the_size_with_unique_ids() -> None:
     big = replicate(ds.tools, 100)
     assert len(big) == 100 and len({t.id for t in big}) == 100
     assert big[:30] == list(ds.tools)
+
+
+def test_user_requests_loads_with_its_servers_and_scores() -> None:
+    ds = load_dataset(FIXTURES / "user_requests")
+    assert len(ds.tools) == 56 and len({t.server for t in ds.tools}) == 8
+    assert len(ds.select("test")) >= 60 and len(ds.select("dev")) == 36
+    about = {t.server: t.server_about for t in ds.tools}
+    assert about["memory"] == "memory-server"
+    assert about["notes"] == "mcpctl-notes\nA personal notes store."     # the first sentence of its instructions
+    ids = {t.id for t in ds.tools}
+    assert all(m in ids for q in ds.queries for g in q.groups for m in g)
+    from mcpctl.catalogue.rank import build_ranker
+    from mcpctl.evaluation.evaluate import evaluate
+
+    metrics = evaluate(build_ranker(ds.tools, "bm25"), ds.select("test"))
+    assert 0.3 < metrics["R@5"] <= metrics["R@10"] <= 1.0

@@ -31,7 +31,7 @@ CATALOGUE = [
 
 
 def test_search_returns_ids_best_first_and_respects_top_k() -> None:
-    ranker = build_ranker(CATALOGUE)
+    ranker = build_ranker(CATALOGUE, "bm25")
     hits = ranker.search("open an issue on the repository", 3)
     assert hits[0][0] == "github/create_issue"
     assert len(hits) <= 3
@@ -41,30 +41,30 @@ def test_search_returns_ids_best_first_and_respects_top_k() -> None:
 
 
 def test_top_k_zero_empty_catalogue_and_unmatched_query_return_nothing() -> None:
-    assert build_ranker(CATALOGUE).search("read file", 0) == []
-    assert build_ranker([]).search("read file", 5) == []
-    assert build_ranker(CATALOGUE).search("zzzz qqqq", 5) == []
+    assert build_ranker(CATALOGUE, "bm25").search("read file", 0) == []
+    assert build_ranker([], "bm25").search("read file", 5) == []
+    assert build_ranker(CATALOGUE, "bm25").search("zzzz qqqq", 5) == []
 
 
 def test_parameter_names_and_descriptions_are_searched() -> None:
-    ranker = build_ranker(CATALOGUE)
+    ranker = build_ranker(CATALOGUE, "bm25")
     assert ranker.search("latitude longitude", 1)[0][0] == "weather/forecast"
     assert ranker.search("message body", 1)[0][0] == "slack/send_message"
 
 
 def test_ids_keep_slashes_in_tool_names() -> None:
-    hits = build_ranker(CATALOGUE).search("flights in boundary", 1)
+    hits = build_ranker(CATALOGUE, "bm25").search("flights in boundary", 1)
     assert hits[0][0] == "Flight Radar/flights/list-in-boundary"
 
 
 def test_name_match_outranks_the_same_word_in_a_description() -> None:
     docs = [_doc("a", "helper", "can forecast things"), _doc("b", "forecast", "does things")]
-    assert build_ranker(docs).search("forecast", 2)[0][0] == "b/forecast"
+    assert build_ranker(docs, "bm25").search("forecast", 2)[0][0] == "b/forecast"
 
 
 def test_ties_break_on_catalogue_order() -> None:
     docs = [_doc("s", f"tool{i}", "same words here") for i in range(5)]
-    assert [i for i, _ in build_ranker(docs).search("same words", 5)] == [d.id for d in docs]
+    assert [i for i, _ in build_ranker(docs, "bm25").search("same words", 5)] == [d.id for d in docs]
 
 
 def test_bm25f_score_matches_the_formula_on_a_hand_computed_case() -> None:
@@ -91,6 +91,20 @@ def test_schema_fields_reads_top_level_properties_only() -> None:
 def test_tool_doc_from_wire_format() -> None:
     doc = ToolDoc.from_wire("gh", {"name": "a/b", "description": None, "inputSchema": {"type": "object"}})
     assert doc == ToolDoc("gh/a/b", "gh", "a/b", "", {"type": "object"})
+    assert ToolDoc.from_wire("gh", {"name": "x"}, "GitHub: issues and pull requests").server_about == \
+        "GitHub: issues and pull requests"
+
+
+def test_the_servers_own_instructions_are_a_low_weight_field_of_each_of_its_tools() -> None:
+    about = "memory-server\nA knowledge graph that remembers people, facts and how they relate"
+    docs = [ToolDoc("kg/create_entities", "kg", "create_entities", "Create entities in the graph", {}, about),
+            ToolDoc("kg/read_graph", "kg", "read_graph", "Read the graph", {}, about),
+            ToolDoc("fs/get_file_info", "fs", "get_file_info", "Information about a file", {})]
+    hits = build_ranker(docs, "bm25").search("remember facts about people", 3)
+    assert {h[0] for h in hits} == {"kg/create_entities", "kg/read_graph"}     # found only through it
+    # ... and a word in a tool's own name or description still counts for more than the same word there
+    docs.append(ToolDoc("notes/remember", "notes", "remember", "Remember a fact", {}))
+    assert build_ranker(docs, "bm25").search("remember a fact", 1)[0][0] == "notes/remember"
 
 
 def test_unknown_kind_is_rejected() -> None:
@@ -109,8 +123,28 @@ def test_semantic_without_the_extra_falls_back_to_bm25_and_logs_once(
         second = build_ranker(CATALOGUE, "hybrid")
     assert isinstance(first, LexicalRanker) and isinstance(second, LexicalRanker)
     assert first.search("read a file", 1)[0][0] == "fs/read_file"
-    warnings = [r for r in caplog.records if "semantic extra" in r.getMessage()]
-    assert len(warnings) == 1
+    warnings = [r for r in caplog.records if "not installed" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
+    assert first.fallback is not None and "mcpctl tools install-semantic" in first.fallback
+    assert rank.describe(first, "semantic").startswith("semantic: bm25 (semantic search is not installed")
+    assert rank.label(first, "semantic") == "semantic->bm25"
+
+
+def test_auto_without_the_model_is_bm25_and_says_why_at_info_level(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", None)   # import now fails
+    monkeypatch.delattr(catalogue, "semantic", raising=False)
+    monkeypatch.setattr(rank, "_warned", set())
+    with caplog.at_level(logging.INFO, logger="mcpctl.catalogue.rank"):
+        ranker = build_ranker(CATALOGUE)                       # auto is the default
+    assert isinstance(ranker, LexicalRanker) and ranker.kind == "bm25"
+    assert rank.label(ranker, "auto") == "auto->bm25"
+    assert "auto: bm25 (semantic search is not installed" in rank.describe(ranker, "auto")
+    assert [r.levelno for r in caplog.records] == [logging.INFO]
+    assert build_ranker(CATALOGUE, "bm25").fallback is None
+    assert rank.describe(build_ranker(CATALOGUE, "bm25"), "bm25") == "bm25"
+    assert rank.semantic_status()[0] is False
 
 
 def test_a_model_that_fails_to_load_falls_back_to_bm25(

@@ -147,9 +147,15 @@ def test_lexical_weight_one_ranks_like_bm25(use_tiny_model: Path) -> None:
     assert hybrid.search("read", 0) == []
 
 
-def test_tool_text_names_the_parameters() -> None:
-    assert semantic.tool_text(DOCS[0]) == "read_file (fs): Read the file Parameters: path"
+def test_tool_text_reads_the_name_as_words_and_names_the_parameters() -> None:
+    assert semantic.tool_text(DOCS[0]) == "read file (fs): Read the file Parameters: path."
     assert semantic.tool_text(DOCS[1]) == "forecast (wx): Weather forecast for the city"
+    assert semantic.tool_text(DOCS[0], with_server=False) == "read file: Read the file Parameters: path."
+    doc = ToolDoc("gh/getPullRequest", "gh", "getPullRequest", "Get a PR",
+                  {"properties": {"repo": {"description": "owner/name"}, "number": {"type": "integer"}}})
+    assert semantic.tool_text(doc) == "get Pull Request (gh): Get a PR Parameters: repo, number. owner/name"
+    assert semantic.readable("getHTTPResponse") == "get HTTP Response"
+    assert semantic.readable("flights/list-in-boundary") == "flights list in boundary"
 
 
 def test_a_corrupt_weights_file_falls_back_to_bm25(
@@ -208,3 +214,78 @@ def test_vector_cache_round_trips_keys_ending_in_nul_bytes(tmp_path: Path) -> No
     assert all(np.array_equal(loaded[k], v) for k, v in entries.items())
     (tmp_path / "m.npz").write_bytes(b"garbage")
     assert cache.load() == {}
+
+
+def test_auto_picks_the_hybrid_ranker_when_the_model_loads(use_tiny_model: Path) -> None:
+    ranker = build_ranker(DOCS)                     # auto, the default
+    assert isinstance(ranker, semantic.HybridRanker) and ranker.kind == "hybrid"
+    assert rank.describe(ranker, "auto") == "auto: hybrid" and rank.label(ranker, "auto") == "auto->hybrid"
+    assert rank.semantic_status() == (True, f"{semantic.MODEL_NAME} loaded")
+
+
+def test_when_the_lexical_pass_finds_nothing_the_semantic_pass_still_answers(use_tiny_model: Path) -> None:
+    assert LexicalRanker(DOCS).search("zebra", 3) == []
+    hits = build_ranker(DOCS, "hybrid").search("zebra", 2)
+    assert len(hits) == 2 and all(i in {d.id for d in DOCS} for i, _ in hits)
+
+
+def test_a_cold_catalogue_waits_for_its_vectors_rather_than_answer_nothing(
+    use_tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    started, gate = threading.Event(), threading.Event()
+    original = MiniLM.embed
+
+    def slow_embed(self: MiniLM, texts: list[str], **kw: object) -> np.ndarray:
+        if len(texts) > 1:
+            started.set()
+            assert gate.wait(5)
+        return original(self, texts)
+
+    monkeypatch.setattr(MiniLM, "embed", slow_embed)
+    ranker = build_ranker(DOCS, "auto", wait=False)
+    assert started.wait(5) and not ranker.ready
+    assert ranker.search("read file", 3) == LexicalRanker(DOCS).search("read file", 3)   # lexical meanwhile
+    threading.Timer(0.2, gate.set).start()
+    assert len(ranker.search("zebra", 2)) == 2       # nothing lexical: waited for the vectors
+    assert ranker.ready
+
+
+def test_query_vectors_are_cached_across_rankers(use_tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    semantic.query_vectors.clear()
+    first = build_ranker(DOCS, "hybrid")
+    first.search("weather in the city", 1)
+    calls: list[list[str]] = []
+    original = MiniLM.embed
+    monkeypatch.setattr(MiniLM, "embed", lambda self, texts, **kw: calls.append(list(texts)) or original(self, texts))
+    rebuilt = build_ranker([*DOCS, ToolDoc("x/y", "x", "y", "Send a forecast")], "hybrid")   # catalogue changed
+    assert calls == [["y (x): Send a forecast"]]               # the new tool alone, no query
+    calls.clear()
+    rebuilt.search("weather in the city", 1)
+    first.search("weather in the city", 2)
+    assert calls == []
+    assert semantic.query_vectors.hits >= 2
+
+
+def test_the_servers_own_text_is_embedded_and_weighted(use_tiny_model: Path) -> None:
+    docs = [ToolDoc("a/t1", "a", "t1", "read the file", {}, "weather forecast for the city"),
+            ToolDoc("b/t2", "b", "t2", "read the file", {})]
+    assert semantic.server_text(docs[0]) == "a: weather forecast for the city"
+    assert semantic.server_text(docs[1]) == "b"
+    plain = semantic.HybridRanker(docs, about_weight=0.0)
+    weighted = semantic.HybridRanker(docs, about_weight=1.0)
+    assert plain.about_vectors is None and weighted.about_vectors is not None
+    q = "weather forecast for the city"
+    base = plain.semantic_scores(q, plain.vectors)
+    boosted = weighted.semantic_scores(q, weighted.vectors)
+    assert boosted[0] - boosted[1] > base[0] - base[1]      # the server that says "weather" gains
+
+
+def test_word_embeddings_are_kept_in_half_precision(tiny_model: Path) -> None:
+    model = MiniLM(tiny_model)
+    assert model.word.dtype == np.float16
+    wide = MiniLM(tiny_model)
+    wide.word = wide.word.astype(np.float32)
+    a, b = model.embed(["read the file"]), wide.embed(["read the file"])
+    assert float(a[0] @ b[0]) > 0.9999

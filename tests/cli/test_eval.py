@@ -23,7 +23,7 @@ META = str(FIXTURES / "metatool_slice")
 
 
 def test_eval_prints_every_metric_per_dataset(runner: CliRunner) -> None:
-    result = runner.invoke(app, ["eval", "--dataset", LIVE, "--dataset", META])
+    result = runner.invoke(app, ["eval", "--dataset", LIVE, "--dataset", META, "-r", "bm25"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert all(m in lines[0] for m in METRIC_NAMES)
@@ -32,7 +32,7 @@ def test_eval_prints_every_metric_per_dataset(runner: CliRunner) -> None:
 
 
 def test_eval_json_output_is_a_stable_contract(runner: CliRunner) -> None:
-    result = runner.invoke(app, ["eval", "-d", META, "--split", "dev", "-o", "json"])
+    result = runner.invoke(app, ["eval", "-d", META, "--split", "dev", "-r", "bm25", "-o", "json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert len(data) == 1
@@ -47,11 +47,14 @@ def test_eval_json_output_is_a_stable_contract(runner: CliRunner) -> None:
 def test_eval_labels_a_fallback_ranker(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", None)   # as without the extra
     monkeypatch.delattr(catalogue, "semantic", raising=False)
-    result = runner.invoke(app, ["eval", "-d", META, "-r", "bm25", "-r", "semantic", "-o", "json"])
+    result = runner.invoke(app, ["eval", "-d", META, "-r", "bm25", "-r", "semantic", "-r", "auto", "-o", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    assert [r["ranker"] for r in rows] == ["bm25", "semantic->bm25"]
-    assert rows[0]["metrics"] == rows[1]["metrics"]
+    assert [r["ranker"] for r in rows] == ["bm25", "semantic->bm25", "auto->bm25"]
+    assert rows[0]["metrics"] == rows[1]["metrics"] == rows[2]["metrics"]
+    assert "semantic search is not installed" in result.stderr
+    result = runner.invoke(app, ["eval", "-d", META, "-o", "json"])          # auto is the default
+    assert [r["ranker"] for r in json.loads(result.stdout)] == ["auto->bm25"]
 
 
 def test_eval_without_input_explains_what_to_give(runner: CliRunner) -> None:
@@ -116,7 +119,7 @@ def test_eval_from_log_without_recorded_searches_says_how_to_turn_recording_on(r
 
 
 def test_eval_from_log_scores_the_current_ranker_on_recorded_pairs(runner: CliRunner) -> None:
-    _project("p", ["fs", "web"], {"recordQueries": True})
+    _project("p", ["fs", "web"], {"recordQueries": True, "ranker": "bm25"})
     cache.write_server_tools("fs", FS_TOOLS)
     cache.write_server_tools("web", WEB_TOOLS)
     _record("p", [("read the config file", "fs/read_file"),

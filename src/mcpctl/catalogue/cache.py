@@ -3,13 +3,17 @@
 The gateway answers `tools/list` from here while upstreams connect, and `mcpctl tools list`
 reads it without starting anything. One JSON file per server under
 `paths.catalogue_cache_dir()`, holding wire-format (camelCase) dicts exactly as the upstream
-sent them. No `mcp` import: the gateway converts to and from these dicts.
+sent them, and the server's own `about` section (its name, title, description and instructions from
+the initialize/discover reply, `[{...}]` or `[]`), which search ranks as a low-weight field of
+each of its tools. No `mcp` import: the gateway converts to and from these dicts.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -17,7 +21,8 @@ from mcpctl import paths
 from mcpctl.resources.store import atomic_write
 
 FORMAT_VERSION: Final = 1
-_SECTIONS: Final = ("tools", "resources", "resourceTemplates", "prompts")
+_SECTIONS: Final = ("tools", "resources", "resourceTemplates", "prompts", "about")
+ABOUT_FIELDS: Final = ("name", "title", "description", "instructions")
 
 
 def cache_path(server: str) -> Path:
@@ -49,6 +54,32 @@ def read_server_section(server: str, section: str) -> list[dict[str, Any]] | Non
     if entry is None or not isinstance(entry.get(section), list):
         return None
     return list(entry[section])
+
+
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s|\n")
+
+
+def about_text(about: Any) -> str:
+    """What search ranks of an `about` section: the server's name, title and description, and the
+    first sentence (or line) of its instructions, which says what the server is for; the rest of
+    the instructions is usage detail that would match every other request (docs/ranking.md).
+    "" if none."""
+    entry = about[0] if isinstance(about, list) and about and isinstance(about[0], dict) else {}
+    parts = [str(entry[k]).strip() for k in ABOUT_FIELDS if isinstance(entry.get(k), str) and entry[k].strip()]
+    if parts and isinstance(entry.get("instructions"), str) and entry["instructions"].strip():
+        parts[-1] = _SENTENCE_END.split(parts[-1].lstrip("# "), maxsplit=1)[0].strip()
+    return "\n".join(p for p in parts if p)
+
+
+def read_server_about(server: str) -> str:
+    """The name, title, description and instructions `server` gave at its last listing ("" if none)."""
+    entry = read_server_entry(server)
+    return "" if entry is None else about_text(entry.get("about"))
+
+
+def read_about(servers: Iterable[str]) -> dict[str, str]:
+    """server -> `read_server_about(server)` for each of `servers`."""
+    return {server: read_server_about(server) for server in servers}
 
 
 def write_server_entry(server: str, sections: dict[str, list[dict[str, Any]]]) -> bool:

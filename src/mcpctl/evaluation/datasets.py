@@ -2,6 +2,8 @@
 
 - tools.jsonl: {"server", "name", "description", "inputSchema"}; a tool's id is
   server + "/" + name (never split an id on "/": names may contain it).
+- servers.jsonl (optional): {"server", "name", "title", "description", "instructions"}: what
+  each server said about itself when listed; ranked as a low-weight field of its tools.
 - queries.jsonl: {"id", "query", "relevant_groups": [[ids], ...], ...}; gold is
   relevant_groups. A query's portion is `dev` or `test`: from `split` (train/dev -> dev,
   test -> test) or from `fold` (TEST_FOLD -> test, other folds -> dev); a dataset with neither
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from mcpctl.catalogue.cache import about_text
 from mcpctl.catalogue.rank import ToolDoc
 from mcpctl.errors import InvalidResource, NotFound
 
@@ -72,7 +75,21 @@ def _portion(rec: dict[str, Any]) -> str | None:
     return None
 
 
-def load_tools(path: Path) -> list[ToolDoc]:
+def load_servers(path: Path) -> dict[str, str]:
+    """server -> its about text, from servers.jsonl ({} when the file is absent)."""
+    if not path.is_file():
+        return {}
+    about: dict[str, str] = {}
+    for lineno, rec in _records(path):
+        server = rec.get("server")
+        if not isinstance(server, str):
+            raise InvalidResource(f"{path}:{lineno}: a server needs a string field 'server'")
+        about[server] = about_text([rec])
+    return about
+
+
+def load_tools(path: Path, about: dict[str, str] | None = None) -> list[ToolDoc]:
+    about = about or {}
     tools: list[ToolDoc] = []
     for lineno, rec in _records(path):
         server, name = rec.get("server"), rec.get("name")
@@ -83,6 +100,7 @@ def load_tools(path: Path) -> list[ToolDoc]:
             id=f"{server}/{name}", server=server, name=name,
             description=str(rec.get("description") or ""),
             input_schema=schema if isinstance(schema, dict) else {},
+            server_about=about.get(server, ""),
         ))
     return tools
 
@@ -119,7 +137,7 @@ def load_dataset(folder: Path | str) -> Dataset:
         if not (folder / file).is_file():
             raise NotFound(f"{folder / file} not found",
                            hint="a dataset folder holds tools.jsonl and queries.jsonl (see docs/ranking.md)")
-    tools = load_tools(folder / "tools.jsonl")
+    tools = load_tools(folder / "tools.jsonl", load_servers(folder / "servers.jsonl"))
     queries = load_queries(folder / "queries.jsonl", {t.id for t in tools})
     return Dataset(folder.resolve().name, tuple(tools), tuple(queries))
 
@@ -141,6 +159,7 @@ def replicate(tools: Sequence[ToolDoc], size: int) -> list[ToolDoc]:
     while len(out) < size:
         for t in tools[: size - len(out)]:
             server = t.server if copy == 0 else f"{t.server}-{copy}"
-            out.append(ToolDoc(f"{server}/{t.name}", server, t.name, t.description, t.input_schema))
+            out.append(ToolDoc(f"{server}/{t.name}", server, t.name, t.description, t.input_schema,
+                               t.server_about))
         copy += 1
     return out

@@ -166,8 +166,45 @@ def structured_result(payload: dict[str, Any], text: str | None = None) -> dict[
             "structuredContent": payload, "isError": False}
 
 
+class SearchPayload(dict[str, Any]):
+    """A search_tools payload (`{tools, total_searched}`, exactly) that may carry a `note` for
+    people and agents: said in a second text block, never in the structured result."""
+
+    note: str | None = None
+
+
 def search_result(payload: dict[str, Any]) -> dict[str, Any]:
-    return structured_result(payload)
+    """The search_tools result: the JSON text and the structured payload; when the search found
+    nothing, a second text block says so and what to do (`SearchPayload.note`)."""
+    plain = dict(payload)
+    result = structured_result(plain)
+    note = getattr(payload, "note", None)
+    if note:
+        result["content"].append({"type": "text", "text": note})
+    return result
+
+
+def no_match_text(query: str, total: int, servers: list[str], *, deferred: bool, why: str | None) -> str:
+    """What to tell an agent (or a person) when a search finds nothing: that it did, why (keyword
+    search only, when semantic search is not there), and how to see the tools anyway."""
+    if not total:
+        return ("This project has no tools to search yet: its servers are still starting, down, or "
+                "all their tools are disabled. Try again shortly.")
+    first = f"No tool matched {query!r} among the {total} tools of this project."
+    if why:
+        first += (f" Search here is by keyword only ({why}): a tool is found when its name, "
+                  "description or parameters share a word with the query.")
+    lines = [first, "Try again with the words a tool would use for the thing you want to act on "
+                    "(a file, a note, a time zone, a URL...)."]
+    if servers:
+        shown = ", ".join(servers[:20]) + (", …" if len(servers) > 20 else "")
+        lines.append(f"To list a server's tools, search for the server's name (top_k up to {MAX_TOP_K}); "
+                     f"the servers are: {shown}.")
+    if deferred:
+        lines.append("Call a tool it returns through call_tool.")
+    else:
+        lines.append("Every tool of this project is also in your tool list (tools/list).")
+    return "\n".join(lines)
 
 
 def error_result(message: str) -> dict[str, Any]:

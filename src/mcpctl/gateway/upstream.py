@@ -63,6 +63,17 @@ SECTIONS: Final = (
 )
 _REQUIRED_KEY: Final = {"tools": "name", "resources": "uri", "resourceTemplates": "uriTemplate",
                         "prompts": "name"}
+# Not a list the server serves: its own name, title, description and instructions from the
+# initialize/discover reply, kept with the listing (and the catalogue cache) for search_tools.
+ABOUT_SECTION: Final = "about"
+
+
+def server_about(info: t.Implementation | None, instructions: str | None) -> list[dict[str, Any]]:
+    """The `about` section: [{name, title, description, instructions}] (the fields given), or []."""
+    fields = {"name": getattr(info, "name", None), "title": getattr(info, "title", None),
+              "description": getattr(info, "description", None), "instructions": instructions}
+    about = {k: v.strip() for k, v in fields.items() if isinstance(v, str) and v.strip()}
+    return [about] if about else []
 
 
 class UpstreamUnavailable(Exception):
@@ -380,6 +391,7 @@ class Upstream:
                 self.protocol_version = session.protocol_version
                 info = session.server_info
                 self.server_info = ({"name": info.name, "version": info.version} if info else None)
+                listing[ABOUT_SECTION] = server_about(info, session.instructions)
                 self.tool_count = len(listing["tools"])
                 self._session = session
                 await self.on_listing(self, listing)

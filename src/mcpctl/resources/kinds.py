@@ -25,7 +25,7 @@ from mcpctl.resources.schema import (
 API_VERSION: Final = "mcpctl/v1"
 PRESENTATIONS: Final = ("flat", "favourite-index", "deferred")
 NAME_STYLES: Final = ("portable", "spec", "bare")
-RANKERS: Final = ("bm25", "semantic", "hybrid")
+RANKERS: Final = ("auto", "bm25", "semantic", "hybrid")   # auto: hybrid when the model loads, else bm25
 DEFAULT_MAX_FAVOURITES: Final = 15
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
 # Presented names: Claude Code calls a tool `mcp__<server>__<name>` and refuses more than 64
@@ -145,7 +145,7 @@ PROJECT_SPEC: Final = Obj({
     }), key_check=check_profile_name),
     "search": Obj({
         "enabled": Scalar(bool, default=True),
-        "ranker": Scalar(str, default="bm25", enum=RANKERS),
+        "ranker": Scalar(str, default="auto", enum=RANKERS),
         "topK": Scalar(int, default=5, check=check_range(1, 20)),
         "recordQueries": Scalar(bool, default=False),
     }),
