@@ -176,3 +176,59 @@ async def test_a_paginated_upstream_listing_reaches_clients_whole(kit: Kit, fron
         names = {tl.name for tl in tools}
         assert {f"synthetic_{i:04d}" for i in range(10)} <= names and "echo" in names
         assert (await c.call_tool("synthetic_0009", {})).is_error is False
+
+
+RACE = pytest.mark.xfail(strict=False, reason=(
+    "known limit: an upstream's progress callback runs as its own task and may start after the "
+    "call's result; a 2026-07-28 HTTP client's request stream is closed by then (1 miss in ~7 runs)"))
+
+
+@pytest.mark.parametrize(("front", "mode"), [
+    ("stdio", "legacy"), ("stdio", "auto"), ("http", "legacy"), pytest.param("http", "auto", marks=RACE)])
+async def test_progress_and_log_messages_of_a_call_reach_the_calling_client(kit: Kit, front: str,
+                                                                           mode: str) -> None:
+    kit.server("up", "--ask-tools")
+    project = kit.project("p", ["up"], **BARE)
+    logs: list[Any] = []
+    steps: list[tuple[float, str | None]] = []
+
+    async def on_log(params: t.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append((progress, message))
+
+    level = {"log_level": "debug"} if mode == "auto" else {}     # 2026: the request opts in
+    async with gateway_client(kit, project, front, mode, logging_callback=on_log, **level) as c:
+        await wait_tools(c, {"progress", "log"})
+        r = await c.session.call_tool("progress", {}, progress_callback=on_progress)
+        assert text_of(r) == "done"
+        with anyio.fail_after(5):          # notification callbacks may run just after the result
+            while len(steps) < 3:
+                await anyio.sleep(0.02)
+        assert [s[0] for s in steps] == [1, 2, 3]
+        await c.call_tool("log", {"level": "info", "n": 2, "tag": "call"})
+        assert logs == ["call 0", "call 1"]
+
+
+async def test_over_stdio_a_subscribed_client_gets_updates_under_its_uri_until_it_unsubscribes(kit: Kit) -> None:
+    kit.server("up", "--ask-tools")
+    project = kit.project("p", ["up"], **BARE)
+    seen, on_message = _collector()
+    async with kit.client(project, "legacy", message_handler=on_message) as c:
+        await wait_tools(c, {"touch"})
+        presented = str((await c.list_resources()).resources[0].uri)
+        upstream_uri = "file:///up/readme.txt"
+        await c.subscribe_resource(presented)
+        assert (await _state(c))["subscribed"] == [upstream_uri]
+        await c.call_tool("touch", {"uri": upstream_uri})
+        await c.call_tool("touch", {"uri": "file:///up/other.txt"})        # nobody subscribed to it
+        with anyio.fail_after(10):
+            while not any(isinstance(m, t.ResourceUpdatedNotification) for m in seen):
+                await anyio.sleep(0.05)
+        await c.unsubscribe_resource(presented)
+        assert (await _state(c))["subscribed"] == []
+        await c.call_tool("touch", {"uri": upstream_uri})
+        await c.list_tools()                 # one more round trip after the last touch
+        updates = [str(m.params.uri) for m in seen if isinstance(m, t.ResourceUpdatedNotification)]
+        assert updates == [presented]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import mcp.types as t
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -75,6 +76,17 @@ class Caller:
     profile: str | None = None       # the credential's view (None: the full view)
     peer: Peer | None = None         # the client, to ask (sampling, elicitation, roots) and to tell (logs)
     log_level: str | None = None     # 2026-07-28: the request's own log opt-in (`_meta` logLevel)
+
+
+def _progress_to(session: Any, token: str | int, request_id: Any) -> Progress:
+    """Progress for one request, on that request's own channel (`report_progress` does not reach
+    a 2026-07-28 client over streamable HTTP from the lean path)."""
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        await session.send_notification(t.ProgressNotification(params=t.ProgressNotificationParams(
+            progress_token=token, progress=value, total=total, message=message)), related_request_id=request_id)
+
+    return progress
 
 
 def new_session_id() -> str:
@@ -195,8 +207,9 @@ class Sessions:
         log_level = None
         meta = (ctx.params or {}).get("_meta")
         if isinstance(meta, dict):
-            if meta.get("progressToken") is not None:
-                progress = ctx.session.report_progress
+            token = meta.get("progressToken")
+            if token is not None:
+                progress = _progress_to(ctx.session, token, ctx.request_id)
             level = meta.get(LOG_LEVEL_META)
             log_level = level if isinstance(level, str) else None
         if self.stdio is not None:
