@@ -27,6 +27,9 @@ MCPCTL = str(BIN / "mcpctl")
 NPM_DIR = Path(os.environ.get("MCPCTL_NPM_SERVERS", REPO / ".npm-servers"))
 # The issue's explicit bounds get this much slack on a loaded 2-core machine.
 SLACK = float(os.environ.get("MCPCTL_TEST_SLACK", "1.5"))
+# A gateway started with a minimal environment (as clients start it) still runs the code under
+# test when the checkout is put on the path with PYTHONPATH rather than installed.
+SRC_ENV: dict[str, str] = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
 
 
 def _mark_pids(mark: str) -> list[int]:
@@ -83,7 +86,7 @@ class Kit:
         from mcp import StdioServerParameters
 
         return StdioServerParameters(command=MCPCTL, args=["serve", "--project", project, *extra],
-                                     env={"MCPCTL_HOME": str(self.home), "MCPCTL_TEST_MARK": self.mark})
+                                     env={"MCPCTL_HOME": str(self.home), "MCPCTL_TEST_MARK": self.mark, **SRC_ENV})
 
     @contextlib.asynccontextmanager
     async def client(self, project: str, mode: str = "legacy", **kw: Any) -> AsyncIterator[Any]:
@@ -145,3 +148,30 @@ def npm_bin(name: str) -> str | None:
     if p.exists() and shutil.which("node"):
         return str(p)
     return None
+
+
+@contextlib.contextmanager
+def http_upstream(kit: Kit, name: str, *args: str) -> Any:
+    """`fault_server.py --http-port` (with `args`) as a streamable-HTTP upstream named `name`."""
+    import subprocess
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(FAULT_SERVER), "--name", name, "--http-port", str(port), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "the HTTP upstream did not listen"
+            time.sleep(0.05)
+        kit.http_server(name, f"http://127.0.0.1:{port}/mcp")
+        yield name
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gwkit import MCPCTL, Kit
+from gwkit import MCPCTL, SRC_ENV, Kit
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -58,7 +58,7 @@ async def _session(kit: Kit, project: str, era: str, expect_tools: int) -> dict[
     proc = await asyncio.create_subprocess_exec(
         MCPCTL, "serve", "--project", project, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
-        env={"MCPCTL_HOME": str(kit.home), "MCPCTL_TEST_MARK": kit.mark, "PATH": os.environ["PATH"]})
+        env={"MCPCTL_HOME": str(kit.home), "MCPCTL_TEST_MARK": kit.mark, "PATH": os.environ["PATH"], **SRC_ENV})
     c = Raw(proc)
     out: dict[str, Any] = {}
     meta = {"_meta": ENVELOPE} if era == "modern" else {}
@@ -152,7 +152,7 @@ async def _spawn(kit: Kit, project: str) -> Raw:
     proc = await asyncio.create_subprocess_exec(
         MCPCTL, "serve", "--project", project, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
-        env={"MCPCTL_HOME": str(kit.home), "MCPCTL_TEST_MARK": kit.mark, "PATH": os.environ["PATH"]})
+        env={"MCPCTL_HOME": str(kit.home), "MCPCTL_TEST_MARK": kit.mark, "PATH": os.environ["PATH"], **SRC_ENV})
     return Raw(proc)
 
 

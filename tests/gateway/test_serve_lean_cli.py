@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gwkit import SRC_ENV
 
 from mcpctl.cli.serve import OPTIONS, parse_lean
 
@@ -36,7 +37,7 @@ def test_anything_else_goes_to_typer(argv: list[str]) -> None:
 
 def test_help_still_comes_from_typer_with_every_option() -> None:
     r = subprocess.run([sys.executable, "-m", "mcpctl", "serve", "--help"], capture_output=True, text=True,
-                       timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                       timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **SRC_ENV})
     assert r.returncode == 0, r.stderr
     for o in OPTIONS:
         for flag in o.flags:
@@ -48,6 +49,6 @@ def test_lean_serve_does_not_load_typer_or_rich(tmp_path: Path) -> None:
             "run.run = lambda *a, **k: print(sorted(m for m in ('typer', 'rich') if m in sys.modules)); "
             "sys.argv = ['mcpctl', 'serve', '--project', 'p']; import mcpctl.cli; mcpctl.cli.main()")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={"MCPCTL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+                       env={"MCPCTL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **SRC_ENV})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"

@@ -9,6 +9,15 @@ Also a resource, a template and a prompt.
 Options give faults at startup: a start delay, a stderr flood, garbage on stdout, pagination,
 handshake-only (refuses server/discover), an exit after the start delay (a slow failing start), a
 marker file per started process, a `freeze` tool that blocks the whole process (it never answers again).
+
+Asking the client (`--ask-tools`): `sample`, `elicit` (form, or `mode: url`), `roots` ask the client
+during the call (related to it, as the SDKs do); `log` emits log messages during the call;
+`touch` announces `notifications/resources/updated` for a URI; `state` reports what the server saw
+(its logging level, its subscriptions, the roots it got outside any call). The server also answers
+`logging/setLevel`, `resources/subscribe|unsubscribe` and `completion/complete`, and lists the
+client's roots by itself when told they changed (`notifications/roots/list_changed`).
+`--modern-only` refuses the initialize handshake (a 2026-07-28-only server); then `ask_input`
+answers with an input-required result until it gets the client's answers.
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ p.add_argument("--start-marker", default=None, help="write started-<pid> here as
 p.add_argument("--marker-dir", default=None, help="write cancelled-<n> markers here")
 p.add_argument("--http-port", type=int, default=0, help="serve streamable HTTP on this loopback port")
 p.add_argument("--require-token", default=None, help="HTTP: require the header X-Test-Token: <value>")
+p.add_argument("--ask-tools", action="store_true", help="serve sample/elicit/roots/log/touch/state")
+p.add_argument("--modern-only", action="store_true", help="refuse the initialize handshake")
 opts = p.parse_args()
 
 if opts.start_marker:
@@ -92,7 +103,16 @@ if opts.freeze_tool:
 TOOLS += [_tool(f"synthetic_{i:04d}", f"Synthetic tool number {i} that does task {i} for benchmarking")
           for i in range(opts.tools)]
 TOOLS += [_tool(n, f"Say which server answers {n}: returns the server's name") for n in opts.extra_tool]
+if opts.ask_tools:
+    TOOLS += [_tool("sample", "Ask the client's model (sampling) for `text`", TEXT),
+              _tool("elicit", "Ask the user (elicitation) for a name; `mode: url` asks through a URL"),
+              _tool("roots", "List the client's roots"),
+              _tool("log", "Emit `n` log messages at `level` during the call"),
+              _tool("touch", "Announce that resource `uri` was updated"),
+              _tool("state", "What the server saw: logging level, subscriptions, roots outside calls"),
+              _tool("ask_input", "2026-07-28: ask for a name through an input-required result")]
 extra_count = 0
+SEEN: dict[str, Any] = {"level": None, "subscribed": [], "roots_outside": [], "roots_changed": 0}
 
 
 async def list_tools(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
@@ -162,9 +182,87 @@ async def call_tool(ctx: ServerRequestContext, params: t.CallToolRequestParams) 
         return _text("deleted nothing, this is a test")
     if name in opts.extra_tool:
         return _text(opts.name)
+    if opts.ask_tools and name in ("sample", "elicit", "roots", "log", "touch", "state", "ask_input"):
+        return await _ask_tool(ctx, name, args, params)
     if any(tl.name == name for tl in TOOLS):
         return _text(f"{name} ok {args!r}")
     return _text(f"unknown tool {name}", is_error=True)
+
+
+async def _ask_tool(ctx: ServerRequestContext, name: str, args: dict[str, Any], params: Any) -> Any:
+    from mcp import MCPError
+    from mcp.shared.message import ServerMessageMetadata
+
+    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+    try:
+        if name == "sample":
+            got = await ctx.session.send_request(t.CreateMessageRequest(params=t.CreateMessageRequestParams(
+                messages=[t.SamplingMessage(role="user", content=t.TextContent(type="text", text=str(args.get("text"))))],
+                max_tokens=10)), t.CreateMessageResult, metadata=related)
+            return _text(f"sampled: {getattr(got.content, 'text', '?')}")
+        if name == "elicit":
+            if args.get("mode") == "url":
+                req = t.ElicitRequest(params=t.ElicitRequestURLParams(message="open it", url="https://example.com/x",
+                                                                      elicitation_id="e1"))
+            else:
+                req = t.ElicitRequest(params=t.ElicitRequestFormParams(message=str(args.get("message", "name?")),
+                                      requested_schema={"type": "object", "properties": {"name": {"type": "string"}}}))
+            res = await ctx.session.send_request(req, t.ElicitResult, metadata=related)
+            return _text(f"elicited: {res.action} {res.content}")
+        if name == "roots":
+            got_roots = await ctx.session.send_request(t.ListRootsRequest(), t.ListRootsResult, metadata=related)
+            return _text("roots: " + ",".join(str(r.uri) for r in got_roots.roots))
+    except MCPError as e:
+        return _text(f"refused: {e.code} {e.message}", is_error=True)
+    if name == "log":
+        for i in range(int(args.get("n", 3))):
+            await ctx.session.send_notification(t.LoggingMessageNotification(params=t.LoggingMessageNotificationParams(
+                level=args.get("level", "info"), data=f"{args.get('tag', 'log')} {i}")), related_request_id=ctx.request_id)
+        return _text("logged")
+    if name == "touch":
+        await ctx.session.send_notification(t.ResourceUpdatedNotification(
+            params=t.ResourceUpdatedNotificationParams(uri=str(args.get("uri")))))
+        return _text("touched")
+    if name == "state":
+        return _text("state", structured_content=dict(SEEN))
+    responses = params.input_responses or {}     # ask_input
+    if "who" in responses:
+        answer = responses["who"]
+        return _text(f"hello {getattr(answer, 'content', None)} (state {params.request_state})")
+    return t.InputRequiredResult(input_requests={"who": t.ElicitRequest(params=t.ElicitRequestFormParams(
+        message="who are you?", requested_schema={"type": "object", "properties": {"name": {"type": "string"}}}))},
+        request_state="round-1")
+
+
+async def set_level(ctx: ServerRequestContext, params: t.SetLevelRequestParams) -> t.EmptyResult:
+    SEEN["level"] = params.level
+    return t.EmptyResult()
+
+
+async def subscribe(ctx: ServerRequestContext, params: t.SubscribeRequestParams) -> t.EmptyResult:
+    SEEN["subscribed"] = sorted({*SEEN["subscribed"], str(params.uri)})
+    return t.EmptyResult()
+
+
+async def unsubscribe(ctx: ServerRequestContext, params: t.UnsubscribeRequestParams) -> t.EmptyResult:
+    SEEN["subscribed"] = [u for u in SEEN["subscribed"] if u != str(params.uri)]
+    return t.EmptyResult()
+
+
+async def complete(ctx: ServerRequestContext, params: t.CompleteRequestParams) -> t.CompleteResult:
+    ref = params.ref
+    where = f"prompt:{ref.name}" if isinstance(ref, t.PromptReference) else f"template:{ref.uri}"
+    values = [v for v in (f"{opts.name}-a", f"{opts.name}-b", where) if v.startswith(params.argument.value)]
+    return t.CompleteResult(completion=t.Completion(values=values, total=len(values), has_more=False))
+
+
+async def roots_changed(ctx: ServerRequestContext, params: Any) -> None:
+    SEEN["roots_changed"] += 1
+    try:
+        got = await ctx.session.send_request(t.ListRootsRequest(), t.ListRootsResult)
+        SEEN["roots_outside"] = [str(r.uri) for r in got.roots]
+    except Exception as e:
+        SEEN["roots_outside"] = [f"error: {e}"]
 
 
 async def list_resources(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
@@ -197,6 +295,22 @@ server = Server(opts.name, version="1.0.0", on_list_tools=list_tools, on_call_to
                 on_list_resources=list_resources, on_list_resource_templates=list_templates,
                 on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
                 on_subscriptions_listen=ListenHandler(BUS))
+if opts.ask_tools:
+    server.add_request_handler("logging/setLevel", t.SetLevelRequestParams, set_level)
+    server.add_request_handler("resources/subscribe", t.SubscribeRequestParams, subscribe)
+    server.add_request_handler("resources/unsubscribe", t.UnsubscribeRequestParams, unsubscribe)
+    server.add_request_handler("completion/complete", t.CompleteRequestParams, complete)
+    server.add_notification_handler("notifications/roots/list_changed", t.NotificationParams, roots_changed)
+if opts.modern_only:
+    async def _refuse_handshake(ctx: Any, call_next: Any) -> Any:
+        from mcp import MCPError
+
+        if ctx.method == "initialize":
+            raise MCPError(code=t.UNSUPPORTED_PROTOCOL_VERSION, message="this server speaks 2026-07-28 only",
+                           data={"supported": ["2026-07-28"]})
+        return await call_next(ctx)
+
+    server.middleware.append(_refuse_handshake)
 
 
 def _flood() -> None:

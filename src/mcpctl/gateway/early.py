@@ -34,6 +34,7 @@ import select
 import stat
 import sys
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -57,11 +58,13 @@ def record_path(project: str) -> Path:
     return paths.state_dir() / "front" / f"{project}.json"
 
 
-def fingerprint(project_file: Path, instructions: str = "") -> str:
-    """What the SDK's initialize/discover results depend on: mcpctl, the SDK, the project, and
-    the server instructions (the pipeline writes them from the project and its catalogue)."""
+def fingerprint(project_file: Path, instructions: str = "", capabilities: Iterable[str] = ()) -> str:
+    """What the SDK's initialize/discover results depend on: mcpctl, the SDK, the project, the
+    server instructions (the pipeline writes them from the project and its catalogue), and the
+    capabilities relayed from the upstreams (`offered`)."""
     h = hashlib.sha256(__version__.encode())
     h.update(b"|" + instructions.encode("utf-8"))
+    h.update(b"|" + ",".join(sorted(capabilities)).encode())
     origins: list[str | None] = [str(Path(__file__).with_name("front.py"))]   # an edited checkout, too
     for mod in ("mcp", "mcp_types"):
         try:
@@ -80,6 +83,49 @@ def fingerprint(project_file: Path, instructions: str = "") -> str:
     except OSError:
         h.update(b"|-")
     return h.hexdigest()
+
+
+def known_capabilities(store: Store, servers: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each server's capabilities when it was last connected (its status, written by the gateway):
+    what the gateway advertises before it connects (`relay.Relay.offered`)."""
+    known = {}
+    for name in servers:
+        try:
+            caps = (store.status("Server", name) or {}).get("capabilities")
+        except OSError:
+            continue
+        if isinstance(caps, dict):
+            known[name] = caps
+    return known
+
+
+# capability -> (key in an upstream's ServerCapabilities, sub-key that must be true, or None)
+RELAYED_CAPABILITIES: Final = {"logging": ("logging", None), "completions": ("completions", None),
+                               "subscribe": ("resources", "subscribe"), "prompts": ("prompts", None),
+                               "resources": ("resources", None)}
+
+
+def offered(capabilities: Mapping[str, dict[str, Any] | None],
+            listings: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """Which RELAYED_CAPABILITIES at least one upstream offers: from its capabilities (live, or as
+    last seen), else from its cached listing (prompts, resources)."""
+    caps: list[dict[str, Any]] = []
+    for name, c in capabilities.items():
+        if isinstance(c, dict):
+            caps.append(c)
+            continue
+        listing = listings.get(name) or {}
+        caps.append({"prompts": {}} if listing.get("prompts") else {})
+        if listing.get("resources") or listing.get("resourceTemplates"):
+            caps.append({"resources": {}})
+    out = set()
+    for cap, (key, sub) in RELAYED_CAPABILITIES.items():
+        for c in caps:
+            v = c.get(key)
+            if isinstance(v, dict) and (sub is None or v.get(sub) is True):
+                out.add(cap)
+                break
+    return out
 
 
 def record_key(method: str, version: str) -> str:
@@ -160,7 +206,10 @@ class EarlyFront:
             name: cache.read_server_entry(name) for name, spec in self.servers.items() if isinstance(spec, ServerSpec)}
         # the same pipeline as the gateway's: its instructions are part of what is recorded
         self.catalogue = catalogue_from(project_name, self.project, self.servers, self.entries)
-        self.fingerprint = fingerprint(store.path_for("Project", project_name), self.catalogue.instructions)
+        self.capabilities = known_capabilities(store, self.servers)
+        self._project_file = store.path_for("Project", project_name)
+        self.fingerprint = self.fingerprint_for(offered(
+            {n: self.capabilities.get(n) for n in self.entries}, self.catalogue.listings))
         self._record = self._read_record()
         self._lists: dict[bool, str] = {}
         self._full = all(e is not None for e in self.entries.values())
@@ -168,6 +217,10 @@ class EarlyFront:
         self._stopping = False
         self._wake_r, self._wake_w = -1, -1
         self._thread: threading.Thread | None = None
+
+    def fingerprint_for(self, capabilities: Iterable[str]) -> str:
+        """The record's fingerprint when the gateway relays `capabilities` (`offered`)."""
+        return fingerprint(self._project_file, self.catalogue.instructions, capabilities)
 
     def _read_record(self) -> dict[str, Any] | None:
         try:

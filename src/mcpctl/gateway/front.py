@@ -7,7 +7,8 @@ relayed to the upstream and back without re-validating it into models on either 
 era envelope (`resultType`, the `serverInfo` stamp) handled here. Every tool name a client
 calls walks the presentation pipeline backwards to its canonical `server/tool`, every filter
 checked again, before it is routed; mcpctl's built-ins (`search_tools`, `begin_session`,
-`call_tool`) are answered here. Everything else goes through ordinary handlers.
+`call_tool`) are answered here. Everything else goes through ordinary handlers; what upstreams
+ask of clients during a call is in `asks`, logging, subscriptions and completion in `relay`.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import __version__
 from mcpctl.catalogue import cache
+from mcpctl.gateway.asks import Asks, mrtr_params, retry_params
 from mcpctl.gateway.builtins import (
     error_result,
 )
 from mcpctl.gateway.catalogue import Catalogue, cached_listing, tools_list_json
+from mcpctl.gateway.relay import Relay
 from mcpctl.gateway.router import Router, strip_upstream_meta
+from mcpctl.gateway.sdk import initialize_accepted, set_middleware
 from mcpctl.gateway.search import ToolSearch
 from mcpctl.gateway.sessions import Caller, Sessions, new_session_id
 from mcpctl.gateway.upstream import (
@@ -70,9 +74,11 @@ class Gateway:
                  first_contact_cap: float = FIRST_CONTACT_CAP, failed_before: Collection[str] = (),
                  stdio_profile: str | None = None,
                  preloaded: Mapping[str, dict[str, Any] | None] | None = None,
-                 catalogue: Catalogue | None = None) -> None:
+                 catalogue: Catalogue | None = None,
+                 known_capabilities: Mapping[str, dict[str, Any]] | None = None) -> None:
         """`preloaded`: catalogue cache entries already read (server -> entry, None if never listed);
-        `catalogue`: the catalogue the early front built from them (reused, not rebuilt)."""
+        `catalogue`: the catalogue the early front built from them (reused, not rebuilt);
+        `known_capabilities`: each server's capabilities when it was last connected (its status)."""
         self.project_name = project_name
         self.project = project
         self.catalogue = catalogue if catalogue is not None else Catalogue(project_name, project)
@@ -82,6 +88,9 @@ class Gateway:
         self.stdio_profile = stdio_profile                # `serve --profile`: the stdio client's view
         self.failed_before = frozenset(failed_before)     # never listed, down on an earlier start
         self.sessions = Sessions()
+        self.asks = Asks(self)
+        self.relay = Relay(self, known_capabilities)
+        self.sessions.on_listen_resources = self.relay.listen_resources
         self.search = ToolSearch(project.search.ranker) if project.search.enabled else None
         self.upstreams: dict[str, Upstream] = {}
         self.unavailable: dict[str, str] = {}       # server -> why it cannot start at all
@@ -96,7 +105,9 @@ class Gateway:
         for name in project.servers:
             spec = servers.get(name)
             if isinstance(spec, ServerSpec):
-                self.upstreams[name] = Upstream(spec, on_listing=self._on_listing, on_state=self._on_state)
+                self.upstreams[name] = Upstream(spec, on_listing=self._on_listing, on_state=self._on_state,
+                                                era="legacy", on_event=self._on_upstream_event,
+                                                client_kw={**self.asks.hooks(name), **self.relay.hooks(name)})
             else:
                 self.unavailable[name] = spec or f"server {name!r} not found"
         self.catalogue.set_down(self.unavailable)
@@ -123,28 +134,38 @@ class Gateway:
             self._settled.set()
 
     def _build_server(self) -> Server[Any]:
-        server: Server[Any] = Server(
+        server: Server[Any] = _GatewayServer(
+            self,
             "mcpctl", version=__version__, title=f"mcpctl ({self.project_name})",
             instructions=self.catalogue.instructions,
-            on_list_tools=self._list_tools,  # type: ignore[arg-type]  # handlers answer wire dicts
-            on_call_tool=self._call_tool,  # type: ignore[arg-type]
-            on_list_resources=self._list_resources,  # type: ignore[arg-type]
-            on_list_resource_templates=self._list_templates,  # type: ignore[arg-type]
-            on_read_resource=self._read_resource,  # type: ignore[arg-type]
-            on_list_prompts=self._list_prompts,  # type: ignore[arg-type]
-            on_get_prompt=self._get_prompt,  # type: ignore[arg-type]
+            on_list_tools=self._list_tools,     # the handlers answer wire dicts
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_templates,
+            on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
             on_subscriptions_listen=self.sessions.listen,
             # Lists change whenever an upstream's does: never fresh for longer than the moment.
-            cache_hints={m: CacheHint(ttl_ms=0, scope="private")  # type: ignore[misc]  # str vs Literal
+            cache_hints={m: CacheHint(ttl_ms=0, scope="private")
                          for m in CACHEABLE_METHODS},
         )
+        # Registered here rather than as constructor slots: those warn that the methods are
+        # deprecated in 2026-07-28 (the handshake era still has them).
+        server.add_request_handler("logging/setLevel", t.SetLevelRequestParams, self._set_level)
+        server.add_request_handler("resources/subscribe", t.SubscribeRequestParams, self._subscribe)
+        server.add_request_handler("resources/unsubscribe", t.UnsubscribeRequestParams, self._unsubscribe)
+        server.add_request_handler("completion/complete", t.CompleteRequestParams, self._complete)
+        server.add_notification_handler("notifications/roots/list_changed", t.NotificationParams,
+                                        self._roots_changed)
         # The lean path answers tools/list and tools/call; OpenTelemetry spans are dropped (no exporter).
-        server.middleware[:] = [self._fast_path]
+        set_middleware(server, [self._fast_path])
         return server
 
     def initialization_options(self) -> Any:
-        return self.server.create_initialization_options(
-            NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True))
+        """For `Server.run`: None, so that each handshake builds its own (the capabilities follow
+        the upstreams as they connect; `_GatewayServer`)."""
+        return None
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start every upstream's supervisor in `tg` (they connect in parallel)."""
@@ -212,7 +233,7 @@ class Gateway:
         status: dict[str, Any] = {"state": up.state, "lastError": up.last_error}
         if up.state == "up":
             status.update(tools=up.tool_count, protocolVersion=up.protocol_version, serverInfo=up.server_info,
-                          lastSeen=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                          capabilities=up.capabilities, lastSeen=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self._status(up.name, status)
         if up.state == "down":
             self._settle(up.name)
@@ -230,6 +251,12 @@ class Gateway:
             task = asyncio.get_running_loop().create_task(self.sessions.notify(sections))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+
+    async def _on_upstream_event(self, up: Upstream, event: Any) -> None:
+        if event == "up":
+            await self.relay.upstream_up(up)
+        else:
+            await self.relay.upstream_message(up, event)
 
     async def _on_listing(self, up: Upstream, listing: Listing) -> None:
         before = {s: self.catalogue.listings.get(up.name, {}).get(s) for s in listing}
@@ -265,7 +292,7 @@ class Gateway:
     async def _fast_path(self, ctx: ServerRequestContext[Any], call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         method = ctx.method
         if method == "tools/call" or method == "tools/list":
-            if ctx.session._connection.initialize_accepted:
+            if initialize_accepted(ctx.session):
                 caller = self.sessions.caller(ctx)
                 if method == "tools/call":
                     result = await self.call_tool(caller, ctx.params or {})
@@ -274,8 +301,11 @@ class Gateway:
                 if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
                     listed.update(ttlMs=0, cacheScope="private")
                 return self.envelope(listed, ctx.protocol_version)
-        elif method in ("resources/list", "prompts/list") and ctx.session._connection.initialize_accepted:
+        elif method in ("resources/list", "prompts/list") and initialize_accepted(ctx.session):
             self.sessions.identify(ctx)
+        elif (method == "initialize" or method == "server/discover") and not self._settled.is_set():
+            # capabilities follow the upstreams': wait for those never seen, as tools/list does
+            await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
         return await call_next(ctx)
 
     def envelope(self, result: dict[str, Any], version: str) -> dict[str, Any]:
@@ -361,18 +391,32 @@ class Gateway:
         await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
         return _era({"prompts": self.catalogue.prompt_list()}, ctx)
 
-    async def _relay(self, server: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def relay_request(self, caller: Caller | None, server: str, method: str, params: dict[str, Any]
+                            ) -> dict[str, Any]:
+        """Relay one request other than tools/call to its upstream, as a call of `caller` (what
+        the upstream asks meanwhile reaches that client); the result without the era envelope."""
         up = self.upstreams.get(server)
         if up is None:
             raise MCPError(code=INTERNAL_ERROR, message=f"upstream server {server!r} is unavailable: "
                            f"{self.unavailable.get(server, 'not configured')}")
-        try:
-            result = await up.request(method, params, timeout=up.spec.timeouts.call)
-        except (UpstreamTimeout, UpstreamUnavailable) as e:
-            raise MCPError(code=INTERNAL_ERROR, message=str(e)) from None
+
+        async def send(p: dict[str, Any] = params) -> dict[str, Any]:
+            try:
+                return await up.request(method, p, timeout=up.spec.timeouts.call)
+            except (UpstreamTimeout, UpstreamUnavailable) as e:
+                raise MCPError(code=INTERNAL_ERROR, message=str(e)) from None
+
+        if caller is None:
+            result = await send()
+        else:
+            result = await self.asks.relay(caller, server, send)
+            if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
+                result = await self.asks.resolve(caller, result, lambda answers, state: self.asks.relay(
+                    caller, server, functools.partial(send, retry_params(params, answers, state))))
         strip_upstream_meta(result)
-        for key in _LEGACY_ONLY_DROP:
-            result.pop(key, None)
+        if result.get("resultType") != "input_required":
+            for key in _LEGACY_ONLY_DROP:
+                result.pop(key, None)
         return result
 
     async def _read_resource(self, ctx: ServerRequestContext[Any], params: t.ReadResourceRequestParams
@@ -381,7 +425,8 @@ class Gateway:
         route = self.catalogue.route_resource(uri)
         if route is None:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {uri}")
-        return _era(await self._relay(route[0], "resources/read", {"uri": route[1]}), ctx)
+        fwd = mrtr_params({"uri": route[1]}, params)
+        return _era(await self.relay_request(self.sessions.caller(ctx), route[0], "resources/read", fwd), ctx)
 
     async def _get_prompt(self, ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams) -> dict[str, Any]:
         hit = self.catalogue.prompts.get(params.name)
@@ -390,7 +435,56 @@ class Gateway:
         fwd: dict[str, Any] = {"name": hit[1]}
         if params.arguments:
             fwd["arguments"] = dict(params.arguments)
-        return _era(await self._relay(hit[0], "prompts/get", fwd), ctx)
+        fwd = mrtr_params(fwd, params)
+        return _era(await self.relay_request(self.sessions.caller(ctx), hit[0], "prompts/get", fwd), ctx)
+
+    # -- logging, subscriptions, completion, roots (`relay`) ---------------------------------------------
+
+    async def _set_level(self, ctx: ServerRequestContext[Any], params: t.SetLevelRequestParams) -> dict[str, Any]:
+        await self.relay.set_level(self.sessions.caller(ctx), params.level)
+        return {}
+
+    async def _subscribe(self, ctx: ServerRequestContext[Any], params: t.SubscribeRequestParams) -> dict[str, Any]:
+        await self.relay.subscribe(self.sessions.caller(ctx).session_id, str(params.uri))
+        return {}
+
+    async def _unsubscribe(self, ctx: ServerRequestContext[Any], params: t.UnsubscribeRequestParams
+                           ) -> dict[str, Any]:
+        await self.relay.unsubscribe(self.sessions.caller(ctx).session_id, str(params.uri))
+        return {}
+
+    async def _complete(self, ctx: ServerRequestContext[Any], params: t.CompleteRequestParams) -> dict[str, Any]:
+        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return _era(await self.relay.complete(self.sessions.caller(ctx), wire), ctx)
+
+    async def _roots_changed(self, ctx: ServerRequestContext[Any], params: Any) -> None:
+        await self.roots_changed()
+
+    async def roots_changed(self) -> None:
+        """A client's roots changed: tell every upstream (their next roots/list asks again)."""
+        for up in self.upstreams.values():
+            if up.state == "up":
+                await up.notify(t.RootsListChangedNotification())
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK's low-level server, advertising what the gateway can relay (`Relay.advertise`) and
+    its list_changed notifications in every handshake (the streamable-HTTP session manager asks
+    for options without arguments)."""
+
+    def __init__(self, gw: Gateway, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gw = gw
+
+    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                      *args: Any, **kwargs: Any) -> Any:
+        if notification_options is None:
+            notification_options = NotificationOptions(tools_changed=True, prompts_changed=True,
+                                                       resources_changed=True)
+        return super().create_initialization_options(notification_options, *args, **kwargs)
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> t.ServerCapabilities:
+        return self.gw.relay.advertise(super().get_capabilities(*args, **kwargs))
 
 
 def _era(result: dict[str, Any], ctx: ServerRequestContext[Any]) -> dict[str, Any]:

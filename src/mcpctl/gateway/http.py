@@ -387,23 +387,6 @@ def _deepen_listen_queues(servers: Iterable[Any]) -> None:
                 log.info("HTTP front: cannot deepen the listen queue: %s", e)
 
 
-def _advertise_list_changed(gw: Gateway) -> None:
-    """Handshake-era HTTP sessions get the same capabilities as stdio (`listChanged: true`).
-
-    The SDK's session manager builds each session's InitializeResult from
-    `server.create_initialization_options()` without notification options (so `listChanged`
-    came out false); make the no-argument call return the gateway's options."""
-    server = gw.server
-    create = server.create_initialization_options
-
-    def create_with_notifications(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if notification_options is None and not args and not kwargs:
-            return gw.initialization_options()
-        return create(notification_options, *args, **kwargs)
-
-    setattr(server, "create_initialization_options", create_with_notifications)  # noqa: B010
-
-
 async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event,
                      limits: HttpLimits | None = None) -> None:
     import uvicorn
@@ -416,7 +399,6 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
         ([] if loopback else [f"http://{host}:*", f"https://{host}:*"])
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                          allowed_origins=origins)
-    _advertise_list_changed(gw)
     app = gw.server.streamable_http_app(host=host, transport_security=security,
                                         max_sessions=limits.max_sessions,
                                         session_idle_timeout=limits.session_idle_timeout)

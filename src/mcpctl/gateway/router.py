@@ -3,8 +3,11 @@
 `Router.call_tool` takes one `tools/call` of a session: mcpctl's built-ins (`search_tools`,
 `begin_session`, `call_tool`) are answered here; any other name is resolved by the session's
 view to its canonical `server/tool` with every filter checked again (a refusal is an `isError`
-result saying why), and relayed verbatim to its upstream over the pooled connection. Every call
-is one row in the invocation log, under the name the caller used and the canonical id.
+result saying why), and relayed verbatim to its upstream over the pooled connection. What the
+upstream asks of the client meanwhile reaches this caller (`asks`); a 2026-07-28 input-required
+result goes to a 2026 client as it is (its retry carries `inputResponses` and `requestState` back)
+and is resolved by asking a handshake-era client. Every call is one row in the invocation log,
+under the name the caller used and the canonical id.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from mcp import MCPError
 from mcp.types.jsonrpc import INVALID_PARAMS
 
+from mcpctl.gateway.asks import retry_params
 from mcpctl.gateway.builtins import (
     BEGIN_SESSION,
     BEGIN_SESSION_CANONICAL_ID,
@@ -62,6 +67,8 @@ class Router:
         if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
             self._log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
+        if "requestState" in params and self.gw.asks.owns(params):
+            return await self._resume(caller, ts, t0, name, params)
         view = self.gw.view_for(caller)
         if name in view.builtins:
             return await self._builtin(caller, ts, t0, view, name, args)
@@ -80,7 +87,8 @@ class Router:
             return error_result(hit.message)
         meta = params.get("_meta")
         return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
-                                      args, meta if isinstance(meta, dict) else None)
+                                      args, meta if isinstance(meta, dict) else None,
+                                      params if "inputResponses" in params or "requestState" in params else None)
 
     async def _resolve_later(self, caller: Caller, name: str) -> Route | Refusal | None:
         """A name no view knows yet: a server never listed may bring it; wait for those servers
@@ -89,7 +97,8 @@ class Router:
         return self.gw.view_for(caller).resolve(name)
 
     async def _relay_call(self, caller: Caller, ts: float, t0: float, presented: str, server: str, tool: str,
-                          cid: str, args: dict[str, Any] | None, meta: dict[str, Any] | None) -> dict[str, Any]:
+                          cid: str, args: dict[str, Any] | None, meta: dict[str, Any] | None,
+                          mrtr: dict[str, Any] | None = None) -> dict[str, Any]:
         up = self.gw.upstreams.get(server)
         if up is None:
             why = self.gw.unavailable.get(server, "not configured")
@@ -103,8 +112,20 @@ class Router:
                      if k != "progressToken" and not k.startswith(_RESERVED_META_PREFIX)}
             if extra:
                 fwd["_meta"] = extra
+        if mrtr is not None:
+            for key in ("inputResponses", "requestState"):
+                if key in mrtr:
+                    fwd[key] = mrtr[key]
+        timeout, progress = up.spec.timeouts.call, caller.progress
+
+        async def send(p: dict[str, Any] = fwd) -> dict[str, Any]:
+            return await up.request("tools/call", p, timeout=timeout, on_progress=progress)
+
         try:
-            result = await up.request("tools/call", fwd, timeout=up.spec.timeouts.call, on_progress=caller.progress)
+            result = await self.gw.asks.relay(caller, server, send)
+            if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
+                result = await self.gw.asks.resolve(caller, result, lambda answers, state: self.gw.asks.relay(
+                    caller, server, partial(send, retry_params(fwd, answers, state))))
         except (UpstreamTimeout, UpstreamUnavailable) as e:
             self._log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
             return error_result(str(e))
@@ -118,16 +139,41 @@ class Router:
             log.exception("relaying %s failed", cid)
             self._log_call(caller, ts, t0, presented, cid, "protocol_error", type(e).__name__)
             return error_result(f"mcpctl could not relay the call to {server!r}: {describe_error(e)}")
+        return self._answered(caller, ts, t0, presented, cid, server, result)
+
+    def _answered(self, caller: Caller, ts: float, t0: float, presented: str, cid: str | None, server: str,
+                  result: dict[str, Any]) -> dict[str, Any]:
         rt = result.get("resultType")
+        if rt == "input_required":
+            strip_upstream_meta(result)
+            self._log_call(caller, ts, t0, presented, cid, "ok", "InputRequired")
+            return result
         if rt not in (None, "complete"):
-            self._log_call(caller, ts, t0, presented, cid, "protocol_error", "InputRequired")
-            return error_result(f"upstream server {server!r} asked for more input ({rt}), which mcpctl "
-                                "does not relay yet")
+            self._log_call(caller, ts, t0, presented, cid, "protocol_error", "UnknownResultType")
+            return error_result(f"upstream server {server!r} answered with a result of type {rt!r}, which "
+                                "mcpctl cannot relay")
         strip_upstream_meta(result)
         failed = bool(result.get("isError"))
         self._log_call(caller, ts, t0, presented, cid, "tool_error" if failed else "ok",
                        "ToolError" if failed else None)
         return result
+
+    async def _resume(self, caller: Caller, ts: float, t0: float, name: str, params: dict[str, Any]
+                      ) -> dict[str, Any]:
+        """A 2026 client's retry of a call parked for its input (`asks.Asks.resume`)."""
+        view = self.gw.view_for(caller)
+        hit = view.resolve(name)
+        cid = hit.tool.canonical_id if isinstance(hit, Route) else None
+        server = hit.tool.server if isinstance(hit, Route) else "?"
+        try:
+            result = await self.gw.asks.resume(caller, params)
+        except MCPError as e:
+            self._log_call(caller, ts, t0, name, cid, "protocol_error", f"MCPError{e.code}")
+            raise
+        except (UpstreamTimeout, UpstreamUnavailable) as e:
+            self._log_call(caller, ts, t0, name, cid, e.outcome, type(e).__name__)
+            return error_result(str(e))
+        return self._answered(caller, ts, t0, name, cid, server, result)
 
     # -- built-ins -------------------------------------------------------------------------------------
 

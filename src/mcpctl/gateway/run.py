@@ -23,7 +23,7 @@ import anyio.abc
 from mcpctl import paths
 from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.catalogue import load_gateway_config
-from mcpctl.gateway.early import EarlyFront
+from mcpctl.gateway.early import EarlyFront, known_capabilities
 from mcpctl.gateway.front import Gateway
 from mcpctl.gateway.http import HttpLimits, load_or_create_token, serve_http, token_path, url_host
 from mcpctl.resources.kinds import ProjectSpec
@@ -202,7 +202,8 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     recorder = _recorder()
     record = recorder.record if recorder is not None else None
     gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded,
-                 catalogue=catalogue, failed_before=_failed_before(store, servers), stdio_profile=profile)
+                 catalogue=catalogue, failed_before=_failed_before(store, servers), stdio_profile=profile,
+                 known_capabilities=early.capabilities if early is not None else known_capabilities(store, servers))
     log.info("project %s: %s presentation, %s names, %d favourite(s) pinned%s", project_name,
              project.presentation, project.names.style, len(project.favourite_index.tools),
              ", session gate on" if project.gate.enabled else "")

@@ -21,7 +21,6 @@ subscription bus and a targeted notification reaches that session alone.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import uuid
@@ -29,24 +28,33 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import mcp.types as t
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
+    ServerEvent,
     ToolsListChanged,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcpctl.gateway.peers import CallPeer, SessionPeer
+
+if TYPE_CHECKING:
+    from mcpctl.gateway.peers import Peer
 
 log = logging.getLogger("mcpctl.gateway")
 
 MAX_TRACKED: Final = 1024           # handshake sessions and 2026 identities kept for notifications
 MAX_BEGUN: Final = 65536            # sessions remembered as past the gate
 CLIENT_INFO_META: Final = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_META: Final = "io.modelcontextprotocol/logLevel"
+MCP_SESSION_HEADER: Final = "mcp-session-id"
 PROFILE_STATE: Final = "mcpctl.profile"     # request scope state: the presented token's profile
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -66,10 +74,32 @@ class Caller:
     client_version: str | None = None
     progress: Progress | None = None
     profile: str | None = None       # the credential's view (None: the full view)
+    peer: Peer | None = None         # the client, to ask (sampling, elicitation, roots) and to tell (logs)
+    log_level: str | None = None     # 2026-07-28: the request's own log opt-in (`_meta` logLevel)
+
+
+def _progress_to(session: Any, token: str | int, request_id: Any) -> Progress:
+    """Progress for one request, on that request's own channel (`report_progress` does not reach
+    a 2026-07-28 client over streamable HTTP from the lean path)."""
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        await session.send_notification(t.ProgressNotification(params=t.ProgressNotificationParams(
+            progress_token=token, progress=value, total=total, message=message)), related_request_id=request_id)
+
+    return progress
 
 
 def new_session_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def _header(ctx: Any, name: str) -> str | None:
+    request = getattr(ctx, "request", None)
+    try:
+        value = request.headers.get(name) if request is not None else None
+    except AttributeError:
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 def _credential(authorization: str | None) -> str | None:
@@ -96,14 +126,23 @@ class Sessions:
     """The gateway's sessions: identity, gate state and notification routes."""
 
     def __init__(self) -> None:
-        self._clients: weakref.WeakKeyDictionary[Any, tuple[str, str | None, str | None]] = \
-            weakref.WeakKeyDictionary()
+        # Connection -> identity, keyed on public objects: the `Mcp-Session-Id` of a handshake-era
+        # HTTP session, else the `client_params` object the SDK keeps per connection (by id, with
+        # a weak reference checking that it is still the same object).
+        self._by_header: OrderedDict[str, tuple[str, str | None, str | None]] = OrderedDict()
+        self._by_params: dict[int, tuple[weakref.ref[Any], tuple[str, str | None, str | None]]] = {}
         self._identities: OrderedDict[tuple[Any, ...], str] = OrderedDict()   # 2026 HTTP identity -> id
         self._legacy: OrderedDict[str, Any] = OrderedDict()                    # id -> handshake session
         self._buses: OrderedDict[str, _SessionBus] = OrderedDict()             # id -> listen streams
         self._begun: OrderedDict[str, None] = OrderedDict()
         self._notifiers: list[Callable[[str], None]] = []
+        self._levels: OrderedDict[str, str] = OrderedDict()    # id -> logging/setLevel of the session
+        self._active: OrderedDict[str, None] = OrderedDict()   # handshake sessions, least recent first
         self.stdio: Caller | None = None     # set by the stdio transport: its one session
+        self.stdio_peer: Peer | None = None  # and its client, to ask and tell outside a call
+        # `subscriptions/listen` streams asking for resource updates: (session id, uris) on open and
+        # on close (set by the resource relay)
+        self.on_listen_resources: Callable[[str, list[str], bool], Awaitable[None]] | None = None
 
     # -- identity ---------------------------------------------------------------------------------
 
@@ -123,17 +162,28 @@ class Sessions:
             if s.client_name is None and name is not None:
                 s.client_name, s.client_version = name, version
             return s.session_id, s.client_name, s.client_version
-        conn = ctx.session._connection
-        try:
-            known = self._clients.get(conn)
-        except TypeError:
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        header = None if modern else _header(ctx, MCP_SESSION_HEADER)
+        if header is not None:
+            known = self._by_header.get(header)
+        elif cp is not None and not modern:
+            entry = self._by_params.get(id(cp))
+            known = entry[1] if entry is not None and entry[0]() is cp else None
+        else:
             known = None
         if known is not None:
             return known
         known = (self._identity_id(ctx, name, version) or new_session_id(), name, version)
-        with contextlib.suppress(TypeError):
-            self._clients[conn] = known
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        if header is not None:
+            self._remember(self._by_header, header, known)
+        elif cp is not None and not modern:
+            key = id(cp)
+
+            def forget(_ref: weakref.ref[Any], key: int = key) -> None:
+                self._by_params.pop(key, None)
+
+            self._by_params[key] = (weakref.ref(cp, forget), known)
+        if not modern:
             self._remember(self._legacy, known[0], ctx.session)
         return known
 
@@ -154,16 +204,66 @@ class Sessions:
     def caller(self, ctx: ServerRequestContext[Any]) -> Caller:
         session_id, client_name, client_version = self.identify(ctx)
         progress: Progress | None = None
+        log_level = None
         meta = (ctx.params or {}).get("_meta")
-        if isinstance(meta, dict) and meta.get("progressToken") is not None:
-            progress = ctx.session.report_progress
+        if isinstance(meta, dict):
+            token = meta.get("progressToken")
+            if token is not None:
+                progress = _progress_to(ctx.session, token, ctx.request_id)
+            level = meta.get(LOG_LEVEL_META)
+            log_level = level if isinstance(level, str) else None
         if self.stdio is not None:
             profile = self.stdio.profile
         else:     # HTTP: the profile of the token this request presented (set by the bearer check)
             scope = getattr(getattr(ctx, "request", None), "scope", None)
             state = scope.get("state") if isinstance(scope, dict) else None
             profile = state.get(PROFILE_STATE) if isinstance(state, dict) else None
-        return Caller(session_id, client_name, client_version, progress, profile)
+            if session_id in self._legacy:
+                self._remember(self._active, session_id, None)
+        return Caller(session_id, client_name, client_version, progress, profile, CallPeer(ctx), log_level)
+
+    # -- the client behind a session, outside its requests ----------------------------------------
+
+    def peer_of(self, session_id: str) -> Peer | None:
+        """The standalone channel of a session (stdio, or a handshake-era HTTP session)."""
+        stdio = self.stdio
+        if stdio is not None:
+            return self.stdio_peer if stdio.session_id == session_id else None
+        session = self._legacy.get(session_id)
+        return SessionPeer(session) if session is not None else None
+
+    def roots_peer(self) -> Peer | None:
+        """Whose roots an upstream gets outside a call: over stdio the one client; over HTTP the
+        handshake-era session that made a request most recently among those that declared
+        `roots` (2026-07-28 clients cannot be asked)."""
+        if self.stdio is not None:
+            return self.stdio_peer
+        for sid in reversed(self._active):
+            session = self._legacy.get(sid)
+            if session is None:
+                continue
+            caps = session.client_capabilities
+            if caps is not None and caps.roots is not None:
+                return SessionPeer(session)
+        return None
+
+    def set_level(self, session_id: str, level: str) -> None:
+        self._remember(self._levels, session_id, level)
+
+    def level_of(self, session_id: str) -> str | None:
+        return self._levels.get(session_id)
+
+    def levels(self) -> dict[str, str]:
+        """Each session's `logging/setLevel` (stdio or handshake-era sessions still known)."""
+        if self.stdio is not None:
+            return {sid: lv for sid, lv in self._levels.items() if sid == self.stdio.session_id}
+        return {sid: lv for sid, lv in self._levels.items() if sid in self._legacy}
+
+    async def publish(self, session_id: str, event: ServerEvent) -> None:
+        """An event for one 2026-07-28 session's `subscriptions/listen` streams."""
+        sb = self._buses.get(session_id)
+        if sb is not None:
+            await sb.bus.publish(event)
 
     @staticmethod
     def _remember(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int = MAX_TRACKED) -> None:
@@ -201,10 +301,17 @@ class Sessions:
             if len(self._buses) > MAX_TRACKED:     # pragma: no cover - _remember bounds it
                 self._buses.popitem(last=False)
         sb.listening += 1
+        uris = list(getattr(getattr(params, "notifications", None), "resource_subscriptions", None) or [])
+        watch = self.on_listen_resources if uris else None
         try:
+            if watch is not None:
+                await watch(sid, uris, True)
             return await sb.handler(ctx, params)
         finally:
             sb.listening -= 1
+            if watch is not None:
+                with anyio.CancelScope(shield=True):
+                    await watch(sid, uris, False)
 
     async def notify(self, sections: set[str], only: str | None = None) -> None:
         """Tell every session (or the session `only`) that these lists changed."""

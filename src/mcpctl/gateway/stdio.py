@@ -37,8 +37,8 @@ import anyio.abc
 import mcp.types as types
 from mcp import MCPError
 from mcp.server.stdio import stdio_server
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
+from mcp.types.jsonrpc import REQUEST_TIMEOUT
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.early import (
@@ -50,16 +50,87 @@ from mcpctl.gateway.early import (
     save_record,
 )
 from mcpctl.gateway.front import Caller, Gateway
+from mcpctl.gateway.sdk import create_context_streams
+from mcpctl.gateway.sessions import LOG_LEVEL_META
 from mcpctl.gateway.stdio_upstream import Coalescer
 
 log = logging.getLogger("mcpctl.gateway")
 
 _LINE_LIMIT: Final = 512 * 1024 * 1024
 _HIGH_WATER: Final = 4 * 1024 * 1024
+_ASK_PREFIX: Final = "mcpctl-c-"       # ids of the gateway's own requests to the client
+_CAPABILITIES_META: Final = "io.modelcontextprotocol/clientCapabilities"
 
 
 def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class _StdioPeer:
+    """The stdio client, to ask (sampling, elicitation, roots) and to tell (log messages, resource
+    updates): requests carry ids of the gateway's own (`mcpctl-c-N`), and the lean path takes
+    their responses out of the input before the SDK sees them."""
+
+    def __init__(self, hot: _HotPath) -> None:
+        self.hot = hot
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._n = 0
+
+    @property
+    def modern(self) -> bool:
+        return self.hot.era == "modern"
+
+    @property
+    def capabilities(self) -> dict[str, Any] | None:
+        return self.hot.capabilities
+
+    async def request(self, request: Any, timeout: float | None) -> dict[str, Any]:
+        self._n += 1
+        rid = f"{_ASK_PREFIX}{self._n}"
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        answered = False
+        try:
+            self.hot.write(_dumps({"jsonrpc": "2.0", "id": rid,
+                                   **request.model_dump(by_alias=True, mode="json", exclude_none=True)}))
+            async with asyncio.timeout(timeout):
+                reply = await fut
+            answered = True
+        except TimeoutError:
+            raise MCPError(code=REQUEST_TIMEOUT, message=f"Request '{request.method}' timed out") from None
+        finally:
+            self.pending.pop(rid, None)
+            if not answered:
+                self.hot.write(_dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                       "params": {"requestId": rid, "reason": "the upstream's call ended"}}))
+        error = reply.get("error")
+        if error is not None:
+            err = error if isinstance(error, dict) else {}
+            raise MCPError(code=int(err.get("code", -32603)), message=str(err.get("message", "error")),
+                           data=err.get("data"))
+        result = reply.get("result")
+        return result if isinstance(result, dict) else {}
+
+    async def notify(self, notification: Any) -> None:
+        self.hot.write(_dumps({"jsonrpc": "2.0", **notification.model_dump(by_alias=True, mode="json",
+                                                                          exclude_none=True)}))
+
+    def take(self, line: bytes) -> bool:
+        """Deliver `line` if it answers one of the gateway's requests to the client."""
+        if _ASK_PREFIX.encode() not in line:
+            return False
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(msg, dict) or "method" in msg:
+            return False
+        fut = self.pending.get(msg.get("id"))  # type: ignore[arg-type]
+        if fut is None:
+            return False
+        if not fut.done():
+            fut.set_result(msg)
+        return True
 
 
 class _HotPath:
@@ -72,8 +143,11 @@ class _HotPath:
         self.legacy_version = LATEST_HANDSHAKE_VERSION
         self.ready = False
         self.inflight: dict[Any, asyncio.Task[None]] = {}
-        self.caller = Caller(gw.new_session_id(), profile=gw.stdio_profile)
+        self.capabilities: dict[str, Any] | None = None   # what the client declared (handshake era)
+        self.peer = _StdioPeer(self)
+        self.caller = Caller(gw.new_session_id(), profile=gw.stdio_profile, peer=self.peer)
         gw.bind_stdio(self.caller)                 # stdio is one session, whichever path answers
+        gw.sessions.stdio_peer = self.peer
         self.call = gw.router.call_tool
         self.unregister = gw.add_notifier(self._notify)
 
@@ -98,6 +172,8 @@ class _HotPath:
                 requested = params.get("protocolVersion")
                 self.legacy_version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS \
                     else LATEST_HANDSHAKE_VERSION
+                caps = params.get("capabilities")
+                self.capabilities = caps if isinstance(caps, dict) else None
                 info = params.get("clientInfo") or {}
                 if isinstance(info, dict):
                     self.caller.client_name, self.caller.client_version = info.get("name"), info.get("version")
@@ -113,6 +189,8 @@ class _HotPath:
 
     def take(self, line: bytes) -> bool:
         """Handle `line` here if it is a hot-path message; False leaves it to the SDK."""
+        if self.peer.pending and self.peer.take(line):
+            return True
         if not self.ready or not (b"tools/" in line or b"notifications/cancelled" in line):
             return False
         try:
@@ -140,9 +218,13 @@ class _HotPath:
             version = _modern_version(params)
             if version is None:
                 return False
-            info = (params.get("_meta") or {}).get("io.modelcontextprotocol/clientInfo")
+            meta = params.get("_meta") or {}
+            info = meta.get("io.modelcontextprotocol/clientInfo")
             if isinstance(info, dict) and self.caller.client_name is None:
                 self.caller.client_name, self.caller.client_version = info.get("name"), info.get("version")
+            caps = meta.get(_CAPABILITIES_META)
+            if isinstance(caps, dict):
+                self.capabilities = caps      # the envelope of each request declares them
         else:
             if _modern_version(params) is not None:
                 return False     # an enveloped request on a legacy connection: the SDK refuses it
@@ -160,9 +242,12 @@ class _HotPath:
                 return
             caller = self.caller
             meta = params.get("_meta")
-            token = meta.get("progressToken") if isinstance(meta, dict) else None
-            if token is not None:
-                caller = dataclasses.replace(caller, progress=self._progress(token))
+            if isinstance(meta, dict):
+                token = meta.get("progressToken")
+                level = meta.get(LOG_LEVEL_META) if self.era == "modern" else None
+                if token is not None or level is not None:
+                    caller = dataclasses.replace(caller, progress=self._progress(token) if token is not None
+                                                 else None, log_level=level if isinstance(level, str) else None)
             try:
                 result = await self.call(caller, params)
             except MCPError as e:
@@ -242,7 +327,8 @@ class _Recorder:
             return
         try:
             result = json.loads(data)["result"]
-            save_record(self.gw.project_name, self.early.fingerprint, self.gw.server_info_stamp(),
+            fp = self.early.fingerprint_for(self.gw.relay.offered())    # what this reply advertised
+            save_record(self.gw.project_name, fp, self.gw.server_info_stamp(),
                         list(MODERN_PROTOCOL_VERSIONS), {key: result})
         except Exception:
             log.exception("recording the %s result for the next start failed", key)

@@ -97,6 +97,7 @@ class RawStdioChannel:
         self.progress: dict[str, Progress] = {}
         self.closed = False
         self.hung = False           # set when the upstream is restarted for not answering: skip the polite stop
+        self.handed = False         # a message went to the SDK session since the last answer was delivered
         self._n = 0
 
     def _write(self, obj: dict[str, Any]) -> None:
@@ -163,7 +164,13 @@ class RawStdioChannel:
         if isinstance(rid, str) and rid.startswith(_ID_PREFIX) and "method" not in msg:
             fut = self.pending.get(rid)
             if fut is not None and not fut.done():
-                fut.set_result(msg)
+                if self.handed:
+                    # A message the server sent before this answer (a log message of the call) went to
+                    # the SDK session, whose handler starts on the next loop turn: let it start first.
+                    self.handed = False
+                    asyncio.get_running_loop().call_soon(_settle, fut, msg)
+                else:
+                    fut.set_result(msg)
             return True
         if msg.get("method") == "notifications/progress":
             params = msg.get("params") or {}
@@ -180,6 +187,11 @@ class RawStdioChannel:
         for fut in self.pending.values():
             if not fut.done():
                 fut.set_result({"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}})
+
+
+def _settle(fut: asyncio.Future[dict[str, Any]], msg: dict[str, Any]) -> None:
+    if not fut.done():
+        fut.set_result(msg)
 
 
 async def _call_progress(cb: Progress, params: dict[str, Any]) -> None:
@@ -444,6 +456,7 @@ async def _serve_process(proc: asyncio.subprocess.Process, on_eof: Callable[[], 
                     except Exception as exc:
                         message = exc
                     await read_writer.send(message)
+                    channel.handed = True
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:

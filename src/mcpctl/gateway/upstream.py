@@ -39,6 +39,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import paths
 from mcpctl.errors import SecretError
+from mcpctl.gateway.sdk import raw_request, stamp
 from mcpctl.gateway.stdio_upstream import RawStdioChannel, StderrLog, open_stdio_upstream
 from mcpctl.resources import secrets
 from mcpctl.resources.kinds import ServerSpec
@@ -63,6 +64,9 @@ SECTIONS: Final = (
 )
 _REQUIRED_KEY: Final = {"tools": "name", "resources": "uri", "resourceTemplates": "uriTemplate",
                         "prompts": "name"}
+# How a server that does not speak the handshake era answers `initialize`.
+_REFUSED_HANDSHAKE: Final = (t.UNSUPPORTED_PROTOCOL_VERSION, -32601, -32600)
+
 # Not a list the server serves: its own name, title, description and instructions from the
 # initialize/discover reply, kept with the listing (and the catalogue cache) for search_tools.
 ABOUT_SECTION: Final = "about"
@@ -95,6 +99,7 @@ class _ConfigError(Exception):
 Listing = dict[str, list[dict[str, Any]]]
 OnListing = Callable[["Upstream", Listing], Awaitable[None]]
 OnState = Callable[["Upstream"], None]
+OnEvent = Callable[["Upstream", Any], Awaitable[None]]
 
 
 def find_command(command: str) -> str | None:
@@ -165,23 +170,6 @@ class _WatchedReadStream:
         return getattr(self._inner, name)
 
 
-async def raw_request(session: ClientSession, method: str, params: Mapping[str, Any] | None, *,
-                      timeout: float | None = None,
-                      on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
-                      ) -> dict[str, Any]:
-    """Send one request over `session` and return the result dict as received (no model pass)."""
-    data: dict[str, Any] = {"method": method}
-    if params:
-        data["params"] = dict(params)
-    opts: dict[str, Any] = {}
-    session._stamp(data, opts)  # type: ignore[arg-type]  # era envelope + HTTP headers
-    if timeout is not None:
-        opts["timeout"] = timeout
-    if on_progress is not None:
-        opts["on_progress"] = on_progress
-    return await session._dispatcher.send_raw_request(method, data.get("params"), opts)  # type: ignore[arg-type]
-
-
 @dataclass
 class Upstream:
     """One upstream server: its supervisor, its live session and its last listing."""
@@ -195,6 +183,13 @@ class Upstream:
     protocol_version: str | None = None
     server_info: dict[str, Any] | None = None
     tool_count: int = 0
+    capabilities: dict[str, Any] | None = None    # the server's, as it declared them (wire form)
+    # The protocol era asked for: "legacy" (the initialize handshake) is what the gateway uses, the
+    # era in which an upstream may ask the client things during a call (`asks`); a server that
+    # refuses the handshake is then spoken to with "auto" (2026-07-28 server/discover).
+    era: str = "auto"
+    client_kw: dict[str, Any] = field(default_factory=dict)   # client callbacks (sampling, roots, ...)
+    on_event: OnEvent | None = None               # other notifications, and "up" after each connect
     next_attempt: float | None = None             # monotonic time of the next spawn when down
     spawns: deque[float] = field(default_factory=deque)
     _session: ClientSession | None = None
@@ -318,6 +313,11 @@ class Upstream:
             self.request_refresh("resources")
         elif isinstance(message, t.PromptListChangedNotification):
             self.request_refresh("prompts")
+        elif self.on_event is not None:
+            try:
+                await self.on_event(self, message)
+            except Exception:
+                log.exception("upstream %s: handling %s failed", self.name, type(message).__name__)
 
     # -- supervisor -------------------------------------------------------------------------------
 
@@ -348,6 +348,12 @@ class Upstream:
                     self._failed_for_good(str(config))
                     return
                 error = self._restart_why or describe_error(e)
+                if self.era == "legacy" and not self._attempt_up and _refused_handshake(e):
+                    log.info("upstream %s refused the initialize handshake (%s); speaking 2026-07-28 to it",
+                             self.name, error)
+                    self.era = "auto"
+                    self._set_state("connecting")
+                    continue
             except BaseExceptionGroup as e:   # cancellation mixed with errors: re-raise cancels
                 if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in _leaves(e)):
                     raise
@@ -380,9 +386,9 @@ class Upstream:
         spec = self.spec
         with anyio.CancelScope() as scope:
             scope.deadline = anyio.current_time() + spec.timeouts.connect
-            async with Client(self._transport(), mode="auto", message_handler=self._on_message,
-                              cache=None, client_info=t.Implementation(name="mcpctl", version=_version())
-                              ) as client:
+            async with Client(self._transport(), mode=self.era, message_handler=self._on_message,
+                              cache=None, client_info=t.Implementation(name="mcpctl", version=_version()),
+                              **self.client_kw) as client:
                 session = client.session
                 listing = {}
                 for section, *_ in SECTIONS:
@@ -391,6 +397,8 @@ class Upstream:
                 self.protocol_version = session.protocol_version
                 info = session.server_info
                 self.server_info = ({"name": info.name, "version": info.version} if info else None)
+                caps = session.server_capabilities
+                self.capabilities = caps.model_dump(by_alias=True, mode="json", exclude_none=True) if caps else {}
                 listing[ABOUT_SECTION] = server_about(info, session.instructions)
                 self.tool_count = len(listing["tools"])
                 self._session = session
@@ -401,10 +409,19 @@ class Upstream:
                 async with anyio.create_task_group() as tg:
                     if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
                         tg.start_soon(self._listen, client)
+                    if self.on_event is not None:
+                        tg.start_soon(self._announce_up)
                     await self._serve_until_closed(session)
                     tg.cancel_scope.cancel()
         if scope.cancelled_caught:
             raise TimeoutError(f"did not connect within {spec.timeouts.connect:g}s (timeouts.connect)")
+
+    async def _announce_up(self) -> None:
+        assert self.on_event is not None
+        try:
+            await self.on_event(self, "up")
+        except Exception:
+            log.exception("upstream %s: setting up the connection failed", self.name)
 
     async def _serve_until_closed(self, session: ClientSession) -> None:
         while not self._closed:
@@ -485,7 +502,7 @@ class Upstream:
             raw = self._raw
             if raw is not None:
                 data: dict[str, Any] = {"method": method, "params": dict(params)}
-                session._stamp(data, {})  # the era's request envelope
+                stamp(session, data)      # the era's request envelope
                 result = await raw.request(data, timeout=timeout, on_progress=on_progress)
             else:
                 result = await raw_request(session, method, params, timeout=timeout, on_progress=on_progress)
@@ -508,6 +525,15 @@ class Upstream:
         if self._timeouts:
             self._timeouts = 0
         return result
+
+    async def notify(self, notification: Any) -> None:
+        """Send a notification over the live session, if any (best effort)."""
+        session = self._session
+        if session is not None and self.state == "up":
+            try:
+                await session.send_notification(notification)
+            except Exception as e:
+                log.debug("upstream %s: notification not sent: %s", self.name, e)
 
     def _timed_out(self, session: ClientSession, timeout: float) -> None:
         if session is not self._session:      # a call of an earlier connection
@@ -548,6 +574,11 @@ class Upstream:
         if self.next_attempt is not None:
             return msg + f"; restarting in {max(0.0, self.next_attempt - time.monotonic()):.1f}s"
         return msg + "; restarting"
+
+
+def _refused_handshake(e: BaseException) -> bool:
+    """The server answered `initialize` with a protocol error (it does not speak that era)."""
+    return any(isinstance(x, MCPError) and x.code in _REFUSED_HANDSHAKE for x in _leaves(e))
 
 
 def _leaves(e: BaseException) -> list[BaseException]:
