@@ -17,7 +17,7 @@ from mcpctl.cli.serve import OPTIONS, parse_lean
 
 def test_plain_command_lines_parse_without_typer() -> None:
     limits = {"header_timeout": 10.0, "idle_timeout": 15.0, "max_connections": 512, "max_sessions": 256,
-              "session_idle_timeout": 300.0}
+              "session_idle_timeout": 300.0, "page_size": 0}
     assert parse_lean(["--project", "p"]) == {"project": "p", "transport": "stdio", "host": "127.0.0.1",
                                               "port": 8765, "token_file": None, "profile": None, "verbose": False, **limits}
     got = parse_lean(["-p", "p", "--transport=http", "--port", "9000", "--host", "::1", "--token-file", "t",
@@ -29,10 +29,25 @@ def test_plain_command_lines_parse_without_typer() -> None:
 @pytest.mark.parametrize("argv", [
     [], ["--help"], ["-h"], ["--project"], ["--project", "p", "--bogus"], ["--project", "p", "--port", "x"],
     ["--project", "p", "--transport", "sse"], ["--project", "--verbose"], ["-pp"], ["--verbose=1", "-p", "p"],
-    ["--project", "p", "extra"], ["--project", ""],
+    ["--project", "p", "extra"], ["--project", ""], ["--project", "p", "--page-size", "-1"],
+    ["--project", "p", "--page-size", "10001"],
 ])
 def test_anything_else_goes_to_typer(argv: list[str]) -> None:
     assert parse_lean(argv) is None
+
+
+def test_page_size_parses_lean() -> None:
+    got = parse_lean(["--project", "p", "--page-size", "50"])
+    assert got is not None and got["page_size"] == 50
+
+
+@pytest.mark.parametrize("value", ["-1", "10001", "x"])
+def test_a_bad_page_size_is_a_usage_error_naming_the_flag(value: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "mcpctl", "serve", "--project", "p", "--page-size", value],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                       env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **SRC_ENV})
+    assert r.returncode == 2, r.stderr
+    assert "--page-size" in r.stderr
 
 
 def test_help_still_comes_from_typer_with_every_option() -> None:

@@ -45,6 +45,7 @@ p.add_argument("--start-delay", type=float, default=0.0)
 p.add_argument("--stderr-flood", action="store_true")
 p.add_argument("--garbage", action="store_true", help="write junk lines to stdout at start")
 p.add_argument("--page-size", type=int, default=0)
+p.add_argument("--list-items", type=int, default=0, help="also list this many resources, templates and prompts")
 p.add_argument("--legacy-only", action="store_true")
 p.add_argument("--exit-at-start", action="store_true")
 p.add_argument("--exit-after-start-delay", action="store_true", help="sleep --start-delay, then exit 3")
@@ -267,13 +268,16 @@ async def roots_changed(ctx: ServerRequestContext, params: Any) -> None:
 
 async def list_resources(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
     return t.ListResourcesResult(resources=[t.Resource(name="readme", uri=f"file:///{opts.name}/readme.txt",
-                                                       mime_type="text/plain")])
+                                                       mime_type="text/plain")] + [
+        t.Resource(name=f"doc_{i:04d}", uri=f"file:///{opts.name}/doc_{i:04d}.txt") for i in range(opts.list_items)])
 
 
 async def list_templates(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None
                          ) -> t.ListResourceTemplatesResult:
     return t.ListResourceTemplatesResult(resource_templates=[
-        t.ResourceTemplate(name="note", uri_template=f"note://{opts.name}/{{id}}")])
+        t.ResourceTemplate(name="note", uri_template=f"note://{opts.name}/{{id}}")] + [
+        t.ResourceTemplate(name=f"t_{i:04d}", uri_template=f"t{i:04d}://{opts.name}/{{id}}")
+        for i in range(opts.list_items)])
 
 
 async def read_resource(ctx: ServerRequestContext, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
@@ -282,7 +286,8 @@ async def read_resource(ctx: ServerRequestContext, params: t.ReadResourceRequest
 
 
 async def list_prompts(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListPromptsResult:
-    return t.ListPromptsResult(prompts=[t.Prompt(name="greet", arguments=[t.PromptArgument(name="who", required=True)])])
+    return t.ListPromptsResult(prompts=[t.Prompt(name="greet", arguments=[t.PromptArgument(name="who", required=True)])]
+                               + [t.Prompt(name=f"p_{i:04d}") for i in range(opts.list_items)])
 
 
 async def get_prompt(ctx: ServerRequestContext, params: t.GetPromptRequestParams) -> t.GetPromptResult:

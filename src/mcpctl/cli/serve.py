@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import typer
 
 TRANSPORTS = ("stdio", "http")
+MAX_PAGE_SIZE = 10_000      # `--page-size` at most
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ OPTIONS: tuple[_Option, ...] = (
     _Option("profile", ("--profile",), str, None,
             "stdio: serve this profile's view of the project (read-only, or one the project declares). "
             "Over HTTP each token selects its own (mcpctl create token)."),
+    _Option("page_size", ("--page-size",), int, 0,
+            "Items per page of tools/list, resources/list, resources/templates/list and prompts/list "
+            f"(0: each list is one page; at most {MAX_PAGE_SIZE}). Cursors a client sends are honoured either way."),
     _Option("verbose", ("--verbose", "-v"), bool, False, "Log progress to stderr too."),
 )
 HTTP_LIMITS = ("header_timeout", "idle_timeout", "max_connections", "max_sessions", "session_idle_timeout")
@@ -83,6 +87,7 @@ def register(app: typer.Typer) -> None:
         max_sessions: int = opt("max_sessions"),
         session_idle_timeout: float = opt("session_idle_timeout"),
         profile: str | None = opt("profile"),
+        page_size: int = opt("page_size"),
         verbose: bool = opt("verbose"),
     ) -> None:
         """Serve a project's curated catalogue as one MCP server.
@@ -92,9 +97,16 @@ def register(app: typer.Typer) -> None:
         """
         if transport not in TRANSPORTS:
             raise typer.BadParameter("must be stdio or http", param_hint="'--transport'")
+        if not _page_size_ok(page_size):
+            raise typer.BadParameter(f"{page_size}: must be between 0 (one page) and {MAX_PAGE_SIZE}",
+                                     param_hint="'--page-size'")
         _serve(project, transport, host, port, token_file, verbose, header_timeout=header_timeout,
                idle_timeout=idle_timeout, max_connections=max_connections, max_sessions=max_sessions,
-               session_idle_timeout=session_idle_timeout, profile=profile)
+               session_idle_timeout=session_idle_timeout, profile=profile, page_size=page_size)
+
+
+def _page_size_ok(n: int) -> bool:
+    return 0 <= n <= MAX_PAGE_SIZE
 
 
 def _check_listen(host: str, port: int) -> None:
@@ -146,7 +158,7 @@ def _check_profile(project: str, transport: str, profile: str) -> None:
 
 
 def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
-           profile: str | None = None, **limits: Any) -> None:
+           profile: str | None = None, page_size: int = 0, **limits: Any) -> None:
     early = None
     http_limits = None
     if profile is not None:
@@ -159,7 +171,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
         # the client's first messages meanwhile when the last run left what they need.
         from mcpctl.gateway import early as early_front
 
-        early = early_front.start(project, profile)
+        early = early_front.start(project, profile, page_size)
     from mcpctl.gateway import http, run
 
     if transport == "http":
@@ -176,7 +188,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
             err.print(f"  log: {log_path}", markup=False)
 
     run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready,
-            early=early, http_limits=http_limits, profile=profile)
+            early=early, http_limits=http_limits, profile=profile, page_size=page_size)
 
 
 def parse_lean(argv: list[str]) -> dict[str, Any] | None:
@@ -208,7 +220,7 @@ def parse_lean(argv: list[str]) -> dict[str, Any] | None:
             values[o.dest] = o.kind(raw)
         except ValueError:
             return None
-    if values["project"] is ... or values["transport"] not in TRANSPORTS:
+    if values["project"] is ... or values["transport"] not in TRANSPORTS or not _page_size_ok(values["page_size"]):
         return None
     return values
 

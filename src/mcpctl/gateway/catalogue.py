@@ -9,7 +9,7 @@ session sees of the tools, and how a tool name routes, comes from the presentati
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
@@ -40,10 +40,13 @@ def cached_listing(entry: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return {k: entry[k] for k in CACHE_SECTIONS if isinstance(entry.get(k), list)}
 
 
-def tools_list_json(tools: list[dict[str, Any]], modern: bool, stamp: Mapping[str, Any]) -> str:
-    """The whole `tools/list` result as JSON text: bare in the handshake era; in 2026-07-28 with
-    the cache hints, `resultType` and the `serverInfo` stamp (`stamp`)."""
-    body = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+def tools_list_json(tools: Sequence[dict[str, Any]], modern: bool, stamp: Mapping[str, Any],
+                    next_cursor: str | None = None) -> str:
+    """A `tools/list` result as JSON text: bare in the handshake era; in 2026-07-28 with the
+    cache hints, `resultType` and the `serverInfo` stamp (`stamp`); `nextCursor` when given."""
+    body = json.dumps(tools if isinstance(tools, list) else list(tools), ensure_ascii=False, separators=(",", ":"))
+    if next_cursor is not None:
+        body += ',"nextCursor":' + json.dumps(next_cursor)
     if not modern:
         return '{"tools":' + body + "}"
     tail = json.dumps({"ttlMs": 0, "cacheScope": "private", "resultType": "complete",

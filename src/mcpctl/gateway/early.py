@@ -11,7 +11,8 @@ answers
   the SDK's files, the project's resource file); no record, no early answer;
 - `tools/list` (handshake era after `notifications/initialized`, or 2026-07-28 with its
   `_meta` envelope) with the catalogue built from the cache, byte for byte what the gateway's
-  hot path sends for the same catalogue.
+  hot path sends for the same catalogue (with `--page-size`, its first page; a request carrying
+  a cursor is left to the gateway).
 
 Anything else, or anything after a message it does not answer, is kept in order for the SDK.
 When the gateway is ready, `stop()` hands over: the consumed lines to replay through the normal
@@ -41,6 +42,7 @@ from typing import Any, Final
 
 from mcpctl import __version__, paths
 from mcpctl.catalogue import cache
+from mcpctl.gateway import paging
 from mcpctl.gateway.catalogue import catalogue_from, load_gateway_config, tools_list_json
 from mcpctl.gateway.view import SessionKey
 from mcpctl.resources.kinds import ServerSpec
@@ -192,9 +194,10 @@ class Handover:
 class EarlyFront:
     """Project state read before the SDK loads, and the thread answering the first messages."""
 
-    def __init__(self, project_name: str, profile: str | None = None) -> None:
+    def __init__(self, project_name: str, profile: str | None = None, page_size: int = 0) -> None:
         self.project_name = project_name
         self.profile = profile            # `serve --profile`: the view the stdio client gets
+        self.page_size = page_size        # `serve --page-size`: the first page is answered here
         store = Store()
         try:     # taken first: a change while the SDK loads is then picked up by the project watch
             self.project_mtime: int | None = store.path_for("Project", project_name).stat().st_mtime_ns
@@ -345,7 +348,7 @@ class EarlyFront:
                 return None
             state.era = "modern"
             return _response(rid, json.dumps(result, ensure_ascii=False, separators=(",", ":"))), True
-        if method == "tools/list" and self._full:
+        if method == "tools/list" and self._full and "cursor" not in params:    # a cursor: the gateway
             if state.era == "legacy" and state.initialized and version is None:
                 return _response(rid, self._tools_list(False)), False
             if state.era in (None, "modern") and version in modern_versions:
@@ -358,7 +361,8 @@ class EarlyFront:
         if body is None:
             assert self._record is not None
             view = self.catalogue.view(SessionKey(True, self.profile))  # a new session: gated if the project is
-            body = self._lists[modern] = tools_list_json(view.tools, modern, self._record["stamp"])
+            items, after = paging.page(view.tools, "tools", None, self.page_size, self.catalogue.version)
+            body = self._lists[modern] = tools_list_json(items, modern, self._record["stamp"], after)
         return body
 
 
@@ -391,10 +395,10 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def start(project_name: str, profile: str | None = None) -> EarlyFront | None:
+def start(project_name: str, profile: str | None = None, page_size: int = 0) -> EarlyFront | None:
     """Read the project and its cache and, when possible, start answering over stdio."""
     try:
-        front = EarlyFront(project_name, profile)
+        front = EarlyFront(project_name, profile, page_size)
     except Exception:   # the gateway reports configuration errors itself
         return None
     front.start()

@@ -32,6 +32,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import __version__
 from mcpctl.catalogue import cache
+from mcpctl.gateway import paging
 from mcpctl.gateway.asks import Asks, mrtr_params, retry_params
 from mcpctl.gateway.builtins import (
     error_result,
@@ -75,16 +76,19 @@ class Gateway:
                  stdio_profile: str | None = None,
                  preloaded: Mapping[str, dict[str, Any] | None] | None = None,
                  catalogue: Catalogue | None = None,
-                 known_capabilities: Mapping[str, dict[str, Any]] | None = None) -> None:
+                 known_capabilities: Mapping[str, dict[str, Any]] | None = None,
+                 page_size: int = 0) -> None:
         """`preloaded`: catalogue cache entries already read (server -> entry, None if never listed);
         `catalogue`: the catalogue the early front built from them (reused, not rebuilt);
-        `known_capabilities`: each server's capabilities when it was last connected (its status)."""
+        `known_capabilities`: each server's capabilities when it was last connected (its status);
+        `page_size`: items per page of the four lists (0: one page; `gateway.paging`)."""
         self.project_name = project_name
         self.project = project
         self.catalogue = catalogue if catalogue is not None else Catalogue(project_name, project)
         self.record = record
         self.on_status = on_status
         self.first_contact_cap = first_contact_cap
+        self.page_size = page_size
         self.stdio_profile = stdio_profile                # `serve --profile`: the stdio client's view
         self.failed_before = frozenset(failed_before)     # never listed, down on an earlier start
         self.sessions = Sessions()
@@ -297,7 +301,7 @@ class Gateway:
                 if method == "tools/call":
                     result = await self.call_tool(caller, ctx.params or {})
                     return self.envelope(result, ctx.protocol_version)
-                listed: dict[str, Any] = {"tools": await self._tools(caller)}
+                listed = await self._tools_page(caller, ctx.params)
                 if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
                     listed.update(ttlMs=0, cacheScope="private")
                 return self.envelope(listed, ctx.protocol_version)
@@ -319,14 +323,19 @@ class Gateway:
                 result.pop(key, None)
         return result
 
-    async def tools_list_json(self, version: str, caller: Caller) -> str:
-        """The session's whole `tools/list` result as JSON text, serialized once per catalogue
-        version, era and session key."""
+    async def tools_list_json(self, version: str, caller: Caller, cursor: Any = None) -> str:
+        """The session's `tools/list` result (the page `cursor` asks for) as JSON text; the first
+        page is serialized once per catalogue version, era and session key. A bad cursor raises
+        MCPError -32602."""
         tools = await self._tools(caller)
+        if cursor is not None:
+            items, after = self._page(tools, "tools", cursor)
+            return tools_list_json(items, version in MODERN_PROTOCOL_VERSIONS, self._stamp, after)
         key = (self.catalogue.version, version in MODERN_PROTOCOL_VERSIONS, self.session_key(caller))
         cached = self._list_json.get(key)
         if cached is None:
-            cached = tools_list_json(tools, key[1], self._stamp)
+            items, after = self._page(tools, "tools", None)
+            cached = tools_list_json(items, key[1], self._stamp, after)
             self._list_json = {key: cached, **{k: v for k, v in self._list_json.items()
                                                if k[0] == self.catalogue.version}}
         return cached
@@ -370,10 +379,30 @@ class Gateway:
         await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
         return self.view_for(caller).tools
 
+    def _page(self, items: list[dict[str, Any]], section: str, cursor: Any) -> tuple[Any, str | None]:
+        try:
+            return paging.page(items, section, cursor, self.page_size, self.catalogue.version)
+        except paging.CursorError as e:
+            raise MCPError(code=INVALID_PARAMS, message=str(e)) from None
+
+    def _listed(self, section: str, items: list[dict[str, Any]], params: Any) -> dict[str, Any]:
+        """One page of a list result (`params`: the request's params, a model or a dict)."""
+        cursor = params.get("cursor") if isinstance(params, dict) else getattr(params, "cursor", None)
+        if cursor is None and self.page_size <= 0:
+            return {section: items}
+        page, after = self._page(items, section, cursor)
+        result: dict[str, Any] = {section: list(page)}
+        if after is not None:
+            result["nextCursor"] = after
+        return result
+
+    async def _tools_page(self, caller: Caller, params: Any) -> dict[str, Any]:
+        return self._listed("tools", await self._tools(caller), params)
+
     # -- ordinary handlers (the lean path normally answers tools/* first) -----------------------------
 
     async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
-        return _era({"tools": await self._tools(self.sessions.caller(ctx))}, ctx)
+        return _era(await self._tools_page(self.sessions.caller(ctx), params), ctx)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: t.CallToolRequestParams) -> dict[str, Any]:
         return _era(await self.call_tool(self.sessions.caller(ctx),
@@ -381,15 +410,15 @@ class Gateway:
 
     async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
-        return _era({"resources": self.catalogue.resource_list()}, ctx)
+        return _era(self._listed("resources", self.catalogue.resource_list(), params), ctx)
 
     async def _list_templates(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
-        return _era({"resourceTemplates": self.catalogue.template_list()}, ctx)
+        return _era(self._listed("resourceTemplates", self.catalogue.template_list(), params), ctx)
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
-        return _era({"prompts": self.catalogue.prompt_list()}, ctx)
+        return _era(self._listed("prompts", self.catalogue.prompt_list(), params), ctx)
 
     async def relay_request(self, caller: Caller | None, server: str, method: str, params: dict[str, Any]
                             ) -> dict[str, Any]:

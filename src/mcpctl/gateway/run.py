@@ -187,7 +187,7 @@ def _recorder() -> _Recorder | None:
 async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
                 token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
                 early: EarlyFront | None = None, http_limits: HttpLimits | None = None,
-                profile: str | None = None) -> None:
+                profile: str | None = None, page_size: int = 0) -> None:
     """Run the gateway for `project_name` until the client goes away or a signal arrives.
 
     `early`: the project as read (and, over stdio, the client's first messages as answered)
@@ -203,6 +203,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     record = recorder.record if recorder is not None else None
     gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded,
                  catalogue=catalogue, failed_before=_failed_before(store, servers), stdio_profile=profile,
+                 page_size=page_size,
                  known_capabilities=early.capabilities if early is not None else known_capabilities(store, servers))
     log.info("project %s: %s presentation, %s names, %d favourite(s) pinned%s", project_name,
              project.presentation, project.names.style, len(project.favourite_index.tools),

@@ -236,7 +236,12 @@ class _HotPath:
     async def _answer(self, rid: Any, method: str, params: dict[str, Any], version: str) -> None:
         try:
             if method == "tools/list":
-                body = await self.gw.tools_list_json(version, self.caller)
+                try:
+                    body = await self.gw.tools_list_json(version, self.caller, params.get("cursor"))
+                except MCPError as e:          # a bad cursor
+                    self.write(_dumps({"jsonrpc": "2.0", "id": rid,
+                                       "error": {"code": e.code, "message": e.message}}))
+                    return
                 self.write(b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":'
                            + body.encode("utf-8") + b"}\n")
                 return
