@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 import uuid
@@ -143,6 +144,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, *, timeout: float = 20.0,
+                   stderr: Path | None = None) -> None:
+    """Wait until `proc` accepts connections on loopback `port` (bounded); fail if it exits first,
+    with `stderr`'s text when given."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if proc.poll() is not None:
+            detail = stderr.read_text(errors="replace")[-4000:] if stderr is not None else ""
+            raise AssertionError(f"{what} exited with {proc.returncode} before listening on {port}\n{detail}")
+        assert time.monotonic() < deadline, f"{what} did not listen on {port} within {timeout:g}s"
+        time.sleep(0.05)
+
+
 def npm_bin(name: str) -> str | None:
     p = NPM_DIR / "node_modules" / ".bin" / name
     if p.exists() and shutil.which("node"):
@@ -153,20 +170,12 @@ def npm_bin(name: str) -> str | None:
 @contextlib.contextmanager
 def http_upstream(kit: Kit, name: str, *args: str) -> Any:
     """`fault_server.py --http-port` (with `args`) as a streamable-HTTP upstream named `name`."""
-    import subprocess
-
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(FAULT_SERVER), "--name", name, "--http-port", str(port), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None and time.monotonic() < deadline, "the HTTP upstream did not listen"
-            time.sleep(0.05)
+        wait_listening(port, proc, "the HTTP upstream")
         kit.http_server(name, f"http://127.0.0.1:{port}/mcp")
         yield name
     finally:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gwkit import REPO, Kit, free_port
+from gwkit import REPO, Kit, free_port, wait_listening
 from test_serve_http import http_gateway_process
 
 from ci_support import skip_unless_ci
@@ -39,19 +39,6 @@ def _run(url: str, out: Path, token_file: Path | None = None) -> dict[str, bool]
     return results
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    import socket
-    import time
-
-    deadline = time.monotonic() + 30
-    while True:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        assert proc.poll() is None and time.monotonic() < deadline, "the reference server did not listen"
-        time.sleep(0.1)
-
-
 @pytest.mark.npm
 def test_every_scenario_that_passes_directly_passes_through_the_gateway(kit: Kit, tmp_path: Path) -> None:
     if not _installed():
@@ -63,7 +50,7 @@ def test_every_scenario_that_passes_directly_passes_through_the_gateway(kit: Kit
                               stderr=open(tmp_path / "everything.log", "w"),  # noqa: SIM115
                               env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
     try:
-        _wait_listening(port, server)
+        wait_listening(port, server, "the reference server", timeout=30)
         url = f"http://127.0.0.1:{port}/mcp"
         direct = _run(url, tmp_path / "direct")
         kit.http_server("ev", url)

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from gwkit import MCPCTL, SLACK, Kit, free_port, wait_tools
+from gwkit import MCPCTL, SLACK, Kit, free_port, wait_listening, wait_tools
 
 # The documented bound: a kill -9 loses at most the calls answered in the last KILL_WINDOW_S.
 KILL_WINDOW_S = 0.050
@@ -222,13 +221,7 @@ def test_sigterm_over_http_loses_no_answered_call(kit: Kit) -> None:
                                 env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
     answered: Counter[str] = Counter()
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None and time.monotonic() < deadline, "the gateway did not listen"
-            time.sleep(0.05)
+        wait_listening(port, proc, "the gateway")
         token = (kit.home / "state" / "tokens" / "p.token").read_text().strip()
 
         async def scenario() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from gwkit import MCPCTL, Kit, free_port, text_of, wait_tools
+from gwkit import MCPCTL, Kit, free_port, text_of, wait_listening, wait_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -50,16 +50,7 @@ def http_gateway_process(kit: Kit, project: str, *extra: str, nofile: int | None
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                             env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
     try:
-        import socket
-
-        deadline = time.monotonic() + 20
-        while True:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None, err_path.read_text()
-            assert time.monotonic() < deadline, "gateway did not listen"
-            time.sleep(0.05)
+        wait_listening(port, proc, "the gateway", stderr=err_path)
         token_file = kit.home / "state" / "tokens" / f"{project}.token"
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
         yield HttpGateway(f"http://127.0.0.1:{port}/mcp", token_file.read_text().strip(), port, proc, err_path)
