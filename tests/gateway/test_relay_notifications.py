@@ -178,13 +178,8 @@ async def test_a_paginated_upstream_listing_reaches_clients_whole(kit: Kit, fron
         assert (await c.call_tool("synthetic_0009", {})).is_error is False
 
 
-RACE = pytest.mark.xfail(strict=False, reason=(
-    "known limit: an upstream's progress callback runs as its own task and may start after the "
-    "call's result; a 2026-07-28 HTTP client's request stream is closed by then (1 miss in ~7 runs)"))
-
-
-@pytest.mark.parametrize(("front", "mode"), [
-    ("stdio", "legacy"), ("stdio", "auto"), ("http", "legacy"), pytest.param("http", "auto", marks=RACE)])
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("stdio", "auto"), ("http", "legacy"),
+                                            ("http", "auto")])
 async def test_progress_and_log_messages_of_a_call_reach_the_calling_client(kit: Kit, front: str,
                                                                            mode: str) -> None:
     kit.server("up", "--ask-tools")

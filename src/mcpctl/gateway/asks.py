@@ -54,7 +54,7 @@ from mcp.types.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.peers import declares, feature
-from mcpctl.gateway.sessions import Caller
+from mcpctl.gateway.sessions import Caller, Progress
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -64,7 +64,7 @@ log = logging.getLogger("mcpctl.gateway")
 MAX_ROUNDS: Final = 8                 # input-required rounds resolved for a handshake-era client
 STATE_PREFIX: Final = "mcpctl:"       # requestState the gateway itself issued (a parked call)
 MAX_PARKED: Final = 1024
-DRAIN_S: Final = 1.0                  # how long a result waits for its call's log messages in flight
+DRAIN_S: Final = 1.0                  # how long a result waits for its call's notifications in flight
 REQUESTS: Final[dict[str, Any]] = {"sampling/createMessage": t.CreateMessageRequest, "elicitation/create": t.ElicitRequest,
                    "roots/list": t.ListRootsRequest}
 
@@ -98,6 +98,25 @@ class Relayed:
 Send = Callable[[], Coroutine[Any, Any, dict[str, Any]]]
 CURRENT_CALL: contextvars.ContextVar[Relayed | None] = contextvars.ContextVar("mcpctl_relayed", default=None)
 AMBIGUOUS: Final = object()
+
+
+def counted(progress: Progress) -> Progress:
+    """`progress` as a delivery of the call in flight (`CURRENT_CALL`, set around `send`), so that
+    the call's result waits for it (`Relayed.drain`). The SDK (and the raw stdio channel) runs an
+    upstream's progress callback as its own task, started before the upstream's result is handed
+    back: counting on that task's first step, before any await, is in time."""
+    call = CURRENT_CALL.get()
+    if call is None:
+        return progress
+
+    async def report(value: float, total: float | None, message: str | None) -> None:
+        call.delivering()
+        try:
+            await progress(value, total, message)
+        finally:
+            call.delivered()
+
+    return report
 
 
 @dataclass(eq=False)

@@ -22,7 +22,7 @@ import anyio
 from mcp import MCPError
 from mcp.types.jsonrpc import INVALID_PARAMS
 
-from mcpctl.gateway.asks import retry_params
+from mcpctl.gateway.asks import counted, retry_params
 from mcpctl.gateway.builtins import (
     BEGIN_SESSION,
     BEGIN_SESSION_CANONICAL_ID,
@@ -119,7 +119,9 @@ class Router:
         timeout, progress = up.spec.timeouts.call, caller.progress
 
         async def send(p: dict[str, Any] = fwd) -> dict[str, Any]:
-            return await up.request("tools/call", p, timeout=timeout, on_progress=progress)
+            # progress counts as a delivery of the call, as its log messages do: the result waits for it
+            return await up.request("tools/call", p, timeout=timeout,
+                                    on_progress=None if progress is None else counted(progress))
 
         try:
             result = await self.gw.asks.relay(caller, server, send)
