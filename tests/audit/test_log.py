@@ -15,10 +15,10 @@ from mcpctl.audit import migrations
 from mcpctl.audit.log import (
     OUTCOMES,
     SEARCH_TOOL_ID,
-    BackgroundWriter,
     CallRecord,
     InvocationLog,
 )
+from mcpctl.audit.writer import BackgroundWriter
 
 T0 = 1_800_000_000.0
 
@@ -266,7 +266,8 @@ def test_background_writer_full_queue_drops_without_blocking(log: InvocationLog)
 _WORKER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from mcpctl.audit.log import BackgroundWriter, CallRecord, InvocationLog
+    from mcpctl.audit.log import CallRecord, InvocationLog
+    from mcpctl.audit.writer import BackgroundWriter
     path, n, mode, start_at = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
     while time.time() < start_at:   # start together, so the migrations race too
         time.sleep(0.002)
@@ -398,7 +399,7 @@ def test_background_writer_checkpoints_off_its_own_thread(tmp_path: Path) -> Non
     """Defect 7 (the kill -9 window): a WAL checkpoint fsyncs, and when it runs inside a commit
     every record queued behind it waits, unlogged. The writer's own commits never checkpoint;
     a helper thread does, so the WAL still stays small."""
-    from mcpctl.audit.log import WAL_SIZE_CAP
+    from mcpctl.audit.writer import WAL_SIZE_CAP
 
     lg = InvocationLog(tmp_path / "log.db")
     writer = BackgroundWriter(lg)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from mcpctl.audit.log import OUTCOMES, BackgroundWriter, CallRecord, InvocationLog, ToolStats
+from mcpctl.audit.log import OUTCOMES, CallRecord, InvocationLog, ToolStats
+from mcpctl.audit.writer import BackgroundWriter
 
 __all__ = ["OUTCOMES", "BackgroundWriter", "CallRecord", "InvocationLog", "ToolStats"]

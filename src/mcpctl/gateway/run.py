@@ -111,7 +111,8 @@ class _Recorder:
     def __init__(self) -> None:
         import asyncio
 
-        from mcpctl.audit.log import BackgroundWriter, CallRecord, InvocationLog
+        from mcpctl.audit.log import CallRecord, InvocationLog
+        from mcpctl.audit.writer import BackgroundWriter
 
         self._running_loop = asyncio.get_running_loop
         self._make = CallRecord

@@ -1,0 +1,203 @@
+"""The gateway's writer of the invocation log: a thread that commits what the event loop hands it.
+
+`BackgroundWriter.submit` never blocks the loop; batches are group-committed, WAL checkpoints run
+on a helper thread (docs/internals.md, "Guarantees: the invocation log and manifests").
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from typing import Final
+
+from mcpctl.audit.log import BUSY_TIMEOUT_S, CallRecord, InvocationLog
+
+log = logging.getLogger("mcpctl.audit.log")   # the log module's logger, as before the split
+
+# The BackgroundWriter's transactions between two WAL checkpoints, which it runs on a helper
+# thread (SQLite's own default runs one inside a commit every ~1000 WAL pages, and its fsync
+# holds back every record queued behind that commit).
+CHECKPOINT_EVERY: Final = 256
+# A checkpoint that runs while another thread writes may never empty the WAL, so under sustained
+# writes the WAL grows; past WAL_SIZE_CAP bytes the writer checkpoints once itself, which lets its
+# next commit start the WAL over, and the file is then cut back to WAL_SIZE_LIMIT bytes.
+WAL_SIZE_CAP: Final = 16 * 1024 * 1024
+WAL_SIZE_LIMIT: Final = 4 * 1024 * 1024
+
+
+class BackgroundWriter:
+    """Batches records from any thread into `record_many` on one writer thread.
+
+    `submit` never blocks and never raises: the gateway's event loop must not wait on disk.
+    If the queue is full (the disk is stuck) records are dropped and counted in `dropped`.
+    `close` flushes and stops the thread; it does not close the log, which the caller owns.
+
+    Durability: by default (`flush_interval=0`) a batch is written as soon as the writer is free:
+    whatever was queued while the previous transaction ran goes into the next one (group commit),
+    so under any load a submitted record is committed within about one transaction's time. A
+    committed row survives the process being killed (WAL; `synchronous=NORMAL` only gives up the
+    last transactions on power loss or an OS crash). A positive `flush_interval` waits that long
+    for more records before writing, trading that window for fewer, larger transactions.
+    WAL checkpoints (they fsync) run on a helper thread every CHECKPOINT_EVERY transactions,
+    not inside the writer's commits; only a WAL grown past WAL_SIZE_CAP (sustained writes starve
+    the helper's checkpoints) makes the writer checkpoint once itself.
+    """
+
+    def __init__(self, log: InvocationLog, *, flush_interval: float = 0.0, max_batch: int = 512,
+                 max_queue: int = 100_000) -> None:
+        self.log = log
+        self.flush_interval = flush_interval
+        self.max_batch = max(1, max_batch)
+        self.written = 0
+        self.dropped = 0
+        self._queue: queue.Queue[CallRecord | threading.Event | None] = queue.Queue(maxsize=max_queue)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self.checkpoints = 0
+        self._since_checkpoint = 0
+        self._checkpoint_requested = False
+        self._checkpoint_wake = threading.Event()
+        self._check_wal = False         # the writer looks at the WAL's size after the next batch
+        self._checkpointing = threading.Lock()    # one checkpoint at a time (helper or writer)
+        self._stopping = False
+        log.set_autocheckpoint(0, wal_size_limit=WAL_SIZE_LIMIT)
+        self._thread = threading.Thread(target=self._run, name="mcpctl-invocation-log", daemon=True)
+        self._thread.start()
+        self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="mcpctl-log-checkpoint",
+                                              daemon=True)
+        self._checkpointer.start()
+        atexit.register(self.close)
+
+    def submit(self, rec: CallRecord) -> None:
+        try:
+            if self._closed:
+                self.dropped += 1
+                return
+            self._queue.put_nowait(rec)
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("invocation log queue full; %d record(s) dropped", self.dropped)
+        except Exception:  # pragma: no cover - submit must never raise into the gateway
+            self.dropped += 1
+
+    def flush(self, timeout: float | None = 10.0) -> bool:
+        """Block until everything submitted before this call is written; False on timeout."""
+        if self._closed or not self._thread.is_alive():
+            return False
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def close(self, timeout: float = 30.0) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        atexit.unregister(self.close)
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)
+        self._stopping = True
+        self._checkpoint_wake.set()
+        self._checkpointer.join(min(timeout, 10.0))
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            item = self._queue.get()
+            batch: list[CallRecord] = []
+            events: list[threading.Event] = []
+            deadline = time.monotonic() + self.flush_interval
+            while True:
+                if item is None:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    events.append(item)
+                else:
+                    batch.append(item)
+                if stop or events or len(batch) >= self.max_batch:
+                    break
+                remaining = deadline - time.monotonic()
+                try:
+                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if stop:  # drain what was queued before close()
+                while True:
+                    try:
+                        extra = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if isinstance(extra, CallRecord):
+                        batch.append(extra)
+                    elif isinstance(extra, threading.Event):
+                        events.append(extra)
+            self._write(batch)
+            for ev in events:
+                ev.set()
+            if self._check_wal:
+                self._check_wal = False
+                self._cap_wal()
+
+    def _write(self, batch: list[CallRecord]) -> None:
+        for start in range(0, len(batch), self.max_batch):
+            chunk = batch[start:start + self.max_batch]
+            for attempt in range(3):
+                try:
+                    self.log.record_many(chunk)
+                    self.written += len(chunk)
+                    self._since_checkpoint += 1
+                    if self._since_checkpoint >= CHECKPOINT_EVERY:
+                        self._since_checkpoint = 0
+                        self._checkpoint_requested = True
+                        self._checkpoint_wake.set()
+                        self._check_wal = True
+                    break
+                except Exception as e:
+                    if attempt == 2:
+                        self.dropped += len(chunk)
+                        log.error("invocation log: %d record(s) lost: %s: %s",
+                                  len(chunk), type(e).__name__, e)
+                    else:
+                        time.sleep(0.1 * (attempt + 1))
+
+    def _cap_wal(self) -> None:
+        wal = self.log.path.with_name(self.log.path.name + "-wal")
+        try:
+            if wal.stat().st_size <= WAL_SIZE_CAP:
+                return
+            with self._checkpointing:   # after the helper's: a checkpoint running already would make this one a no-op
+                self.log.checkpoint()
+            self.checkpoints += 1
+        except (OSError, sqlite3.Error) as e:
+            log.debug("invocation log checkpoint: %s", e)
+
+    def _checkpoint_loop(self) -> None:
+        """Run a PASSIVE checkpoint (it never blocks writers) each time the writer asks, on a
+        connection of its own; a request pending at close is still served."""
+        db: sqlite3.Connection | None = None
+        try:
+            while True:
+                self._checkpoint_wake.wait()
+                self._checkpoint_wake.clear()
+                if self._checkpoint_requested:
+                    self._checkpoint_requested = False
+                    try:
+                        if db is None:
+                            db = sqlite3.connect(self.log.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                                 check_same_thread=False)
+                        with self._checkpointing:
+                            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                        self.checkpoints += 1
+                    except sqlite3.Error as e:   # busy or gone: the next request tries again
+                        log.debug("invocation log checkpoint: %s", e)
+                if self._stopping:
+                    return
+        finally:
+            if db is not None:
+                db.close()
