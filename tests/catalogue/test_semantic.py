@@ -115,6 +115,66 @@ def test_embeddings_are_unit_length_and_independent_of_padding(tiny_model: Path)
     assert not np.allclose(batch[0], batch[1])
 
 
+def _textbook_bert(tensors: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
+    """BERT as the papers write it, one token sequence, float64, exact erf: what MiniLM's fused,
+    in-place forward pass must reproduce."""
+    import math
+
+    t = {k: v.astype(np.float64) for k, v in tensors.items()}
+
+    def norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + 1e-12) * w + b
+
+    def dense(x: np.ndarray, name: str) -> np.ndarray:
+        return x @ t[name + ".weight"].T + t[name + ".bias"]
+
+    n = len(ids)
+    h = norm(t["embeddings.word_embeddings.weight"][ids] + t["embeddings.position_embeddings.weight"][:n]
+             + t["embeddings.token_type_embeddings.weight"][0],
+             t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
+    hd = HIDDEN // HEADS
+    gelu = np.vectorize(lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))))
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+        q, k, v = (dense(h, p + f"attention.self.{x}") for x in ("query", "key", "value"))
+        heads = []
+        for j in range(HEADS):
+            s = slice(j * hd, (j + 1) * hd)
+            a = q[:, s] @ k[:, s].T / math.sqrt(hd)
+            a = np.exp(a - a.max(-1, keepdims=True))
+            heads.append((a / a.sum(-1, keepdims=True)) @ v[:, s])
+        h = norm(h + dense(np.concatenate(heads, -1), p + "attention.output.dense"),
+                 t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"])
+        h = norm(h + dense(gelu(dense(h, p + "intermediate.dense")), p + "output.dense"),
+                 t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"])
+    pooled = h.mean(0)
+    return pooled / np.linalg.norm(pooled)
+
+
+def test_forward_pass_matches_textbook_bert_alone_and_padded_in_a_batch(tiny_model: Path) -> None:
+    model = MiniLM(tiny_model)
+    tensors = read_safetensors(tiny_model / "model.safetensors")
+    texts = ["read the file", "send a message to the city , weather forecast !", "北京 cafe"]
+    batch = model.embed(texts)          # padded to the longest, masked
+    for text, got in zip(texts, batch, strict=True):
+        want = _textbook_bert(tensors, model.tokenizer.encode(text))
+        assert float(got @ want) > 0.99999
+        assert np.abs(got - want).max() < 1e-3
+        assert np.allclose(model.embed([text])[0], got, atol=1e-5)
+
+
+def test_gelu_is_exact_to_float32_precision() -> None:
+    import math
+
+    from mcpctl.catalogue.minilm import _gelu_
+
+    x = np.linspace(-8, 8, 2001, dtype=np.float32)
+    want = np.array([0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.astype(np.float64)])
+    got = _gelu_(x.copy())
+    assert np.abs(got - want).max() < 1e-5
+
+
 DOCS = [
     ToolDoc("fs/read_file", "fs", "read_file", "Read the file", {"properties": {"path": {}}}),
     ToolDoc("wx/forecast", "wx", "forecast", "Weather forecast for the city"),
