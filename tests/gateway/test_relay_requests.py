@@ -194,6 +194,30 @@ async def test_roots_outside_a_call_come_from_a_connected_client_and_roots_chang
                 await roots_seen(c, ["file:///carol"])
 
 
+@pytest.mark.parametrize("front", ["stdio", "http"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_progress_after_the_client_answered_reaches_the_request_that_answered(kit: Kit, front: str,
+                                                                                  mode: str) -> None:
+    """A 2026 client's call is answered input-required while the upstream asks, and resumed by a new
+    request with its own progress token: progress the upstream reports after the answer belongs to
+    that request (the first one is over). A handshake-era client has one request throughout."""
+    kit.server("up", "--ask-tools")
+    project = kit.project("p", ["up"], **BARE)
+    steps: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append((progress, message))
+
+    async with gateway_client(kit, project, front, mode, **answering("erin")) as c:
+        await wait_tools(c, {"elicit"})
+        r = await c.call_tool("elicit", {"progress": True}, progress_callback=on_progress)
+        assert text_of(r) == "elicited: accept {'name': 'erin'}"
+        with anyio.fail_after(5):          # notification callbacks may run just after the result
+            while len(steps) < 3:
+                await anyio.sleep(0.02)
+        assert steps == [(1, "asking"), (2, "answered"), (3, "answered")]
+
+
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_an_upstreams_input_required_results_are_carried_both_ways(kit: Kit, mode: str) -> None:
     """A 2026-07-28-only upstream answers with an input-required result: a 2026 client gets it and

@@ -106,7 +106,8 @@ TOOLS += [_tool(f"synthetic_{i:04d}", f"Synthetic tool number {i} that does task
 TOOLS += [_tool(n, f"Say which server answers {n}: returns the server's name") for n in opts.extra_tool]
 if opts.ask_tools:
     TOOLS += [_tool("sample", "Ask the client's model (sampling) for `text`", TEXT),
-              _tool("elicit", "Ask the user (elicitation) for a name; `mode: url` asks through a URL"),
+              _tool("elicit", "Ask the user (elicitation) for a name; `mode: url` asks through a URL; "
+                    "`progress: true` reports progress before and after asking"),
               _tool("roots", "List the client's roots"),
               _tool("log", "Emit `n` log messages at `level` during the call"),
               _tool("touch", "Announce that resource `uri` was updated"),
@@ -208,7 +209,12 @@ async def _ask_tool(ctx: ServerRequestContext, name: str, args: dict[str, Any], 
             else:
                 req = t.ElicitRequest(params=t.ElicitRequestFormParams(message=str(args.get("message", "name?")),
                                       requested_schema={"type": "object", "properties": {"name": {"type": "string"}}}))
+            if args.get("progress"):        # progress before and after asking
+                await ctx.session.report_progress(1, total=3, message="asking")
             res = await ctx.session.send_request(req, t.ElicitResult, metadata=related)
+            if args.get("progress"):
+                for i in (2, 3):
+                    await ctx.session.report_progress(i, total=3, message="answered")
             return _text(f"elicited: {res.action} {res.content}")
         if name == "roots":
             got_roots = await ctx.session.send_request(t.ListRootsRequest(), t.ListRootsResult, metadata=related)

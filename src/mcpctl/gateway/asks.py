@@ -104,15 +104,22 @@ def counted(progress: Progress) -> Progress:
     """`progress` as a delivery of the call in flight (`CURRENT_CALL`, set around `send`), so that
     the call's result waits for it (`Relayed.drain`). The SDK (and the raw stdio channel) runs an
     upstream's progress callback as its own task, started before the upstream's result is handed
-    back: counting on that task's first step, before any await, is in time."""
+    back: counting on that task's first step, before any await, is in time.
+
+    Progress goes to the request the call currently rides: a 2026 client's parked call is resumed
+    by a new request (`Asks.resume` sets `call.caller`), and the first request is over by then, so
+    its token is no longer the client's; with no token on the resuming request, nothing is sent."""
     call = CURRENT_CALL.get()
     if call is None:
         return progress
 
     async def report(value: float, total: float | None, message: str | None) -> None:
+        target = call.caller.progress
+        if target is None:
+            return
         call.delivering()
         try:
-            await progress(value, total, message)
+            await target(value, total, message)
         finally:
             call.delivered()
 
