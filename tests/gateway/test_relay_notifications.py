@@ -56,6 +56,28 @@ async def test_set_level_reaches_the_upstream_and_its_log_messages_reach_the_cal
         assert logs == [("error", "loud 0")]
 
 
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_an_upstream_that_restarts_gets_the_log_level_and_subscriptions_it_had(kit: Kit, front: str) -> None:
+    kit.server("up", "--ask-tools")
+    project = kit.project("p", ["up"], **BARE)
+    async with gateway_client(kit, project, front, "legacy") as c:
+        await wait_tools(c, {"state", "crash"})
+        presented = str((await c.list_resources()).resources[0].uri)
+        await c.set_logging_level("debug")
+        await c.subscribe_resource(presented)
+        before = await _state(c)
+        assert before["level"] == "debug" and before["subscribed"] == ["file:///up/readme.txt"]
+        assert (await c.call_tool("crash", {})).is_error
+        after: dict[str, Any] = {}
+        with anyio.fail_after(20):         # restart backoff 0.5 s; then the level and subscriptions
+            while not (after.get("pid") not in (None, before["pid"]) and after.get("level") == "debug"
+                       and after.get("subscribed")):
+                r = await c.call_tool("state", {})
+                after = dict(r.structured_content or {}) if not r.is_error else {}
+                await anyio.sleep(0.1)
+        assert after["level"] == "debug" and after["subscribed"] == ["file:///up/readme.txt"]
+
+
 async def test_each_http_session_gets_log_messages_at_its_own_level_and_the_upstream_the_most_verbose(
         kit: Kit) -> None:
     kit.server("up", "--ask-tools")

@@ -111,10 +111,10 @@ if opts.ask_tools:
               _tool("roots", "List the client's roots"),
               _tool("log", "Emit `n` log messages at `level` during the call"),
               _tool("touch", "Announce that resource `uri` was updated"),
-              _tool("state", "What the server saw: logging level, subscriptions, roots outside calls"),
+              _tool("state", "What the server saw: logging level, subscriptions, roots outside calls; its pid"),
               _tool("ask_input", "2026-07-28: ask for a name through an input-required result")]
 extra_count = 0
-SEEN: dict[str, Any] = {"level": None, "subscribed": [], "roots_outside": [], "roots_changed": 0}
+SEEN: dict[str, Any] = {"level": None, "subscribed": [], "roots_outside": [], "roots_changed": 0, "pid": os.getpid()}
 
 
 async def list_tools(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
