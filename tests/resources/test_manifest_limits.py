@@ -17,13 +17,8 @@ from pathlib import Path
 import pytest
 
 from mcpctl.errors import InvalidResource
-from mcpctl.resources.yamlio import (
-    MAX_DEPTH,
-    MAX_DOCUMENT_BYTES,
-    MAX_INPUT_BYTES,
-    load_sources,
-    parse_text,
-)
+from mcpctl.resources.limits import MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INPUT_BYTES
+from mcpctl.resources.yamlio import load_sources, parse_text
 
 MCPCTL = str(Path(sys.executable).parent / "mcpctl")
 GOOD = "apiVersion: mcpctl/v1\nkind: Server\nmetadata: {name: good}\nspec: {command: a}\n"

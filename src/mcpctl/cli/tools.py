@@ -26,7 +26,8 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
     never listed are listed now (all of them with `refresh`); returns (rows, failed servers)."""
     from mcpctl.gateway.catalogue import cached_catalogue
     from mcpctl.gateway.names import ALL
-    from mcpctl.gateway.view import FLAT, Refusal
+    from mcpctl.gateway.presentations import FLAT
+    from mcpctl.gateway.view import Refusal
 
     from ._listing import list_project_now
 

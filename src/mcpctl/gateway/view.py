@@ -5,19 +5,24 @@ the early stdio front and the CLI (`tools list`, `favourites list`) alike:
 
     upstream listings -> curation -> credential view -> session gate -> presentation -> names -> built-ins
 
-Each stage is a small object with one job. The filters (curation, credential view, gate) answer
-`check(tool)`: forward they drop what they refuse, in reverse they refuse the call with the
-reason. The presentation decides which slots a tool takes (`favourite`, `all`, `flat`) and
-whether a slot is listed or only reachable (the deferred mode's long tail). The names stage
-(`NameTable`, per catalogue version) names every slot of every catalogue tool, unique by
-construction and independent of curation, so enabling or disabling a tool never renames
-another. The built-ins stage adds mcpctl's own tools at top level.
+Each stage is a small object with one job; `build_view` here runs them in that order. Where
+each stage lives:
+
+- curation, credential view, session gate: the filters `Curation`, `CredentialView` and `Gate`,
+  here. They answer `check(tool)`: forward they drop what they refuse, in reverse they refuse
+  the call with the reason.
+- presentation: `gateway.presentations` (`PRESENTATIONS` picks one from the project spec)
+  decides which slots a tool takes (`favourite`, `all`, `flat`) and whether a slot is listed or
+  only reachable (the deferred mode's long tail).
+- names: `NameTable` here (per catalogue version, over `gateway.names`) names every slot of
+  every catalogue tool, unique by construction and independent of curation, so enabling or
+  disabling a tool never renames another.
+- built-ins: mcpctl's own tools at top level, defined in `gateway.builtins`, added here.
 
 A call walks it backwards: presented name (any style or slot form, or the canonical id) ->
 canonical `server/tool` -> every filter checked again -> route. `View` is computed once per
 catalogue version and session key (gated or not; later, the credential's profile).
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,11 +41,8 @@ from mcpctl.gateway.builtins import (
     call_tool_definition,
     search_tool_definition,
 )
+from mcpctl.gateway.presentations import DEFERRED, FLAT, PRESENTATIONS
 from mcpctl.resources.kinds import ProjectSpec
-
-FLAT: Final = "flat"
-FAVOURITE_INDEX: Final = "favourite-index"
-DEFERRED: Final = "deferred"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,92 +154,6 @@ class Gate:
 
     def check(self, tool: CatalogueTool) -> Refusal | None:
         return GATED if self.gated else None
-
-
-# -- presentation: which slots each visible tool takes -----------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Slot:
-    kind: str                       # names.FAVOURITE | names.ALL | FLAT
-    tool: CatalogueTool
-    listed: bool = True             # False: reachable by name (search, call_tool), not listed
-    pointer: bool = False           # listed as a pointer to the tool's favourite entry
-
-
-class Presentation(Protocol):
-    mode: str
-    slot_kinds: tuple[str, ...]     # the slot kinds the names stage must name
-
-    def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
-                ) -> tuple[list[Slot], list[Slot]]:
-        """(slots listed before the built-ins, slots after them)."""
-        ...
-
-    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str: ...
-
-
-class FlatPresentation:
-    mode: str = FLAT
-    slot_kinds: tuple[str, ...] = (FLAT,)
-
-    def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
-                ) -> tuple[list[Slot], list[Slot]]:
-        return [], [Slot(FLAT, t) for t in visible]
-
-    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str:
-        text = f"Tools are named {namer.pattern(FLAT)}."
-        if search:
-            text += (" When no listed tool obviously fits, call search_tools with a short description of the "
-                     "task and then call the tool it returns.")
-        return text
-
-
-class FavouriteIndexPresentation:
-    """Favourites first (pinned order), then every visible tool under `all`."""
-
-    mode: str = FAVOURITE_INDEX
-    slot_kinds: tuple[str, ...] = (nm.FAVOURITE, nm.ALL)
-
-    def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
-                ) -> tuple[list[Slot], list[Slot]]:
-        # A favourite is in full once, under its favourite name; its `all` entry keeps the
-        # catalogue complete as a short pointer to that name (still callable by either).
-        pinned = {t.canonical_id for t in favourites}
-        return ([Slot(nm.FAVOURITE, t) for t in favourites],
-                [Slot(nm.ALL, t, pointer=t.canonical_id in pinned) for t in visible])
-
-    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str:
-        fav, rest = namer.pattern(nm.FAVOURITE), namer.pattern(nm.ALL)
-        text = f"PREFER {fav} when one fits; use {rest} only if nothing in favourites fits."
-        if favourite_names:
-            text += f" Favourites: {', '.join(favourite_names)}."
-        if search:
-            text += (f" When neither a favourite nor an obvious {rest} tool fits, call search_tools with a short "
-                     "description of the task and call the tool it returns.")
-        return text
-
-
-class DeferredPresentation:
-    """Only the favourites are listed; every other visible tool is reachable through
-    `search_tools` and `call_tool` under its `all` name."""
-
-    mode: str = DEFERRED
-    slot_kinds: tuple[str, ...] = (nm.FAVOURITE, nm.ALL)
-
-    def arrange(self, visible: Sequence[CatalogueTool], favourites: Sequence[CatalogueTool]
-                ) -> tuple[list[Slot], list[Slot]]:
-        return [Slot(nm.FAVOURITE, t) for t in favourites], [Slot(nm.ALL, t, listed=False) for t in visible]
-
-    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str:
-        listed = f" ({', '.join(favourite_names)})" if favourite_names else ""
-        return (f"Your tool list holds only this project's favourites{listed}; PREFER them when one fits. "
-                "Before calling anything else, call search_tools with a short description of the task, then "
-                "call the tool it returns with call_tool(name, arguments).")
-
-
-PRESENTATIONS: Final[Mapping[str, Presentation]] = {
-    FLAT: FlatPresentation(), FAVOURITE_INDEX: FavouriteIndexPresentation(), DEFERRED: DeferredPresentation()}
 
 
 # -- names: every slot of every catalogue tool, once per catalogue version ------------------------------
@@ -534,10 +450,6 @@ def instructions(project_name: str, project: ProjectSpec, view: View) -> str:
 
 __all__ = [
     "CALL_TOOL",
-    "DEFERRED",
-    "FAVOURITE_INDEX",
-    "FLAT",
-    "PRESENTATIONS",
     "SEARCH_TOOL",
     "CatalogueTool",
     "CredentialView",
@@ -549,7 +461,6 @@ __all__ = [
     "Refusal",
     "Route",
     "SessionKey",
-    "Slot",
     "View",
     "build_view",
     "instructions",

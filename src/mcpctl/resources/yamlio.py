@@ -3,44 +3,52 @@
 Loading keeps each document's position (source, document number, line of every field) so a
 validation error can point at the line. Dumping is deterministic: the same object always
 gives the same bytes, keys in the order apiVersion, kind, metadata, spec, status.
+
+What is refused before it is stored (size, nesting, alias expansion, duplicate JSON keys) and
+the guards that check it are in `limits`; the guards are called from here.
 """
 
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.composer import Composer, MaxDepthExceededError
+from ruamel.yaml.composer import MaxDepthExceededError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from mcpctl.errors import InvalidResource
+from mcpctl.resources.limits import (
+    MAX_DEPTH,
+    MAX_DOCUMENT_BYTES,
+    MAX_INPUT_BYTES,
+    MAX_TOTAL_BYTES,
+    DuplicateKey,
+    GuardedComposer,
+    Refused,
+    check_input_size,
+    check_yaml_documents,
+    document_too_big,
+    json_depth,
+    json_duplicate,
+    line_col,
+    mib,
+    too_big_input,
+    unique_pairs,
+)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
-# Limits on manifests (docs/internals.md, "Guarantees"). A real manifest is a few kB and a few
-# levels deep; these leave two or three orders of magnitude of room and bound the work (and the
-# size of what is stored) whatever the input.
-MAX_DOCUMENT_BYTES: Final = 1024 * 1024        # one document; also the most its aliases may expand to
-MAX_INPUT_BYTES: Final = 4 * 1024 * 1024       # one file, or stdin (refused before it is parsed)
-MAX_TOTAL_BYTES: Final = 16 * 1024 * 1024      # everything one command reads (-f ... -f DIR)
-MAX_DEPTH: Final = 64                          # nesting levels of a document (scalars count as one)
-
 # Characters that neither YAML nor JSON allow anywhere: their presence means binary input.
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-_DOC_MARK_RE = re.compile(r"^(?:---|\.\.\.)(?=[ \t\r\n]|$)", re.MULTILINE)
-_JSON_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]')
-_JSON_COLON_RE = re.compile(r"\s*:")
 
 
 @dataclass
@@ -99,21 +107,12 @@ def _plain(node: Any) -> Any:
     return str(node)   # dates and other YAML tags become strings
 
 
-def _mib(n: int) -> str:
-    return f"{n / (1024 * 1024):.1f} MiB".replace(".0 MiB", " MiB")
-
-
-def _line_col(text: str, index: int) -> tuple[int, int]:
-    line = text.count("\n", 0, index) + 1
-    return line, index - (text.rfind("\n", 0, index) + 1) + 1
-
-
 def _not_text(source: str, text: str) -> InvalidResource | None:
     """A control character YAML and JSON both forbid: the input is binary, not a manifest."""
     m = _CONTROL_RE.search(text)
     if m is None:
         return None
-    line, col = _line_col(text, m.start())
+    line, col = line_col(text, m.start())
     return InvalidResource(
         f"{source}: not a text file: it holds the control character U+{ord(m.group()):04X} at line {line}, "
         f"column {col}, which neither YAML nor JSON allows",
@@ -128,52 +127,10 @@ def _decode(data: bytes, source: str) -> str:
                               "UTF-8", hint="pass a YAML or JSON manifest in UTF-8 (is this a binary file?)") from None
 
 
-def _too_big_input(source: str, size: int | None = None) -> InvalidResource:
-    what = f"is {_mib(size)}, more than" if size is not None else "is larger than"
-    return InvalidResource(f"{source}: the input {what} the {_mib(MAX_INPUT_BYTES)} mcpctl reads from one file "
-                           "or stdin", hint=f"split it into several files (each document may hold up to "
-                                            f"{_mib(MAX_DOCUMENT_BYTES)})")
-
-
-def _check_input_size(text: str, source: str) -> None:
-    if len(text) > MAX_INPUT_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-        raise _too_big_input(source, len(text.encode("utf-8", "surrogatepass")))
-
-
-def _document_too_big(source: str, number: int, line: int | None, size: int) -> InvalidResource:
-    at = f", line {line}" if line is not None else ""
-    return InvalidResource(
-        f"{source}, document {number}{at}: the document is {_mib(size)}, more than the "
-        f"{_mib(MAX_DOCUMENT_BYTES)} a document may hold",
-        hint="a Server or Project manifest is a few kB: split the input into smaller documents")
-
-
-def _check_yaml_documents(text: str, source: str) -> None:
-    """Refuse a YAML document larger than MAX_DOCUMENT_BYTES before it is parsed.
-
-    A `---` or `...` at the start of a line always ends a document (YAML forbids them inside
-    scalars), so documents are split here without parsing. Only done for long inputs."""
-    if len(text) <= MAX_DOCUMENT_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) <= MAX_DOCUMENT_BYTES:
-        return
-    bounds = [0, *(m.start() for m in _DOC_MARK_RE.finditer(text)), len(text)]
-    number = 0
-    for start, end in itertools.pairwise(bounds):
-        segment = text[start:end]
-        body = segment[3:] if segment.startswith(("---", "...")) else segment
-        content = [ln for ln in body.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-        if not content and not segment.startswith("---"):
-            continue
-        number += 1
-        size = len(segment.encode("utf-8", "surrogatepass"))
-        if size > MAX_DOCUMENT_BYTES:
-            first = text.find(content[0], start) if content else start
-            raise _document_too_big(source, number, _line_col(text, first)[0], size)
-
-
 def _yaml_error(source: str, e: YAMLError, text: str) -> InvalidResource:
     if isinstance(e, ReaderError):     # a character YAML does not allow: not a text manifest
         index = e.position if isinstance(e.position, int) else 0
-        line, col = _line_col(text, min(index, len(text)))
+        line, col = line_col(text, min(index, len(text)))
         char = f"U+{e.character:04X}" if isinstance(e.character, int) else repr(e.character)
         return InvalidResource(f"{source}, line {line}, column {col}: not a text file: YAML does not allow "
                                f"the character {char}", hint="pass a YAML or JSON manifest (is this a binary file?)")
@@ -199,138 +156,11 @@ def _yaml_error(source: str, e: YAMLError, text: str) -> InvalidResource:
     return InvalidResource(f"{where}: invalid YAML: {problem}", hint=hint)
 
 
-_ALIAS_HINT: Final = "write the values out instead of repeating aliases (*name), or split the document"
-
-
-class _Refused(Exception):
-    """A document that is valid YAML but beyond mcpctl's limits (raised while composing)."""
-
-    def __init__(self, message: str, node: Node | None, document: int, hint: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.line = node.start_mark.line + 1 if node is not None and node.start_mark is not None else None
-        self.document = document
-
-
-def _children(node: Node) -> list[Node]:
-    if isinstance(node, MappingNode):
-        return [n for pair in node.value for n in pair]
-    if isinstance(node, SequenceNode):
-        return list(node.value)
-    return []
-
-
-def _check_expansion(root: Node, document: int) -> None:
-    """Refuse a document whose aliases expand it beyond MAX_DOCUMENT_BYTES or MAX_DEPTH, or that
-    refers to itself. Each distinct node is visited once (the graph is walked, not the tree), so
-    a "billion laughs" of nine aliases to nine aliases... costs a few hundred steps."""
-    size: dict[int, int] = {}      # characters of the subtree with its aliases expanded, plus one per node
-    height: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        key = id(node)
-        if done:
-            on_path.discard(key)
-            kids = _children(node)
-            own = len(node.value) if isinstance(node, ScalarNode) and isinstance(node.value, str) else 0
-            size[key] = 1 + own + sum(size[id(k)] for k in kids)
-            height[key] = 1 + max((height[id(k)] for k in kids), default=0)
-            anchor = f" (anchor &{node.anchor})" if getattr(node, "anchor", None) else ""
-            if size[key] > MAX_DOCUMENT_BYTES:
-                raise _Refused(f"with its aliases expanded the document holds more than {_mib(MAX_DOCUMENT_BYTES)} "
-                               f"at this node{anchor}: too many aliases (an alias bomb?)", node, document, _ALIAS_HINT)
-            if height[key] > MAX_DEPTH:
-                raise _Refused(f"with its aliases expanded the document is nested more than {MAX_DEPTH} levels "
-                               f"deep at this node{anchor}", node, document, _ALIAS_HINT)
-            continue
-        if key in size:
-            continue
-        if key in on_path:
-            name = getattr(node, "anchor", None) or "?"
-            raise _Refused(f"the anchor &{name} refers to itself: a recursive alias", node, document,
-                           f"an alias (*{name}) cannot stand inside the node its anchor names")
-        on_path.add(key)
-        stack.append((node, True))
-        stack.extend((k, False) for k in _children(node) if id(k) not in size)
-
-
-class _GuardedComposer(Composer):
-    """ruamel's composer, counting documents and checking what aliases expand to."""
-
-    def __init__(self, loader: Any = None) -> None:
-        super().__init__(loader)
-        self.document = 0
-        self.aliases = 0
-
-    def compose_document(self: Any) -> Any:
-        self.document += 1
-        self.aliases = 0
-        node = super().compose_document()
-        if self.aliases and node is not None:
-            _check_expansion(node, self.document)
-        return node
-
-    def return_alias(self, a: Any) -> Any:
-        self.aliases += 1
-        return a
-
-
-def _json_depth(data: Any) -> int:
-    """Nesting levels of plain JSON data (a scalar is one level), without recursion."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if deepest > MAX_DEPTH:
-            break
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
-    return deepest
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(k)
-        out[k] = v
-    return out
-
-
-def _json_duplicate(text: str) -> tuple[str, int, int] | None:
-    """The first key given twice in one JSON object: (key, line of the repeat, line of the first)."""
-    objects: list[dict[str, int] | None] = []
-    for m in _JSON_TOKEN_RE.finditer(text):
-        tok = m.group()
-        if tok in "{[":
-            objects.append({} if tok == "{" else None)
-        elif tok in "}]":
-            if objects:
-                objects.pop()
-        elif objects and objects[-1] is not None and _JSON_COLON_RE.match(text, m.end()):
-            key = json.loads(tok)
-            seen = objects[-1]
-            if key in seen:
-                return key, _line_col(text, m.start())[0], _line_col(text, seen[key])[0]
-            seen[key] = m.start()
-    return None
-
-
 def _parse_json(text: str, source: str) -> list[Document]:
     try:
-        data = json.loads(text, object_pairs_hook=_unique_pairs)
-    except _DuplicateKey as e:
-        found = _json_duplicate(text)
+        data = json.loads(text, object_pairs_hook=unique_pairs)
+    except DuplicateKey as e:
+        found = json_duplicate(text)
         key = found[0] if found else str(e)
         at = f", line {found[1]}" if found else ""
         first = f" (first at line {found[2]})" if found else ""
@@ -343,19 +173,19 @@ def _parse_json(text: str, source: str) -> list[Document]:
     docs = [Document(source, i + 1, d) for i, d in enumerate(items)]
     big = len(text) > MAX_DOCUMENT_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES
     for d in docs:
-        if _json_depth(d.data) > MAX_DEPTH:
+        if json_depth(d.data) > MAX_DEPTH:
             raise InvalidResource(f"{d.where()}: invalid JSON: nested more than {MAX_DEPTH} levels deep",
                                   hint="a manifest is a few levels deep: check the brackets")
         if big:
             size = len(json.dumps(d.data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
             if size > MAX_DOCUMENT_BYTES:
-                raise _document_too_big(source, d.index, None, size)
+                raise document_too_big(source, d.index, None, size)
     return docs
 
 
 def _loader() -> YAML:
     yaml = YAML(typ="rt")
-    yaml.Composer = _GuardedComposer
+    yaml.Composer = GuardedComposer
     yaml.max_depth = MAX_DEPTH
     return yaml
 
@@ -369,7 +199,7 @@ def parse_text(text: str, source: str) -> list[Document]:
     and duplicate keys (YAML and JSON alike)."""
     if not text.strip():
         return []
-    _check_input_size(text, source)
+    check_input_size(text, source)
     bad = _not_text(source, text)
     if bad is not None:
         raise bad
@@ -384,11 +214,11 @@ def parse_text(text: str, source: str) -> list[Document]:
             if source.endswith(".json"):
                 raise json_error from None
             # maybe YAML flow style: fall through
-    _check_yaml_documents(text, source)
+    check_yaml_documents(text, source)
     yaml = _loader()
     try:
         docs = [Document(source, i + 1, _plain(n), n) for i, n in enumerate(yaml.load_all(text)) if n is not None]
-    except _Refused as e:
+    except Refused as e:
         at = f", line {e.line}" if e.line is not None else ""
         raise InvalidResource(f"{source}, document {e.document}{at}: {e.message}", hint=e.hint) from None
     except MaxDepthExceededError as e:
@@ -446,7 +276,7 @@ class _Budget:
     def take(self, n: int, source: str) -> None:
         self.left -= n
         if self.left < 0:
-            raise InvalidResource(f"{source}: the inputs hold more than the {_mib(MAX_TOTAL_BYTES)} mcpctl reads in "
+            raise InvalidResource(f"{source}: the inputs hold more than the {mib(MAX_TOTAL_BYTES)} mcpctl reads in "
                                   "one command", hint="apply them in several commands")
 
 
@@ -454,13 +284,13 @@ def _read_file(path: Path, budget: _Budget) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_INPUT_BYTES:
-            raise _too_big_input(str(path), size)
+            raise too_big_input(str(path), size)
         with path.open("rb") as fh:
             data = fh.read(MAX_INPUT_BYTES + 1)
     except OSError as e:
         raise InvalidResource(f"{path}: cannot read: {e.strerror}") from None
     if len(data) > MAX_INPUT_BYTES:
-        raise _too_big_input(str(path))
+        raise too_big_input(str(path))
     budget.take(len(data), str(path))
     return _decode(data, str(path))
 
@@ -470,7 +300,7 @@ def _read_stdin(stream: TextIO, budget: _Budget) -> str:
     if raw is not None:
         data = raw.read(MAX_INPUT_BYTES + 1)
         if len(data) > MAX_INPUT_BYTES:
-            raise _too_big_input("<stdin>")
+            raise too_big_input("<stdin>")
         budget.take(len(data), "<stdin>")
         return _decode(data, "<stdin>")
     try:
@@ -478,7 +308,7 @@ def _read_stdin(stream: TextIO, budget: _Budget) -> str:
     except UnicodeDecodeError:
         raise InvalidResource("<stdin>: not a text file: it is not UTF-8",
                               hint="pass a YAML or JSON manifest in UTF-8") from None
-    _check_input_size(text, "<stdin>")
+    check_input_size(text, "<stdin>")
     budget.take(len(text), "<stdin>")
     return text
 
