@@ -7,7 +7,8 @@ close or for a `list_changed` to re-list. A crash or failed connect is retried w
 exponential backoff and at most `MAX_SPAWNS_PER_MINUTE` spawns a minute. Calls go out as raw
 JSON-RPC over the live session (no result re-validation: the gateway relays the upstream's
 JSON as it is), so one upstream's trouble never touches another's calls. The transport under
-the client (the stdio process or the HTTP client, from the spec) comes from `upstream_transport`.
+the client (the stdio process or the HTTP client, from the spec) comes from `upstream_transport`;
+what goes wrong, and its one-line description, from `upstream_errors`.
 
 A call that finds the upstream not up never waits longer than the current connect attempt: it
 fails at once with the last error when the upstream is down or the last attempt failed (a
@@ -36,7 +37,15 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.sdk import raw_request, stamp
 from mcpctl.gateway.stdio_upstream import RawStdioChannel
-from mcpctl.gateway.upstream_transport import ConfigError, open_transport, upstream_log_path
+from mcpctl.gateway.upstream_errors import (
+    ConfigError,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+    describe_error,
+    leaves,
+    refused_handshake,
+)
+from mcpctl.gateway.upstream_transport import open_transport, upstream_log_path
 from mcpctl.resources.kinds import ServerSpec
 
 log = logging.getLogger("mcpctl.gateway")
@@ -58,8 +67,6 @@ SECTIONS: Final = (
 )
 _REQUIRED_KEY: Final = {"tools": "name", "resources": "uri", "resourceTemplates": "uriTemplate",
                         "prompts": "name"}
-# How a server that does not speak the handshake era answers `initialize`.
-_REFUSED_HANDSHAKE: Final = (t.UNSUPPORTED_PROTOCOL_VERSION, -32601, -32600)
 
 # Not a list the server serves: its own name, title, description and instructions from the
 # initialize/discover reply, kept with the listing (and the catalogue cache) for search_tools.
@@ -74,34 +81,10 @@ def server_about(info: t.Implementation | None, instructions: str | None) -> lis
     return [about] if about else []
 
 
-class UpstreamUnavailable(Exception):
-    """The upstream cannot take the request: down, crashed mid-call, or still starting."""
-
-    outcome = "upstream_down"
-
-
-class UpstreamTimeout(Exception):
-    """The upstream did not answer within the per-call timeout (the request was cancelled)."""
-
-    outcome = "timeout"
-
-
 Listing = dict[str, list[dict[str, Any]]]
 OnListing = Callable[["Upstream", Listing], Awaitable[None]]
 OnState = Callable[["Upstream"], None]
 OnEvent = Callable[["Upstream", Any], Awaitable[None]]
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line for a (possibly nested) exception group from the SDK's context managers."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, MCPError):
-        return f"{exc.message} (code {exc.code})"
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = str(exc) or type(exc).__name__
-    return text if len(text) < 300 else text[:300] + "…"
 
 
 @dataclass
@@ -238,19 +221,19 @@ class Upstream:
                 self._failed_for_good(str(e))
                 return
             except Exception as e:
-                config = next((x for x in _leaves(e) if isinstance(x, ConfigError)), None)
+                config = next((x for x in leaves(e) if isinstance(x, ConfigError)), None)
                 if config is not None:
                     self._failed_for_good(str(config))
                     return
                 error = self._restart_why or describe_error(e)
-                if self.era == "legacy" and not self._attempt_up and _refused_handshake(e):
+                if self.era == "legacy" and not self._attempt_up and refused_handshake(e):
                     log.info("upstream %s refused the initialize handshake (%s); speaking 2026-07-28 to it",
                              self.name, error)
                     self.era = "auto"
                     self._set_state("connecting")
                     continue
             except BaseExceptionGroup as e:   # cancellation mixed with errors: re-raise cancels
-                if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in _leaves(e)):
+                if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in leaves(e)):
                     raise
                 error = describe_error(e)
             if self.state != "up" and self.spec.transport != "http":
@@ -469,17 +452,6 @@ class Upstream:
         if self.next_attempt is not None:
             return msg + f"; restarting in {max(0.0, self.next_attempt - time.monotonic()):.1f}s"
         return msg + "; restarting"
-
-
-def _refused_handshake(e: BaseException) -> bool:
-    """The server answered `initialize` with a protocol error (it does not speak that era)."""
-    return any(isinstance(x, MCPError) and x.code in _REFUSED_HANDSHAKE for x in _leaves(e))
-
-
-def _leaves(e: BaseException) -> list[BaseException]:
-    if isinstance(e, BaseExceptionGroup):
-        return [leaf for sub in e.exceptions for leaf in _leaves(sub)]
-    return [e]
 
 
 def _version() -> str:

@@ -32,14 +32,11 @@ from mcp import StdioServerParameters
 from mcpctl import paths
 from mcpctl.errors import SecretError
 from mcpctl.gateway.stdio_upstream import RawStdioChannel, StderrLog, open_stdio_upstream
+from mcpctl.gateway.upstream_errors import ConfigError
 from mcpctl.resources import secrets
 from mcpctl.resources.kinds import ServerSpec
 
 STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024   # per file; one backup (`.log.1`)
-
-
-class ConfigError(Exception):
-    """The server cannot be started as configured (missing secret, command not found)."""
 
 
 def find_command(command: str) -> str | None:
