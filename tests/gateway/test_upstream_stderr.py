@@ -8,7 +8,7 @@ import anyio
 import pytest
 from gwkit import Kit, text_of, wait_tools
 
-from mcpctl.gateway import upstream
+from mcpctl.gateway import upstream_transport
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +23,7 @@ def _size(p: Path) -> int:
 
 
 async def test_a_flooding_upstreams_stderr_log_is_rotated_while_it_runs(kit: Kit) -> None:
-    limit = upstream.STDERR_ROTATE_BYTES
+    limit = upstream_transport.STDERR_ROTATE_BYTES
     assert limit < BURST
     kit.server("chatty", "--stderr-flood")
     log = kit.home / "log" / "upstreams" / "chatty.log"

@@ -4,11 +4,11 @@ Checks, each a `Check` with a status (`ok`, `info`, `warn`, `fail`) and, when so
 a hint naming the command that fixes it:
 
 - install: mcpctl and Python, `mcpctl` on PATH, the MCP SDK, the store readable;
-- each server: its command found (`gateway.upstream.find_command`, as the gateway looks), its
-  `${env:…}`/`${file:…}` references resolvable, no literal secret in the store, then connected and
-  listed within its connect timeout through the gateway's refresh machinery (which also updates
-  the catalogue cache and `get servers`), with the protocol era it speaks and the tools whose
-  definitions exceed a token budget;
+- each server: its command found (`gateway.upstream_transport.find_command`, as the gateway
+  looks), its `${env:…}`/`${file:…}` references resolvable, no literal secret in the store,
+  then connected and listed within its connect timeout through the gateway's refresh machinery
+  (which also updates the catalogue cache and `get servers`), with the protocol era it speaks
+  and the tools whose definitions exceed a token budget;
 - each project: its servers registered and listed, every presented tool name valid in Claude
   and Codex (`^[a-zA-Z0-9_-]{1,64}$` once Claude Code prefixes `mcp__<entry>__`), the whole
   `tools/list` against a token budget, and whether semantic search is active (`auto` and

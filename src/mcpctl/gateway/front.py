@@ -43,13 +43,8 @@ from mcpctl.gateway.router import Router, strip_upstream_meta
 from mcpctl.gateway.sdk import initialize_accepted, set_middleware
 from mcpctl.gateway.search import ToolSearch
 from mcpctl.gateway.sessions import Caller, Sessions, new_session_id
-from mcpctl.gateway.upstream import (
-    SERVER_INFO_KEY,
-    Listing,
-    Upstream,
-    UpstreamTimeout,
-    UpstreamUnavailable,
-)
+from mcpctl.gateway.upstream import SERVER_INFO_KEY, Listing, Upstream
+from mcpctl.gateway.upstream_errors import UpstreamTimeout, UpstreamUnavailable
 from mcpctl.gateway.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 

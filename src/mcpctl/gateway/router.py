@@ -39,7 +39,8 @@ from mcpctl.gateway.builtins import (
     structured_result,
 )
 from mcpctl.gateway.sessions import Caller
-from mcpctl.gateway.upstream import SERVER_INFO_KEY, UpstreamTimeout, UpstreamUnavailable, describe_error
+from mcpctl.gateway.upstream import SERVER_INFO_KEY
+from mcpctl.gateway.upstream_errors import UpstreamTimeout, UpstreamUnavailable, describe_error
 from mcpctl.gateway.view import GATED, Refusal, Route, View
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ The child runs in its own session (so its own process group) with exactly the en
 given. Stopping it (shutdown, restart): its stdin is closed, then SIGTERM, then SIGKILL (2 s apart)
 until the direct child exits, as the SDK's own stdio client does; then whatever is left of its
 process group (background children) gets SIGTERM, then SIGKILL after `GROUP_GRACE`. A watchdog
-process (`_Guard`, one per gateway) does the same for every group still registered if the gateway
-dies without doing it (kill -9). The child's stderr is a pipe drained into a `StderrLog`, which
-rotates the file while the upstream runs.
+process (`GUARD`, one per gateway) does the same for every group still registered if the gateway
+dies without doing it (kill -9): both are in `procgroup`. The child's stderr is a pipe drained into
+a `StderrLog`, which rotates the file while the upstream runs.
 """
 
 from __future__ import annotations
@@ -27,9 +27,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
-import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
@@ -42,6 +39,8 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from mcpctl.gateway.procgroup import GUARD, end_group, signal_group
+
 log = logging.getLogger("mcpctl.gateway")
 
 _ID_PREFIX: Final = "mcpctl-"
@@ -49,7 +48,6 @@ _TOKEN_PREFIX: Final = "mcpctl-p-"
 _LINE_LIMIT: Final = 512 * 1024 * 1024
 _HIGH_WATER: Final = 4 * 1024 * 1024
 EXIT_GRACE: Final = 2.0         # seconds between stdin EOF, SIGTERM and SIGKILL of the direct child
-GROUP_GRACE: Final = 2.0        # seconds between SIGTERM and SIGKILL of what is left of its group
 _STDERR_PIPE_SIZE: Final = 256 * 1024   # absorbs a burst while the event loop is busy
 _STDERR_DRAIN: Final = 0.5      # seconds to wait for the last stderr bytes once the group is gone
 _STDOUT_DRAIN: Final = 1.0      # seconds to wait for stdout EOF once the server and its group are gone
@@ -290,98 +288,6 @@ class _StderrPipe(asyncio.Protocol):
         self.eof.set()
 
 
-# The watchdog: reads "+ PGID" / "- PGID" lines from the gateway; when the gateway is gone (EOF on
-# its stdin) it ends every group still registered: SIGTERM (and SIGCONT, for stopped members),
-# then SIGKILL after 2 s. Nothing registered: it exits at once.
-_GUARD_SCRIPT: Final = """
-g=" "
-while read -r op pg; do
-  case "$op" in
-    +) g="$g$pg " ;;
-    -) n=" "; for p in $g; do [ "$p" = "$pg" ] || n="$n$p "; done; g="$n" ;;
-  esac
-done
-[ "$g" = " " ] && exit 0
-for p in $g; do kill -TERM -"$p" 2>/dev/null; kill -CONT -"$p" 2>/dev/null; done
-i=0
-while [ "$i" -lt 20 ]; do
-  sleep 0.1
-  live=
-  for p in $g; do kill -0 -"$p" 2>/dev/null && live=1; done
-  [ -z "$live" ] && exit 0
-  i=$((i + 1))
-done
-for p in $g; do kill -KILL -"$p" 2>/dev/null; done
-"""
-
-
-class _Guard:
-    """Ends the upstreams' process groups if this process dies without ending them itself.
-
-    One `/bin/sh` per gateway process, in its own session (a terminal's ^C or a signal to the
-    gateway's group does not reach it), started with the first upstream. The gateway registers
-    each upstream's group when it starts it and unregisters it once the group is gone; the guard
-    holds the only read end of that pipe, so the gateway's death, however it dies, is an EOF.
-    """
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._groups: set[int] = set()
-        self._lock = threading.Lock()
-        self._failed = False
-
-    def add(self, pgid: int) -> None:
-        with self._lock:
-            self._groups.add(pgid)
-            self._send(f"+ {pgid}\n")
-
-    def remove(self, pgid: int) -> None:
-        with self._lock:
-            if pgid in self._groups:
-                self._groups.discard(pgid)
-                self._send(f"- {pgid}\n")
-
-    def _send(self, line: str) -> None:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            if not self._start():
-                return
-            proc = self._proc
-            line = "".join(f"+ {g}\n" for g in sorted(self._groups))
-        assert proc is not None and proc.stdin is not None
-        try:
-            os.write(proc.stdin.fileno(), line.encode())
-        except OSError as e:     # it died (restarted at the next registration) or is stuck
-            log.warning("upstream guard: %s", e)
-            self._drop()
-
-    def _start(self) -> bool:
-        self._drop()
-        if self._failed:
-            return False
-        try:
-            proc = subprocess.Popen(["/bin/sh", "-c", _GUARD_SCRIPT, "mcpctl-upstream-guard"],
-                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    cwd="/", start_new_session=True)
-        except OSError as e:
-            self._failed = True
-            log.warning("cannot start the upstream guard (%s): if the gateway is killed, its upstreams' "
-                        "background processes are left running", e)
-            return False
-        assert proc.stdin is not None
-        os.set_blocking(proc.stdin.fileno(), False)
-        self._proc = proc
-        return True
-
-    def _drop(self) -> None:
-        if self._proc is not None:
-            if self._proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    self._proc.stdin.close()
-            self._proc = None
-
-
-GUARD: Final = _Guard()
 
 
 @contextlib.asynccontextmanager
@@ -526,7 +432,7 @@ class _Stop:
                     proc.stdin.close()
             for sig in ((None,) if self.polite else ()) + (signal.SIGTERM, signal.SIGKILL):
                 if sig is not None:
-                    _killpg(proc.pid, sig)
+                    signal_group(proc.pid, sig)
                 with anyio.move_on_after(EXIT_GRACE):
                     await self.exited.wait()
                 if self.exited.is_set():
@@ -548,61 +454,3 @@ class _Stop:
         finally:
             GUARD.remove(self.proc.pid)
             self._group_ended.set()
-
-
-async def end_group(pgid: int, grace: float = GROUP_GRACE) -> None:
-    """End what is left of process group `pgid`: SIGTERM, then SIGKILL after `grace` seconds.
-
-    The id cannot name another group while a member of this one lives; once it is empty (which
-    `group_alive` checks first) nothing is sent.
-    """
-    if not group_alive(pgid):
-        return
-    _killpg(pgid, signal.SIGTERM)
-    _killpg(pgid, signal.SIGCONT)     # a stopped member handles SIGTERM only once continued
-    deadline = time.monotonic() + grace
-    pause = 0.005
-    while group_alive(pgid):
-        if time.monotonic() >= deadline:
-            log.info("process group %d did not end within %.1fs of SIGTERM: SIGKILL", pgid, grace)
-            _killpg(pgid, signal.SIGKILL)
-            return
-        await anyio.sleep(pause)
-        pause = min(pause * 2, 0.1)
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether process group `pgid` has a live member (zombies, dead but not reaped, do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:     # only members we may not signal: nothing we can do about them
-        return False
-    return _live_member(pgid)
-
-
-def _live_member(pgid: int) -> bool:
-    # kill(-pgid, 0) also succeeds for zombies (an init that does not reap keeps them): ask /proc.
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return True
-    want = str(pgid).encode()
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()   # state ppid pgrp ...
-        if len(fields) > 2 and fields[2] == want and fields[0] != b"Z":
-            return True
-    return False
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)

@@ -6,7 +6,9 @@ everything (following `nextCursor`), reports the listing, then waits for the con
 close or for a `list_changed` to re-list. A crash or failed connect is retried with capped
 exponential backoff and at most `MAX_SPAWNS_PER_MINUTE` spawns a minute. Calls go out as raw
 JSON-RPC over the live session (no result re-validation: the gateway relays the upstream's
-JSON as it is), so one upstream's trouble never touches another's calls.
+JSON as it is), so one upstream's trouble never touches another's calls. The transport under
+the client (the stdio process or the HTTP client, from the spec) comes from `upstream_transport`;
+what goes wrong, and its one-line description, from `upstream_errors`.
 
 A call that finds the upstream not up never waits longer than the current connect attempt: it
 fails at once with the last error when the upstream is down or the last attempt failed (a
@@ -20,28 +22,30 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
-import shutil
-import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import mcp.types as t
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 from mcp.client.session import ClientSession
 from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcpctl import paths
-from mcpctl.errors import SecretError
 from mcpctl.gateway.sdk import raw_request, stamp
-from mcpctl.gateway.stdio_upstream import RawStdioChannel, StderrLog, open_stdio_upstream
-from mcpctl.resources import secrets
+from mcpctl.gateway.stdio_upstream import RawStdioChannel
+from mcpctl.gateway.upstream_errors import (
+    ConfigError,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+    describe_error,
+    leaves,
+    refused_handshake,
+)
+from mcpctl.gateway.upstream_transport import open_transport, upstream_log_path
 from mcpctl.resources.kinds import ServerSpec
 
 log = logging.getLogger("mcpctl.gateway")
@@ -50,7 +54,6 @@ MAX_SPAWNS_PER_MINUTE: Final = 5
 BACKOFF_FIRST: Final = 0.5
 BACKOFF_CAP: Final = 30.0
 STABLE_AFTER: Final = 60.0          # a connection up this long resets the backoff
-STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024   # per file; one backup (`.log.1`)
 HUNG_AFTER_TIMEOUTS: Final = 3      # call timeouts in a row, no answer between: restart the upstream
 MAX_PAGES: Final = 1000
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
@@ -64,8 +67,6 @@ SECTIONS: Final = (
 )
 _REQUIRED_KEY: Final = {"tools": "name", "resources": "uri", "resourceTemplates": "uriTemplate",
                         "prompts": "name"}
-# How a server that does not speak the handshake era answers `initialize`.
-_REFUSED_HANDSHAKE: Final = (t.UNSUPPORTED_PROTOCOL_VERSION, -32601, -32600)
 
 # Not a list the server serves: its own name, title, description and instructions from the
 # initialize/discover reply, kept with the listing (and the catalogue cache) for search_tools.
@@ -80,94 +81,10 @@ def server_about(info: t.Implementation | None, instructions: str | None) -> lis
     return [about] if about else []
 
 
-class UpstreamUnavailable(Exception):
-    """The upstream cannot take the request: down, crashed mid-call, or still starting."""
-
-    outcome = "upstream_down"
-
-
-class UpstreamTimeout(Exception):
-    """The upstream did not answer within the per-call timeout (the request was cancelled)."""
-
-    outcome = "timeout"
-
-
-class _ConfigError(Exception):
-    """The server cannot be started as configured (missing secret, command not found)."""
-
-
 Listing = dict[str, list[dict[str, Any]]]
 OnListing = Callable[["Upstream", Listing], Awaitable[None]]
 OnState = Callable[["Upstream"], None]
 OnEvent = Callable[["Upstream", Any], Awaitable[None]]
-
-
-def find_command(command: str) -> str | None:
-    """Resolve a stdio command on PATH, then next to `sys.executable` (the venv's own bin)."""
-    if os.sep in command:
-        p = Path(command).expanduser()
-        return str(p) if p.exists() else None
-    return shutil.which(command) or shutil.which(command, path=str(Path(sys.executable).parent))
-
-
-def upstream_log_path(server: str) -> Path:
-    return paths.log_dir() / "upstreams" / f"{server}.log"
-
-
-def _open_stderr_log(server: str) -> StderrLog:
-    f = StderrLog(upstream_log_path(server), STDERR_ROTATE_BYTES)
-    f.note(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} mcpctl: starting {server}\n")
-    return f
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line for a (possibly nested) exception group from the SDK's context managers."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, MCPError):
-        return f"{exc.message} (code {exc.code})"
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = str(exc) or type(exc).__name__
-    return text if len(text) < 300 else text[:300] + "…"
-
-
-class _WatchedReadStream:
-    """A read stream that reports when the transport reaches EOF (the upstream went away)."""
-
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_eof = on_eof
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._on_eof()
-            raise
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        self._on_eof()
-        return await self._inner.__aexit__(*exc)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 @dataclass
@@ -255,53 +172,14 @@ class Upstream:
 
     # -- transport ------------------------------------------------------------------------------
 
-    def _stdio_params(self) -> StdioServerParameters:
-        spec = self.spec
-        if not spec.command:
-            raise _ConfigError(f"server {self.name!r} has no command (spec.command)")
-        try:
-            env = secrets.resolve_map(spec.env, where=f"server {self.name!r} spec.env")
-            args = [secrets.resolve(a, where=f"server {self.name!r} spec.args") for a in spec.args]
-        except SecretError as e:
-            raise _ConfigError(str(e)) from None
-        command = find_command(spec.command)
-        if command is None:
-            raise _ConfigError(f"command not found: {spec.command!r} (not on PATH, nor next to "
-                               f"{sys.executable})")
-        return StdioServerParameters(command=command, args=args, env=env or None,
-                                     cwd=os.path.expanduser(spec.cwd) if spec.cwd else None)
-
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
-        spec = self.spec
-        if spec.transport == "http":
-            import httpx2
-            from mcp.client.streamable_http import streamable_http_client
-
+        async with open_transport(self.spec, self._connection_lost) as (read, write, raw):
+            self._raw = raw
             try:
-                url = secrets.resolve(spec.url or "", where=f"server {self.name!r} spec.url")
-                headers = secrets.resolve_map(spec.headers, where=f"server {self.name!r} spec.headers")
-            except SecretError as e:
-                raise _ConfigError(str(e)) from None
-            if not url:
-                raise _ConfigError(f"server {self.name!r} has no url (spec.url)")
-            timeout = httpx2.Timeout(spec.timeouts.connect, read=max(spec.timeouts.call, 300.0))
-            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
-                    streamable_http_client(url, http_client=http,
-                                           max_sse_event_size=64 * 1024 * 1024) as (read, write):
-                yield _WatchedReadStream(read, self._connection_lost), write
-            return
-        params = self._stdio_params()
-        errlog = _open_stderr_log(self.name)
-        try:
-            async with open_stdio_upstream(params, errlog, self._connection_lost) as (read, write, raw):
-                self._raw = raw
-                try:
-                    yield read, write
-                finally:
-                    self._raw = None
-        finally:
-            errlog.close()
+                yield read, write
+            finally:
+                self._raw = None
 
     # The parameter is named `message` because the SDK's MessageHandlerFnT protocol names it so.
     async def _on_message(self, message: Any) -> None:
@@ -339,23 +217,23 @@ class Upstream:
             try:
                 await self._connect_and_serve()
                 error = self._restart_why or "connection closed (the server exited)"
-            except _ConfigError as e:
+            except ConfigError as e:
                 self._failed_for_good(str(e))
                 return
             except Exception as e:
-                config = next((x for x in _leaves(e) if isinstance(x, _ConfigError)), None)
+                config = next((x for x in leaves(e) if isinstance(x, ConfigError)), None)
                 if config is not None:
                     self._failed_for_good(str(config))
                     return
                 error = self._restart_why or describe_error(e)
-                if self.era == "legacy" and not self._attempt_up and _refused_handshake(e):
+                if self.era == "legacy" and not self._attempt_up and refused_handshake(e):
                     log.info("upstream %s refused the initialize handshake (%s); speaking 2026-07-28 to it",
                              self.name, error)
                     self.era = "auto"
                     self._set_state("connecting")
                     continue
             except BaseExceptionGroup as e:   # cancellation mixed with errors: re-raise cancels
-                if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in _leaves(e)):
+                if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in leaves(e)):
                     raise
                 error = describe_error(e)
             if self.state != "up" and self.spec.transport != "http":
@@ -574,17 +452,6 @@ class Upstream:
         if self.next_attempt is not None:
             return msg + f"; restarting in {max(0.0, self.next_attempt - time.monotonic()):.1f}s"
         return msg + "; restarting"
-
-
-def _refused_handshake(e: BaseException) -> bool:
-    """The server answered `initialize` with a protocol error (it does not speak that era)."""
-    return any(isinstance(x, MCPError) and x.code in _REFUSED_HANDSHAKE for x in _leaves(e))
-
-
-def _leaves(e: BaseException) -> list[BaseException]:
-    if isinstance(e, BaseExceptionGroup):
-        return [leaf for sub in e.exceptions for leaf in _leaves(sub)]
-    return [e]
 
 
 def _version() -> str:

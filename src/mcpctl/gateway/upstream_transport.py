@@ -1,0 +1,146 @@
+"""How the gateway reaches one upstream server from its spec: the transport under its MCP client.
+
+`open_transport(spec, on_eof)` yields the read and write streams the SDK's `Client` runs over,
+and for a stdio server the raw channel calls are relayed through (`stdio_upstream`):
+
+- stdio: `spec.command` is looked up on PATH, then next to `sys.executable` (`find_command`);
+  the `${env:...}`/`${file:...}` references in its args and env are resolved; its stderr goes
+  to `upstream_log_path(server)`, rotated at `STDERR_ROTATE_BYTES` (one backup), after a line
+  marking the start.
+- http: the SDK's streamable HTTP client for `spec.url` with `spec.headers` (references
+  resolved), connecting within `timeouts.connect` and reading for up to `timeouts.call` (at
+  least 300 s); its read stream calls `on_eof` when it ends, as the stdio transport does itself.
+
+A server that cannot be started as configured (no command or url, a reference that does not
+resolve, a command not found) raises `ConfigError`, which the supervisor does not retry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+from mcp import StdioServerParameters
+
+from mcpctl import paths
+from mcpctl.errors import SecretError
+from mcpctl.gateway.stdio_upstream import RawStdioChannel, StderrLog, open_stdio_upstream
+from mcpctl.gateway.upstream_errors import ConfigError
+from mcpctl.resources import secrets
+from mcpctl.resources.kinds import ServerSpec
+
+STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024   # per file; one backup (`.log.1`)
+
+
+def find_command(command: str) -> str | None:
+    """Resolve a stdio command on PATH, then next to `sys.executable` (the venv's own bin)."""
+    if os.sep in command:
+        p = Path(command).expanduser()
+        return str(p) if p.exists() else None
+    return shutil.which(command) or shutil.which(command, path=str(Path(sys.executable).parent))
+
+
+def upstream_log_path(server: str) -> Path:
+    return paths.log_dir() / "upstreams" / f"{server}.log"
+
+
+def _open_stderr_log(server: str) -> StderrLog:
+    f = StderrLog(upstream_log_path(server), STDERR_ROTATE_BYTES)
+    f.note(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} mcpctl: starting {server}\n")
+    return f
+
+
+def stdio_params(spec: ServerSpec) -> StdioServerParameters:
+    """How to start a stdio server: its command found, references in its args and env resolved."""
+    if not spec.command:
+        raise ConfigError(f"server {spec.name!r} has no command (spec.command)")
+    try:
+        env = secrets.resolve_map(spec.env, where=f"server {spec.name!r} spec.env")
+        args = [secrets.resolve(a, where=f"server {spec.name!r} spec.args") for a in spec.args]
+    except SecretError as e:
+        raise ConfigError(str(e)) from None
+    command = find_command(spec.command)
+    if command is None:
+        raise ConfigError(f"command not found: {spec.command!r} (not on PATH, nor next to "
+                          f"{sys.executable})")
+    return StdioServerParameters(command=command, args=args, env=env or None,
+                                 cwd=os.path.expanduser(spec.cwd) if spec.cwd else None)
+
+
+class _WatchedReadStream:
+    """A read stream that reports when the transport reaches EOF (the upstream went away)."""
+
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_eof()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self._on_eof()
+        suppress: bool | None = await self._inner.__aexit__(*exc)
+        return suppress
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@contextlib.asynccontextmanager
+async def open_transport(spec: ServerSpec, on_eof: Callable[[], None],
+                         ) -> AsyncIterator[tuple[Any, Any, RawStdioChannel | None]]:
+    """Connect to the server: yield (read stream, write stream, raw channel for a stdio server).
+
+    `on_eof` is called when the transport reaches EOF (the server went away).
+    """
+    if spec.transport == "http":
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        try:
+            url = secrets.resolve(spec.url or "", where=f"server {spec.name!r} spec.url")
+            headers = secrets.resolve_map(spec.headers, where=f"server {spec.name!r} spec.headers")
+        except SecretError as e:
+            raise ConfigError(str(e)) from None
+        if not url:
+            raise ConfigError(f"server {spec.name!r} has no url (spec.url)")
+        timeout = httpx2.Timeout(spec.timeouts.connect, read=max(spec.timeouts.call, 300.0))
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
+                streamable_http_client(url, http_client=http,
+                                       max_sse_event_size=64 * 1024 * 1024) as (read, write):
+            yield _WatchedReadStream(read, on_eof), write, None
+        return
+    params = stdio_params(spec)
+    errlog = _open_stderr_log(spec.name)
+    try:
+        async with open_stdio_upstream(params, errlog, on_eof) as (read, write, raw):
+            yield read, write, raw
+    finally:
+        errlog.close()
