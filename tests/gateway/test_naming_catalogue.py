@@ -119,7 +119,7 @@ def test_commands_are_found_next_to_the_running_python(monkeypatch: object) -> N
     import sys
     from pathlib import Path
 
-    from mcpctl.gateway.upstream_transport import find_command
+    from mcpctl.resources.server_checks import find_command
 
     monkeypatch.setenv("PATH", "/nonexistent")  # type: ignore[attr-defined]
     found = find_command("mcpctl")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -35,16 +34,9 @@ from mcpctl.gateway.stdio_upstream import RawStdioChannel, StderrLog, open_stdio
 from mcpctl.gateway.upstream_errors import ConfigError
 from mcpctl.resources import secrets
 from mcpctl.resources.kinds import ServerSpec
+from mcpctl.resources.server_checks import find_command
 
 STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024   # per file; one backup (`.log.1`)
-
-
-def find_command(command: str) -> str | None:
-    """Resolve a stdio command on PATH, then next to `sys.executable` (the venv's own bin)."""
-    if os.sep in command:
-        p = Path(command).expanduser()
-        return str(p) if p.exists() else None
-    return shutil.which(command) or shutil.which(command, path=str(Path(sys.executable).parent))
 
 
 def upstream_log_path(server: str) -> Path:
