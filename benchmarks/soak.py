@@ -167,7 +167,18 @@ async def _client(url: str, token: str, mode: str, name: str, stop: asyncio.Even
         except Exception as e:        # (nested exception groups from the SDK's task groups)
             stats["reconnects"] += 1
             stats.setdefault("last_error", repr(e)[:300])
+            causes = stats.setdefault("reconnect_causes", {})
+            for leaf in _leaves(e):
+                key = f"{type(leaf).__name__}: {str(leaf)[:80]}"
+                causes[key] = causes.get(key, 0) + 1
             await asyncio.sleep(0.2)
+
+
+def _leaves(e: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or `e` itself."""
+    if isinstance(e, BaseExceptionGroup):
+        return [leaf for sub in e.exceptions for leaf in _leaves(sub)]
+    return [e]
 
 
 async def _worker(c: Any, name: str, w: int, stop: asyncio.Event, stats: dict[str, Any]) -> None:
@@ -219,14 +230,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     stats: dict[str, Any] = {"answered": 0, "ok": 0, "errors": 0, "misrouted": 0, "lists": 0, "searches": 0,
                              "kills": 0, "reconnects": 0}
     stop = asyncio.Event()
-    flood = Flood(port)
+    flood = Flood(port, args.flood)
     result: dict[str, Any] = {}
     try:
         clients = [asyncio.create_task(_client(url, tok_a, "legacy", "soak-a", stop, stats)),
                    asyncio.create_task(_client(url, tok_b, "auto", "soak-b", stop, stats))]
         await asyncio.sleep(10)                      # warm-up: upstreams up, caches warm
         rss_start = _rss_mb(gw.pid)
-        flood.start()
+        if args.flood:
+            flood.start()
         t_end = time.monotonic() + args.minutes * 60
         next_kill = time.monotonic() + args.kill_every
         while time.monotonic() < t_end:
@@ -276,6 +288,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--kill-every", type=float, default=30.0)
+    ap.add_argument("--flood", type=int, default=300, help="junk sockets held open (0: no flood)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     r = asyncio.run(run(args))
@@ -294,6 +307,8 @@ def main() -> None:
           f"{s.get('lists', 0)} listings, {s.get('kills', 0)} upstream kills, "
           f"{r.get('junk_sockets_opened', 0)} junk sockets, {s.get('reconnects', 0)} client reconnects "
           f"({s.get('last_error', '-')})")
+    for cause, n in sorted(s.get("reconnect_causes", {}).items(), key=lambda kv: -kv[1]):
+        print(f"      reconnect cause x{n}: {cause}")
     print(f"      log rows {r['log_rows']}, RSS {r.get('rss_start_mb')} MB -> {r.get('rss_end_mb')} MB, "
           f"leaked {r['leaked']}, client failures {r.get('client_failures')}")
     for name, ok in checks.items():

@@ -10,6 +10,7 @@ import selectors
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -85,6 +86,63 @@ async def test_unfinished_heads_silent_and_idle_connections_are_closed(kit: Kit)
             await anyio.sleep(limit * 2)
             r = await c.session.call_tool("alpha__echo", {"text": "after idling"})
             assert text_of(r) == "after idling"
+
+
+class _Transport:
+    """What the guard uses of an asyncio transport, over a real socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.closed = sock, False
+
+    def get_extra_info(self, name: str) -> socket.socket | None:
+        return self.sock if name == "socket" else None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def test_eviction_spares_a_connection_whose_authorised_request_waits_unread() -> None:
+    """A burst of new connections can outrun the loop's reading them. Over the cap, the oldest
+    connection that has not shown the token is closed, unless its complete head with a valid token
+    already waits in its socket: that one is spared (and no longer counted), its bytes untouched. A
+    silent connection, an unfinished head, or a complete head with a wrong token is not spared."""
+    from mcpctl.gateway import http as gh
+
+    limits = gh.HttpLimits()
+    guard = gh._Guard(gh.BearerAuth(None, "tok"), limits, 32, gh._Refusals(limits, 32))  # type: ignore[arg-type]
+    sockets: list[socket.socket] = []
+    waiting = b"POST /mcp HTTP/1.1\r\nHost: x\r\nauthorization: Bearer tok\r\nContent-Length: 2\r\n\r\n{}"
+
+    def connect(sent: bytes) -> Any:
+        ours, theirs = socket.socketpair()
+        sockets.extend((ours, theirs))
+        if sent:
+            theirs.sendall(sent)
+        conn = object.__new__(gh._GuardedH11Protocol)
+        conn.guard = guard
+        conn.transport = _Transport(ours)
+        conn.authenticated, conn._counted, conn._head_timer = False, True, None
+        guard.open += 1
+        guard.unauthenticated[conn] = None
+        return conn
+
+    try:
+        legit = connect(waiting)
+        silent = connect(b"")
+        wrong = connect(waiting.replace(b"tok", b"nope"))
+        unfinished = connect(b"POST /mcp HTTP/1.1\r\nAuthorization: Bearer tok\r\n")
+        assert [gh.buffered_head(c.transport.sock.fileno()) is not None for c in (legit, silent, wrong, unfinished)] \
+            == [True, False, True, False]
+        assert guard.evict_oldest() and silent.transport.closed and not legit.transport.closed
+        assert legit.authenticated and legit not in guard.unauthenticated
+        assert legit.transport.sock.recv(4096) == waiting                  # peeked, not consumed
+        assert guard.evict_oldest() and wrong.transport.closed
+        assert guard.evict_oldest() and unfinished.transport.closed
+        assert not guard.evict_oldest() and guard.open == 1                 # the spared one
+    finally:
+        for s in sockets:
+            s.close()
+        guard.refusals.flush()
 
 
 @contextlib.contextmanager

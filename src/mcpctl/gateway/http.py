@@ -18,6 +18,7 @@ import hmac
 import logging
 import os
 import secrets as _secrets
+import socket
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ log = logging.getLogger("mcpctl.gateway.http")
 
 RESERVED_FDS: Final = 64       # file descriptors kept free for upstream restarts, logs, the invocation log
 MAX_BACKLOG: Final = 2048      # uvicorn's default listen backlog
+PEEK_BYTES: Final = 16 * 1024  # how much of a connection's unread bytes eviction looks at (h11's head limit is 64 KiB)
 BURST_QUIET: Final = 2.0       # a burst of refusals ends after this many quiet seconds ...
 BURST_LONGEST: Final = 60.0    # ... and a sustained one is summarised at least this often
 
@@ -224,13 +226,41 @@ class _Guard:
         self.unauthenticated: OrderedDict[_GuardedH11Protocol, None] = OrderedDict()   # oldest first
 
     def evict_oldest(self) -> bool:
-        """Close the oldest connection that has not shown the token; False if there is none."""
-        if not self.unauthenticated:
-            return False
-        oldest = next(iter(self.unauthenticated))
-        self.refusals.note("unauthenticated")
-        oldest.drop()
-        return True
+        """Close the oldest connection that has not shown the token; False if there is none.
+
+        One whose complete request head with a valid token already waits in its socket, unread, is
+        spared (and no longer counted as unauthenticated): a burst of new connections can outrun
+        the loop's reading them, and that one's turn had simply not come (a soak's flood closed
+        such connections about once a minute)."""
+        while self.unauthenticated:
+            oldest = next(iter(self.unauthenticated))
+            if oldest.holds_authorised_head():
+                oldest.authenticated = True
+                del self.unauthenticated[oldest]
+                continue
+            self.refusals.note("unauthenticated")
+            oldest.drop()
+            return True
+        return False
+
+
+def buffered_head(fd: int) -> list[tuple[bytes, bytes]] | None:
+    """The header fields (names lowercased) of a complete request head waiting unread in socket
+    `fd`, peeked, not consumed; None when nothing or only part of a head is there."""
+    try:
+        with socket.socket(fileno=os.dup(fd)) as s:
+            data = s.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return None
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    fields = []
+    for line in data[:end].split(b"\r\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep:
+            fields.append((name.strip().lower(), value.strip()))
+    return fields
 
 
 def _guarded_protocol(guard: _Guard) -> type[asyncio.Protocol]:
@@ -254,7 +284,8 @@ class _GuardedH11Protocol:
       before that byte); more bytes do not buy time;
     - at most `max_connections` connections are open; of them, at most a quarter that have not
       yet shown the token: a new connection closes the oldest of those (an authorised client
-      sends its request at once, so the newest connection is the one to keep);
+      sends its request at once, so the newest connection is the one to keep), sparing one whose
+      authorised request head already waits unread in its socket (`_Guard.evict_oldest`);
     - a connection whose request is being served (a GET stream, a long call) has no deadline.
     """
 
@@ -301,6 +332,12 @@ class _GuardedH11Protocol:
     def drop(self) -> None:
         self._forget()
         self.transport.close()
+
+    def holds_authorised_head(self) -> bool:
+        """Its whole request head, with a valid token, is buffered but not yet read (`buffered_head`)."""
+        sock = self.transport.get_extra_info("socket")
+        fields = buffered_head(sock.fileno()) if sock is not None else None
+        return fields is not None and self.guard.auth.authorised(fields)
 
     def _forget(self) -> None:
         if self._head_timer is not None:
