@@ -106,10 +106,11 @@ async def test_eviction_spares_a_connection_whose_authorised_request_waits_unrea
     connection that has not shown the token is closed, unless its complete head with a valid token
     already waits in its socket: that one is spared (and no longer counted), its bytes untouched. A
     silent connection, an unfinished head, or a complete head with a wrong token is not spared."""
-    from mcpctl.gateway import http as gh
+    from mcpctl.gateway import http_guard as gg
+    from mcpctl.gateway.http import BearerAuth, HttpLimits
 
-    limits = gh.HttpLimits()
-    guard = gh._Guard(gh.BearerAuth(None, "tok"), limits, 32, gh._Refusals(limits, 32))  # type: ignore[arg-type]
+    limits = HttpLimits()
+    guard = gg.Guard(BearerAuth(None, "tok"), limits, 32, gg.Refusals(limits, 32))  # type: ignore[arg-type]
     sockets: list[socket.socket] = []
     waiting = b"POST /mcp HTTP/1.1\r\nHost: x\r\nauthorization: Bearer tok\r\nContent-Length: 2\r\n\r\n{}"
 
@@ -118,7 +119,7 @@ async def test_eviction_spares_a_connection_whose_authorised_request_waits_unrea
         sockets.extend((ours, theirs))
         if sent:
             theirs.sendall(sent)
-        conn = object.__new__(gh._GuardedH11Protocol)
+        conn = object.__new__(gg.GuardedH11Protocol)
         conn.guard = guard
         conn.transport = _Transport(ours)
         conn.authenticated, conn._counted, conn._head_timer = False, True, None
@@ -131,7 +132,7 @@ async def test_eviction_spares_a_connection_whose_authorised_request_waits_unrea
         silent = connect(b"")
         wrong = connect(waiting.replace(b"tok", b"nope"))
         unfinished = connect(b"POST /mcp HTTP/1.1\r\nAuthorization: Bearer tok\r\n")
-        assert [gh.buffered_head(c.transport.sock.fileno()) is not None for c in (legit, silent, wrong, unfinished)] \
+        assert [gg.buffered_head(c.transport.sock.fileno()) is not None for c in (legit, silent, wrong, unfinished)] \
             == [True, False, True, False]
         assert guard.evict_oldest() and silent.transport.closed and not legit.transport.closed
         assert legit.authenticated and legit not in guard.unauthenticated

@@ -3,7 +3,7 @@
 The endpoint is `http://HOST:PORT/mcp`, loopback by default, with DNS-rebinding protection
 (Host/Origin checks) and a required bearer token (created 0600 on the first start, compared in
 constant time; the scheme name is case-insensitive). Served by uvicorn's h11 protocol with a guard
-(`_GuardedH11Protocol`) for what uvicorn does not bound: a connection must finish each request
+(`http_guard`) for what uvicorn does not bound: a connection must finish each request
 head within the header timeout, connections are capped, and connections that have not yet shown
 the token are capped lower, the oldest closed first. Refusals are logged one line per burst.
 The SDK's session manager caps handshake-era sessions and reaps idle ones. The gateway handles
@@ -16,18 +16,23 @@ import asyncio
 import errno
 import hmac
 import logging
-import os
 import secrets as _secrets
-import socket
-from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from mcpctl import paths
+from mcpctl.gateway.http_guard import (
+    CountLogRecords,
+    Guard,
+    Refusals,
+    connection_budget,
+    deepen_listen_queues,
+    guarded_protocol,
+)
 from mcpctl.gateway.sessions import PROFILE_STATE
 from mcpctl.resources.store import atomic_write
 from mcpctl.resources.tokens import Credential, TokenIndex
@@ -42,11 +47,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("mcpctl.gateway.http")
 
-RESERVED_FDS: Final = 64       # file descriptors kept free for upstream restarts, logs, the invocation log
-MAX_BACKLOG: Final = 2048      # uvicorn's default listen backlog
-PEEK_BYTES: Final = 16 * 1024  # how much of a connection's unread bytes eviction looks at (h11's head limit is 64 KiB)
-BURST_QUIET: Final = 2.0       # a burst of refusals ends after this many quiet seconds ...
-BURST_LONGEST: Final = 60.0    # ... and a sustained one is summarised at least this often
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,6 @@ class HttpLimits:
     max_connections: int = 512            # open connections (lowered to fit the file-descriptor limit)
     max_sessions: int = 256               # open handshake-era sessions (more: 503)
     session_idle_timeout: float = 300.0   # seconds a session may go without a request in flight
-
-
-def unauthenticated_cap(max_connections: int) -> int:
-    """Connections that have not (yet) shown the token: a quarter of all, at least 8."""
-    return max(8, max_connections // 4)
 
 
 def token_path(project: str) -> Path:
@@ -140,290 +135,6 @@ FULL_VIEW: Final = Credential(None, None)
 # -- refusals: one log line per burst ------------------------------------------------------------
 
 
-class _Refusals:
-    """Counts connections closed or refused and logs one summary line per burst of them."""
-
-    def __init__(self, limits: HttpLimits, max_connections: int) -> None:
-        self.reasons = {
-            "unauthenticated": f"unauthenticated beyond {unauthenticated_cap(max_connections)} (oldest closed)",
-            "full": f"refused at {max_connections} connections",
-            "head": f"no complete request head within {limits.header_timeout:g} s",
-            "invalid": "invalid HTTP",
-            "fds": "accept() out of file descriptors",
-            "sessions": f"new sessions refused at {limits.max_sessions} (503)",
-        }
-        self.counts: Counter[str] = Counter()
-        self.started = self.last = 0.0
-        self._timer: asyncio.TimerHandle | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def note(self, reason: str) -> None:
-        loop = self._loop or asyncio.get_running_loop()
-        self._loop = loop
-        now = loop.time()
-        if not self.counts:
-            self.started = now
-        self.counts[reason] += 1
-        self.last = now
-        if self._timer is None:
-            self._timer = loop.call_at(now + BURST_QUIET, self._check)
-
-    def _check(self) -> None:
-        assert self._loop is not None
-        self._timer = None
-        now = self._loop.time()
-        if now - self.last >= BURST_QUIET or now - self.started >= BURST_LONGEST:
-            self.flush()
-        else:
-            self._timer = self._loop.call_at(min(self.last + BURST_QUIET, self.started + BURST_LONGEST),
-                                             self._check)
-
-    def flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if not self.counts:
-            return
-        total = sum(self.counts.values())
-        parts = ", ".join(f"{n} {self.reasons.get(r, r)}" for r, n in self.counts.most_common())
-        seconds = (self._loop.time() if self._loop else self.last) - self.started
-        log.warning("HTTP front: %d refused or closed in %.1f s: %s", total, seconds, parts)
-        self.counts.clear()
-
-
-class _CountLogRecords(logging.Filter):
-    """Turns a library's per-refusal log line into a count for the burst summary."""
-
-    def __init__(self, refusals: _Refusals, prefixes: dict[str, str]) -> None:
-        super().__init__()
-        self.refusals, self.prefixes = refusals, prefixes
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.msg if isinstance(record.msg, str) else ""
-        for prefix, reason in self.prefixes.items():
-            if msg.startswith(prefix):
-                try:
-                    self.refusals.note(reason)
-                except RuntimeError:    # pragma: no cover - not on the event loop: keep the line
-                    return True
-                return False
-        return True
-
-
-# -- the connection guard --------------------------------------------------------------------------
-
-
-class _Guard:
-    """State shared by the connections of one HTTP front."""
-
-    def __init__(self, auth: BearerAuth, limits: HttpLimits, max_connections: int, refusals: _Refusals) -> None:
-        self.auth = auth
-        self.header_timeout = limits.header_timeout
-        self.max_connections = max_connections
-        self.max_unauthenticated = unauthenticated_cap(max_connections)
-        self.refusals = refusals
-        self.open = 0
-        self.unauthenticated: OrderedDict[_GuardedH11Protocol, None] = OrderedDict()   # oldest first
-
-    def evict_oldest(self) -> bool:
-        """Close the oldest connection that has not shown the token; False if there is none.
-
-        One whose complete request head with a valid token already waits in its socket, unread, is
-        spared (and no longer counted as unauthenticated): a burst of new connections can outrun
-        the loop's reading them, and that one's turn had simply not come (a soak's flood closed
-        such connections about once a minute)."""
-        while self.unauthenticated:
-            oldest = next(iter(self.unauthenticated))
-            if oldest.holds_authorised_head():
-                oldest.authenticated = True
-                del self.unauthenticated[oldest]
-                continue
-            self.refusals.note("unauthenticated")
-            oldest.drop()
-            return True
-        return False
-
-
-def buffered_head(fd: int) -> list[tuple[bytes, bytes]] | None:
-    """The header fields (names lowercased) of a complete request head waiting unread in socket
-    `fd`, peeked, not consumed; None when nothing or only part of a head is there."""
-    try:
-        with socket.socket(fileno=os.dup(fd)) as s:
-            data = s.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except OSError:
-        return None
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        return None
-    fields = []
-    for line in data[:end].split(b"\r\n")[1:]:
-        name, sep, value = line.partition(b":")
-        if sep:
-            fields.append((name.strip().lower(), value.strip()))
-    return fields
-
-
-def _guarded_protocol(guard: _Guard) -> type[asyncio.Protocol]:
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class Protocol(_GuardedH11Protocol, H11Protocol):
-        pass
-
-    Protocol.guard = guard
-    return Protocol
-
-
-class _GuardedH11Protocol:
-    """Mixed into uvicorn's `H11Protocol` (see `_guarded_protocol`): what uvicorn 0.54 leaves open.
-
-    uvicorn arms its keep-alive timer only after a response, and any byte cancels it, so a
-    connection that never completes a request head (or never sends anything) is held forever,
-    and `limit_concurrency` only answers 503 once a whole head has arrived. Here:
-    - a request head must be complete `header_timeout` seconds after the connection opens, or
-      after the first byte that follows a response (the keep-alive timer covers the idle time
-      before that byte); more bytes do not buy time;
-    - at most `max_connections` connections are open; of them, at most a quarter that have not
-      yet shown the token: a new connection closes the oldest of those (an authorised client
-      sends its request at once, so the newest connection is the one to keep), sparing one whose
-      authorised request head already waits unread in its socket (`_Guard.evict_oldest`);
-    - a connection whose request is being served (a GET stream, a long call) has no deadline.
-    """
-
-    guard: ClassVar[_Guard]
-    # attributes of H11Protocol
-    transport: asyncio.Transport
-    loop: asyncio.AbstractEventLoop
-    cycle: Any
-    headers: list[tuple[bytes, bytes]]
-    timeout_keep_alive_task: asyncio.TimerHandle | None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._head_timer: asyncio.TimerHandle | None = None
-        self._counted = False
-        self.authenticated = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[misc]
-        g = self.guard
-        if g.open >= g.max_connections and not g.evict_oldest():
-            g.refusals.note("full")
-            self.transport.close()
-            return
-        g.open += 1
-        self._counted = True
-        g.unauthenticated[self] = None
-        while len(g.unauthenticated) > g.max_unauthenticated:
-            g.evict_oldest()
-        self._arm_head_timer()
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)  # type: ignore[misc]
-        self._check()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()  # type: ignore[misc]
-        self._check()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._forget()
-        super().connection_lost(exc)  # type: ignore[misc]
-
-    def drop(self) -> None:
-        self._forget()
-        self.transport.close()
-
-    def holds_authorised_head(self) -> bool:
-        """Its whole request head, with a valid token, is buffered but not yet read (`buffered_head`)."""
-        sock = self.transport.get_extra_info("socket")
-        fields = buffered_head(sock.fileno()) if sock is not None else None
-        return fields is not None and self.guard.auth.authorised(fields)
-
-    def _forget(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-        if self._counted:
-            self._counted = False
-            self.guard.open -= 1
-        self.guard.unauthenticated.pop(self, None)
-
-    def _busy(self) -> bool:
-        return self.cycle is not None and not self.cycle.response_complete
-
-    def _check(self) -> None:
-        if self.transport.is_closing() or not self._counted:
-            return
-        if not self.authenticated and self.headers is not None and self.guard.auth.authorised(self.headers):
-            self.authenticated = True
-            self.guard.unauthenticated.pop(self, None)
-        if self._busy():
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-        elif self.timeout_keep_alive_task is None:
-            self._arm_head_timer()
-
-    def _arm_head_timer(self) -> None:
-        if self._head_timer is None:
-            self._head_timer = self.loop.call_later(self.guard.header_timeout, self._head_timed_out)
-
-    def _head_timed_out(self) -> None:
-        self._head_timer = None
-        if self.transport.is_closing() or self._busy():
-            return
-        self.guard.refusals.note("head")
-        self.drop()
-
-
-def _connection_budget(requested: int) -> tuple[int, int]:
-    """(max connections, accept burst) for the file-descriptor limit.
-
-    asyncio accepts up to `backlog` connections per loop iteration (uvicorn's `backlog` is both
-    that and the kernel's queue; `_deepen_listen_queues` gives the kernel its long queue back).
-    A new connection's request is read about three iterations after it was accepted, so the
-    burst is a quarter of the unauthenticated cap: the connections accepted meanwhile cannot push
-    it out of that cap before its token is seen. A connection the guard closes gives its
-    descriptor back two iterations later, so the open connections, a few bursts and a reserve
-    must fit under RLIMIT_NOFILE (three quarters of what is free go to connections): past it,
-    accept() fails (asyncio then stops accepting for a second) and so does every library that
-    opens a file meanwhile."""
-    connections = requested
-    try:
-        import resource
-    except ImportError:                # pragma: no cover - not POSIX
-        resource = None                # type: ignore[assignment]
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0] if resource else -1
-    if resource and soft != resource.RLIM_INFINITY:
-        try:
-            in_use = len(os.listdir("/proc/self/fd"))
-        except OSError:                # pragma: no cover - no procfs
-            in_use = 64
-        budget = max(32, soft - in_use - RESERVED_FDS)
-        connections = max(16, min(requested, budget * 3 // 4))
-        if connections < requested:
-            log.info("HTTP front: at most %d connections (not %d): the open-file limit is %d", connections,
-                     requested, soft)
-    return connections, max(2, unauthenticated_cap(connections) // 4)
-
-
-def _deepen_listen_queues(servers: Iterable[Any]) -> None:
-    """The kernel's accept queue back to MAX_BACKLOG: asyncio was given a small backlog, which
-    also bounds how many connections it accepts per loop iteration (the part that costs file
-    descriptors); the kernel's queue costs none, and a short one drops the SYNs of a client
-    that connects during a flood (a one-second retransmit). listen() on a listening socket
-    only changes its backlog."""
-    import socket
-
-    for server in servers:
-        for ts in getattr(server, "sockets", ()):
-            try:
-                with socket.socket(fileno=os.dup(ts.fileno())) as sock:
-                    sock.listen(MAX_BACKLOG)
-            except OSError as e:     # pragma: no cover - keep the small queue
-                log.info("HTTP front: cannot deepen the listen queue: %s", e)
-
-
 async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event,
                      limits: HttpLimits | None = None) -> None:
     import uvicorn
@@ -440,11 +151,11 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
                                         max_sessions=limits.max_sessions,
                                         session_idle_timeout=limits.session_idle_timeout)
     auth = BearerAuth(app, token, TokenIndex(gw.project_name))
-    max_connections, accept_burst = _connection_budget(limits.max_connections)
-    refusals = _Refusals(limits, max_connections)
-    guard = _Guard(auth, limits, max_connections, refusals)
+    max_connections, accept_burst = connection_budget(limits.max_connections)
+    refusals = Refusals(limits, max_connections)
+    guard = Guard(auth, limits, max_connections, refusals)
     config = uvicorn.Config(auth, host=host, port=port, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=3, access_log=False, http=_guarded_protocol(guard),
+                            timeout_graceful_shutdown=3, access_log=False, http=guarded_protocol(guard),
                             ws="none",    # MCP has no WebSocket transport; an upgrade would bypass the guard
                             timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # int in the stub
                             backlog=accept_burst)
@@ -457,7 +168,7 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
 
         async def startup(self, sockets: list[Any] | None = None) -> None:
             await super().startup(sockets)
-            _deepen_listen_queues(self.servers)
+            deepen_listen_queues(self.servers)
 
     server = _Server(config)
     loop = asyncio.get_running_loop()
@@ -475,8 +186,8 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
 
     filters = (
         (logging.getLogger("mcp.server.streamable_http_manager"),
-         _CountLogRecords(refusals, {"Refusing to open a new session": "sessions"})),
-        (logging.getLogger("uvicorn.error"), _CountLogRecords(refusals, {"Invalid HTTP request": "invalid"})),
+         CountLogRecords(refusals, {"Refusing to open a new session": "sessions"})),
+        (logging.getLogger("uvicorn.error"), CountLogRecords(refusals, {"Invalid HTTP request": "invalid"})),
     )
 
     async def watch() -> None:

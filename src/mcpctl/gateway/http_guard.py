@@ -1,0 +1,321 @@
+"""The HTTP front's guard: what anyone who can connect, token or not, may hold of it.
+
+uvicorn's h11 protocol (0.54) bounds neither how long a connection may take to send a request
+head nor how many connections are open. `GuardedH11Protocol` (mixed into it by
+`guarded_protocol`) does, with one `Guard` per front: each request head must be complete within
+the header timeout, connections are capped (`connection_budget`, within the open-file limit),
+and those that have not yet shown the token are capped lower (`unauthenticated_cap`), the oldest
+closed first unless its authorised request already waits unread (`buffered_head`). Refusals are
+counted and logged one line per burst (`Refusals`, `CountLogRecords`). `http.serve_http` wires
+it into uvicorn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+if TYPE_CHECKING:
+    from mcpctl.gateway.http import BearerAuth, HttpLimits
+
+log = logging.getLogger("mcpctl.gateway.http")
+
+RESERVED_FDS: Final = 64       # file descriptors kept free for upstream restarts, logs, the invocation log
+MAX_BACKLOG: Final = 2048      # uvicorn's default listen backlog
+PEEK_BYTES: Final = 16 * 1024  # how much of a connection's unread bytes eviction looks at (h11's head limit is 64 KiB)
+BURST_QUIET: Final = 2.0       # a burst of refusals ends after this many quiet seconds ...
+BURST_LONGEST: Final = 60.0    # ... and a sustained one is summarised at least this often
+
+
+def unauthenticated_cap(max_connections: int) -> int:
+    """Connections that have not (yet) shown the token: a quarter of all, at least 8."""
+    return max(8, max_connections // 4)
+
+
+class Refusals:
+    """Counts connections closed or refused and logs one summary line per burst of them."""
+
+    def __init__(self, limits: HttpLimits, max_connections: int) -> None:
+        self.reasons = {
+            "unauthenticated": f"unauthenticated beyond {unauthenticated_cap(max_connections)} (oldest closed)",
+            "full": f"refused at {max_connections} connections",
+            "head": f"no complete request head within {limits.header_timeout:g} s",
+            "invalid": "invalid HTTP",
+            "fds": "accept() out of file descriptors",
+            "sessions": f"new sessions refused at {limits.max_sessions} (503)",
+        }
+        self.counts: Counter[str] = Counter()
+        self.started = self.last = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def note(self, reason: str) -> None:
+        loop = self._loop or asyncio.get_running_loop()
+        self._loop = loop
+        now = loop.time()
+        if not self.counts:
+            self.started = now
+        self.counts[reason] += 1
+        self.last = now
+        if self._timer is None:
+            self._timer = loop.call_at(now + BURST_QUIET, self._check)
+
+    def _check(self) -> None:
+        assert self._loop is not None
+        self._timer = None
+        now = self._loop.time()
+        if now - self.last >= BURST_QUIET or now - self.started >= BURST_LONGEST:
+            self.flush()
+        else:
+            self._timer = self._loop.call_at(min(self.last + BURST_QUIET, self.started + BURST_LONGEST),
+                                             self._check)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.counts:
+            return
+        total = sum(self.counts.values())
+        parts = ", ".join(f"{n} {self.reasons.get(r, r)}" for r, n in self.counts.most_common())
+        seconds = (self._loop.time() if self._loop else self.last) - self.started
+        log.warning("HTTP front: %d refused or closed in %.1f s: %s", total, seconds, parts)
+        self.counts.clear()
+
+
+class CountLogRecords(logging.Filter):
+    """Turns a library's per-refusal log line into a count for the burst summary."""
+
+    def __init__(self, refusals: Refusals, prefixes: dict[str, str]) -> None:
+        super().__init__()
+        self.refusals, self.prefixes = refusals, prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.msg if isinstance(record.msg, str) else ""
+        for prefix, reason in self.prefixes.items():
+            if msg.startswith(prefix):
+                try:
+                    self.refusals.note(reason)
+                except RuntimeError:    # pragma: no cover - not on the event loop: keep the line
+                    return True
+                return False
+        return True
+
+
+# -- the connection guard --------------------------------------------------------------------------
+
+
+class Guard:
+    """State shared by the connections of one HTTP front."""
+
+    def __init__(self, auth: BearerAuth, limits: HttpLimits, max_connections: int, refusals: Refusals) -> None:
+        self.auth = auth
+        self.header_timeout = limits.header_timeout
+        self.max_connections = max_connections
+        self.max_unauthenticated = unauthenticated_cap(max_connections)
+        self.refusals = refusals
+        self.open = 0
+        self.unauthenticated: OrderedDict[GuardedH11Protocol, None] = OrderedDict()   # oldest first
+
+    def evict_oldest(self) -> bool:
+        """Close the oldest connection that has not shown the token; False if there is none.
+
+        One whose complete request head with a valid token already waits in its socket, unread, is
+        spared (and no longer counted as unauthenticated): a burst of new connections can outrun
+        the loop's reading them, and that one's turn had simply not come (a soak's flood closed
+        such connections about once a minute)."""
+        while self.unauthenticated:
+            oldest = next(iter(self.unauthenticated))
+            if oldest.holds_authorised_head():
+                oldest.authenticated = True
+                del self.unauthenticated[oldest]
+                continue
+            self.refusals.note("unauthenticated")
+            oldest.drop()
+            return True
+        return False
+
+
+def buffered_head(fd: int) -> list[tuple[bytes, bytes]] | None:
+    """The header fields (names lowercased) of a complete request head waiting unread in socket
+    `fd`, peeked, not consumed; None when nothing or only part of a head is there."""
+    try:
+        with socket.socket(fileno=os.dup(fd)) as s:
+            data = s.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return None
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    fields = []
+    for line in data[:end].split(b"\r\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep:
+            fields.append((name.strip().lower(), value.strip()))
+    return fields
+
+
+def guarded_protocol(guard: Guard) -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(GuardedH11Protocol, H11Protocol):
+        pass
+
+    Protocol.guard = guard
+    return Protocol
+
+
+class GuardedH11Protocol:
+    """Mixed into uvicorn's `H11Protocol` (see `guarded_protocol`): what uvicorn 0.54 leaves open.
+
+    uvicorn arms its keep-alive timer only after a response, and any byte cancels it, so a
+    connection that never completes a request head (or never sends anything) is held forever,
+    and `limit_concurrency` only answers 503 once a whole head has arrived. Here:
+    - a request head must be complete `header_timeout` seconds after the connection opens, or
+      after the first byte that follows a response (the keep-alive timer covers the idle time
+      before that byte); more bytes do not buy time;
+    - at most `max_connections` connections are open; of them, at most a quarter that have not
+      yet shown the token: a new connection closes the oldest of those (an authorised client
+      sends its request at once, so the newest connection is the one to keep), sparing one whose
+      authorised request head already waits unread in its socket (`Guard.evict_oldest`);
+    - a connection whose request is being served (a GET stream, a long call) has no deadline.
+    """
+
+    guard: ClassVar[Guard]
+    # attributes of H11Protocol
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    cycle: Any
+    headers: list[tuple[bytes, bytes]]
+    timeout_keep_alive_task: asyncio.TimerHandle | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._counted = False
+        self.authenticated = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        g = self.guard
+        if g.open >= g.max_connections and not g.evict_oldest():
+            g.refusals.note("full")
+            self.transport.close()
+            return
+        g.open += 1
+        self._counted = True
+        g.unauthenticated[self] = None
+        while len(g.unauthenticated) > g.max_unauthenticated:
+            g.evict_oldest()
+        self._arm_head_timer()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)  # type: ignore[misc]
+        self._check()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        self._check()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._forget()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def drop(self) -> None:
+        self._forget()
+        self.transport.close()
+
+    def holds_authorised_head(self) -> bool:
+        """Its whole request head, with a valid token, is buffered but not yet read (`buffered_head`)."""
+        sock = self.transport.get_extra_info("socket")
+        fields = buffered_head(sock.fileno()) if sock is not None else None
+        return fields is not None and self.guard.auth.authorised(fields)
+
+    def _forget(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        if self._counted:
+            self._counted = False
+            self.guard.open -= 1
+        self.guard.unauthenticated.pop(self, None)
+
+    def _busy(self) -> bool:
+        return self.cycle is not None and not self.cycle.response_complete
+
+    def _check(self) -> None:
+        if self.transport.is_closing() or not self._counted:
+            return
+        if not self.authenticated and self.headers is not None and self.guard.auth.authorised(self.headers):
+            self.authenticated = True
+            self.guard.unauthenticated.pop(self, None)
+        if self._busy():
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+        elif self.timeout_keep_alive_task is None:
+            self._arm_head_timer()
+
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_later(self.guard.header_timeout, self._head_timed_out)
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing() or self._busy():
+            return
+        self.guard.refusals.note("head")
+        self.drop()
+
+
+def connection_budget(requested: int) -> tuple[int, int]:
+    """(max connections, accept burst) for the file-descriptor limit.
+
+    asyncio accepts up to `backlog` connections per loop iteration (uvicorn's `backlog` is both
+    that and the kernel's queue; `deepen_listen_queues` gives the kernel its long queue back).
+    A new connection's request is read about three iterations after it was accepted, so the
+    burst is a quarter of the unauthenticated cap: the connections accepted meanwhile cannot push
+    it out of that cap before its token is seen. A connection the guard closes gives its
+    descriptor back two iterations later, so the open connections, a few bursts and a reserve
+    must fit under RLIMIT_NOFILE (three quarters of what is free go to connections): past it,
+    accept() fails (asyncio then stops accepting for a second) and so does every library that
+    opens a file meanwhile."""
+    connections = requested
+    try:
+        import resource
+    except ImportError:                # pragma: no cover - not POSIX
+        resource = None                # type: ignore[assignment]
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0] if resource else -1
+    if resource and soft != resource.RLIM_INFINITY:
+        try:
+            in_use = len(os.listdir("/proc/self/fd"))
+        except OSError:                # pragma: no cover - no procfs
+            in_use = 64
+        budget = max(32, soft - in_use - RESERVED_FDS)
+        connections = max(16, min(requested, budget * 3 // 4))
+        if connections < requested:
+            log.info("HTTP front: at most %d connections (not %d): the open-file limit is %d", connections,
+                     requested, soft)
+    return connections, max(2, unauthenticated_cap(connections) // 4)
+
+
+def deepen_listen_queues(servers: Iterable[Any]) -> None:
+    """The kernel's accept queue back to MAX_BACKLOG: asyncio was given a small backlog, which
+    also bounds how many connections it accepts per loop iteration (the part that costs file
+    descriptors); the kernel's queue costs none, and a short one drops the SYNs of a client
+    that connects during a flood (a one-second retransmit). listen() on a listening socket
+    only changes its backlog."""
+    import socket
+
+    for server in servers:
+        for ts in getattr(server, "sockets", ()):
+            try:
+                with socket.socket(fileno=os.dup(ts.fileno())) as sock:
+                    sock.listen(MAX_BACKLOG)
+            except OSError as e:     # pragma: no cover - keep the small queue
+                log.info("HTTP front: cannot deepen the listen queue: %s", e)
