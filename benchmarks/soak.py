@@ -1,12 +1,13 @@
 """Soak the HTTP gateway under mixed, hostile load and check nothing is lost or crossed (not a test).
 
-    .venv/bin/python benchmarks/soak.py [--minutes 10] [--kill-every 30] [--json out.json]
+    .venv/bin/python benchmarks/soak.py [--minutes 10] [--kill-every 30] [--flood 300] [--json out.json]
 
 For `--minutes` (default 10): two HTTP clients (one per protocol era, each with its own token)
 call tools with unique nonces, list tools and search, 8 requests in flight each; one upstream
 process is killed (SIGKILL) every `--kill-every` seconds and restarted by the gateway; a
-junk-socket flood (unfinished request heads, idle connections) keeps ~300 sockets open against
-the gateway. At the end it checks, and prints PASS/FAIL for each:
+junk-socket flood (unfinished request heads, idle connections) keeps `--flood` sockets open
+against the gateway (0: no flood). Each client reconnect is printed with its cause (the
+exception the connection ended with). At the end it checks, and prints PASS/FAIL for each:
 
 - 0 misrouted responses (every answered echo carries its own nonce; a call that reached a dead
   upstream is an `isError` naming it, never another call's result); a client whose connection
