@@ -16,7 +16,7 @@ exception the connection ended with). At the end it checks, and prints PASS/FAIL
 - invocation log rows == tools/call requests answered (calls and searches; upstream kills are not
   gateway kills, so no loss window applies), plus the calls whose answers were lost with a
   connection the flood broke (logged: they were made; at most 8 per reconnect);
-- gateway RSS at the end within 10 % of its RSS after warm-up.
+- gateway RSS at the end within 10 % of its RSS after warm-up (RSS each minute is printed too).
 """
 
 from __future__ import annotations
@@ -242,8 +242,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             flood.start()
         t_end = time.monotonic() + args.minutes * 60
         next_kill = time.monotonic() + args.kill_every
+        rss_minutes: list[float] = []
+        next_sample = time.monotonic() + 60
         while time.monotonic() < t_end:
             await asyncio.sleep(1)
+            if time.monotonic() >= next_sample:
+                rss_minutes.append(round(_rss_mb(gw.pid), 1))
+                next_sample += 60
             if time.monotonic() >= next_kill:
                 pids = _upstream_pids(mark)
                 if pids:
@@ -260,6 +265,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.sleep(5)                       # let the gateway close the junk and settle
         rss_end = _rss_mb(gw.pid)
         result = {"stats": stats, "rss_start_mb": round(rss_start, 1), "rss_end_mb": round(rss_end, 1),
+                  "rss_per_minute_mb": rss_minutes,
                   "junk_sockets_opened": flood.opened, "client_failures": failures}
     finally:
         gw.send_signal(signal.SIGTERM)
@@ -310,7 +316,8 @@ def main() -> None:
           f"({s.get('last_error', '-')})")
     for cause, n in sorted(s.get("reconnect_causes", {}).items(), key=lambda kv: -kv[1]):
         print(f"      reconnect cause x{n}: {cause}")
-    print(f"      log rows {r['log_rows']}, RSS {r.get('rss_start_mb')} MB -> {r.get('rss_end_mb')} MB, "
+    print(f"      log rows {r['log_rows']}, RSS {r.get('rss_start_mb')} MB -> {r.get('rss_end_mb')} MB "
+          f"(each minute: {r.get('rss_per_minute_mb')}), "
           f"leaked {r['leaked']}, client failures {r.get('client_failures')}")
     for name, ok in checks.items():
         print(f"[{'PASS' if ok else 'FAIL'}] {name}")
