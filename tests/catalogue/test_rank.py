@@ -112,12 +112,17 @@ def test_unknown_kind_is_rejected() -> None:
         build_ranker(CATALOGUE, "neural")
 
 
+def _without_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the `semantic` extra were not installed: importing the semantic path fails."""
+    monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", None)
+    monkeypatch.delattr(catalogue, "semantic", raising=False)
+    monkeypatch.setattr(rank, "_warned", set())
+
+
 def test_semantic_without_the_extra_falls_back_to_bm25_and_logs_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", None)   # import now fails
-    monkeypatch.delattr(catalogue, "semantic", raising=False)
-    monkeypatch.setattr(rank, "_warned", set())
+    _without_model(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="mcpctl.catalogue.rank"):
         first = build_ranker(CATALOGUE, "semantic")
         second = build_ranker(CATALOGUE, "hybrid")
@@ -133,9 +138,7 @@ def test_semantic_without_the_extra_falls_back_to_bm25_and_logs_once(
 def test_auto_without_the_model_is_bm25_and_says_why_at_info_level(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setitem(sys.modules, "mcpctl.catalogue.semantic", None)   # import now fails
-    monkeypatch.delattr(catalogue, "semantic", raising=False)
-    monkeypatch.setattr(rank, "_warned", set())
+    _without_model(monkeypatch)
     with caplog.at_level(logging.INFO, logger="mcpctl.catalogue.rank"):
         ranker = build_ranker(CATALOGUE)                       # auto is the default
     assert isinstance(ranker, LexicalRanker) and ranker.kind == "bm25"
