@@ -33,15 +33,23 @@ log = logging.getLogger("mcpctl.gateway")
 
 
 
+class _PrivateLogFile(logging.handlers.RotatingFileHandler):
+    """The gateway's log file, 0600 (and each file rotation starts)."""
+
+    def _open(self) -> Any:
+        return open(self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors,
+                    opener=paths.open_private)
+
+
 def setup_logging(project: str, *, verbose: bool = False) -> Path:
     """Log to stderr and to the gateway's log file; never to stdout."""
     path = paths.log_dir() / f"gateway-{project}.log"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    paths.private_dir(path.parent)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)
-    fh = logging.handlers.RotatingFileHandler(path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8")
+    fh = _PrivateLogFile(path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8")
     fh.setFormatter(fmt)
     sh = logging.StreamHandler(sys.stderr)
     sh.setFormatter(fmt)
