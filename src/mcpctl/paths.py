@@ -151,3 +151,19 @@ def private_file(path: Path) -> Path:
     private_dir(path.parent)
     os.close(open_private(path, os.O_WRONLY | os.O_CREAT))
     return path
+
+
+def loose() -> list[Path]:
+    """What under mcpctl's roots group or others may use (left so by an older mcpctl, a copy or
+    a hand edit): `mcpctl doctor` reports it."""
+    found: list[Path] = []
+    for root in roots():
+        for dirpath, _, filenames in os.walk(root):
+            for p in (dirpath, *(os.path.join(dirpath, n) for n in filenames)):
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                if st.st_mode & 0o077 and not stat.S_ISLNK(st.st_mode):
+                    found.append(Path(p))
+    return found

@@ -111,3 +111,24 @@ def test_files_an_older_mcpctl_left_open_are_tightened_when_opened(tmp_home: Pat
             log.query()
         old.close()
     assert loose(tmp_home) == []
+
+
+def test_doctor_reports_what_others_can_read_and_how_to_fix_it(tmp_home: Path) -> None:
+    import shlex
+    import subprocess
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["create", "project", "p"], prog_name="mcpctl").exit_code == 0
+
+    def private_check() -> list[dict[str, str]]:
+        r = runner.invoke(app, ["doctor", "--no-connect", "-o", "json"], prog_name="mcpctl")
+        return [c for c in json.loads(r.stdout)["checks"] if c["check"] == "private"]
+
+    assert private_check() == []
+    made = paths.resources_dir() / "projects" / "p.yaml"
+    os.chmod(made, 0o644)
+    os.chmod(made.parent, 0o755)
+    [check] = private_check()
+    assert check["status"] == "warn" and "2 of mcpctl's files" in check["message"]
+    assert subprocess.run(shlex.split(check["hint"])).returncode == 0
+    assert private_check() == [] and loose(tmp_home) == []
