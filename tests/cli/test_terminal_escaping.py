@@ -70,3 +70,28 @@ def test_json_output_keeps_the_names_exact(evil: str) -> None:
     r = CliRunner().invoke(app, ["logs", "-o", "json"], prog_name="mcpctl")
     assert r.exit_code == 0, r.output
     assert {row["clientName"] for row in json.loads(r.stdout)} == {EVIL}
+
+
+def test_the_gateways_stderr_shows_upstream_text_escaped_and_its_log_file_keeps_it(
+        tmp_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    from mcpctl.gateway.run import setup_logging
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        path = setup_logging("p")
+        logging.getLogger("mcpctl.gateway").warning("upstream evil: transport error: %s", DESCRIPTION)
+        for h in root.handlers:
+            h.flush()
+        shown = capsys.readouterr().err
+        assert RAW.findall(shown) == [] and "\\x1b]0;pwned\\x07" in shown
+        assert DESCRIPTION in path.read_text(encoding="utf-8")
+    finally:
+        for h in list(root.handlers):
+            root.removeHandler(h)
+            h.close()
+        for h in saved[0]:
+            root.addHandler(h)
+        root.setLevel(saved[1])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -13,6 +12,7 @@ import typer
 from rich.console import Console
 
 from mcpctl.errors import MCPCtlError
+from mcpctl.terminal import json_escaped, visible
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -23,25 +23,12 @@ err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 OUTPUT_FORMATS = ("table", "wide", "yaml", "json", "name")
 
-# What must never reach a terminal raw from text mcpctl did not write (an upstream's tool names and
-# descriptions, a server's error, a client's name): C0 and C1 controls (ESC starts a terminal
-# command, NUL and CR hide what follows), DEL, and the bidirectional controls that make text read
-# differently from how it is stored ("Trojan Source": U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # json escapes C0
-
-
-def _shown(m: re.Match[str]) -> str:
-    c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-
-
 def safe(text: object, *, markup: bool = True) -> str:
     """Untrusted text as a terminal should show it: every control and bidi character as a visible
     escape (`\\x1b`, `\\u202e`), and, for output rich reads as markup (tables, `print` with markup),
     `[` escaped so that `[red]` is text. The one helper every human-readable output uses; machine
-    output (`-o json|yaml|name`) stays exact."""
-    shown = _UNSAFE.sub(_shown, str(text))
+    output (`-o json|yaml|name`) stays exact. Which characters: `mcpctl.terminal`."""
+    shown = visible(str(text))
     if not markup:
         return shown
     from rich.markup import escape
@@ -82,8 +69,7 @@ def print_json(data: Any) -> None:
 
 
 def json_text(data: Any, indent: int | None = 2) -> str:
-    text = json.dumps(data, indent=indent, ensure_ascii=False)
-    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return json_escaped(json.dumps(data, indent=indent, ensure_ascii=False))
 
 
 def output_option(formats: tuple[str, ...] = OUTPUT_FORMATS) -> Any:
