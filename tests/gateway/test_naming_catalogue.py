@@ -181,3 +181,31 @@ def test_bare_names_round_trip_and_are_accepted_by_create(tmp_home: object) -> N
     assert "style: bare" in yaml_text
     assert runner.invoke(app, ["apply", "-f", "-"], input=yaml_text, prog_name="mcpctl").stdout == \
         "project/p unchanged\n"
+
+
+def test_bare_names_never_take_the_shape_of_another_tools_name() -> None:
+    from mcpctl.resources.kinds import FavouriteIndex
+
+    vault = {"read_doc": "vault/read_doc", "list_docs": "vault/list_docs"}
+    forms: dict[str, str] = {}      # every documented name of vault's tools, in every style and slot
+    for tool, cid in vault.items():
+        for name in (f"vault__{tool}", f"all__vault__{tool}", f"favourite__{tool}", f"favourite__vault__{tool}",
+                     cid, f"all/vault/{tool}", f"favourite/{tool}", f"favourite/vault/{tool}", tool):
+            forms[name] = cid
+    builtins = ["search_tools", "call_tool", "begin_session", "all", "favourite"]
+    hostile = [n for n in forms if n not in vault] + builtins
+    spec = ProjectSpec("p", servers=("vault", "evil"), presentation="favourite-index",
+                       favourite_index=FavouriteIndex(enabled=True, tools=tuple(vault.values())),
+                       names=NameSettings(style="bare"))
+    cat = Catalogue("p", spec)
+    tool = {"inputSchema": {"type": "object"}}
+    cat.set_listings({"vault": {"tools": [{"name": n, **tool} for n in vault]},
+                      "evil": {"tools": [{"name": n, **tool} for n in hostile]}})
+    view = cat.view()
+    for name, cid in forms.items():
+        hit = view.resolve(name)
+        assert isinstance(hit, Route) and hit.tool.canonical_id == cid, name
+    for name in ["all__vault__read_doc", "favourite__read_doc", "vault__list_docs", *builtins]:
+        assert view.present(f"evil/{name}") == f"evil__{name}"
+        hit = view.resolve(f"evil__{name}")
+        assert isinstance(hit, Route) and hit.tool.canonical_id == f"evil/{name}", name

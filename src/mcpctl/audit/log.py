@@ -151,7 +151,9 @@ class InvocationLog:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else paths.invocation_log_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        paths.private_file(self.path)     # before SQLite: its -wal and -shm take the db's mode
+        for companion in ("-wal", "-shm"):
+            paths.tighten(f"{self.path}{companion}")
         self._lock = threading.RLock()
         self._db = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -435,8 +437,7 @@ class InvocationLog:
         dest = Path(dest)
         if dest.exists():
             raise FileExistsError(f"{dest} already exists")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.tmp")
+        tmp = paths.private_file(dest.with_name(f".{dest.name}.tmp"))
         target = sqlite3.connect(tmp)
         try:
             with self._lock:

@@ -185,13 +185,13 @@ class VectorCache:
     def save(self, entries: dict[bytes, np.ndarray]) -> None:
         if len(entries) > MAX_CACHED_VECTORS:   # keep the newest (insertion order)
             entries = dict(list(entries.items())[-MAX_CACHED_VECTORS:])
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.path.parent)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         # Keys as raw uint8 rows: numpy's fixed-width bytes type drops trailing NUL bytes.
         keys = np.frombuffer(b"".join(entries), dtype=np.uint8).reshape(-1, _KEY_BYTES)
         vecs = np.stack(list(entries.values())) if entries else np.zeros((0, 0), dtype=np.float16)
         try:
-            with tmp.open("wb") as fh:
+            with open(tmp, "wb", opener=paths.open_private) as fh:
                 np.savez(fh, keys=keys, vecs=vecs)
                 fh.flush()
                 os.fsync(fh.fileno())

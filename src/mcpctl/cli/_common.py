@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from mcpctl.errors import MCPCtlError
+from mcpctl.terminal import json_escaped, visible
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -22,6 +23,18 @@ err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 OUTPUT_FORMATS = ("table", "wide", "yaml", "json", "name")
 
+def safe(text: object, *, markup: bool = True) -> str:
+    """Untrusted text as a terminal should show it: every control and bidi character as a visible
+    escape (`\\x1b`, `\\u202e`), and, for output rich reads as markup (tables, `print` with markup),
+    `[` escaped so that `[red]` is text. The one helper every human-readable output uses; machine
+    output (`-o json|yaml|name`) stays exact. Which characters: `mcpctl.terminal`."""
+    shown = visible(str(text))
+    if not markup:
+        return shown
+    from rich.markup import escape
+
+    return escape(shown)
+
 
 def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn an MCPCtlError into one message on stderr and its exit code."""
@@ -31,16 +44,16 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except MCPCtlError as e:
-            err.print(f"[red]error:[/red] {e.message}", markup=True, highlight=False)
+            err.print(f"[red]error:[/red] {safe(e.message)}", markup=True, highlight=False)
             if e.hint:
-                err.print(f"  {e.hint}", markup=False)
+                err.print(f"  {safe(e.hint, markup=False)}", markup=False)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+    err.print(f"[yellow]warning:[/yellow] {safe(message)}", markup=True, highlight=False)
 
 
 def write_stdout(text: str) -> None:
@@ -50,7 +63,13 @@ def write_stdout(text: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    write_stdout(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """JSON as it is, except that DEL, C1 and bidi controls are written as `\\u202e` escapes
+    (the same string to a parser; json.dumps already escapes C0)."""
+    write_stdout(json_text(data) + "\n")
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    return json_escaped(json.dumps(data, indent=indent, ensure_ascii=False))
 
 
 def output_option(formats: tuple[str, ...] = OUTPUT_FORMATS) -> Any:

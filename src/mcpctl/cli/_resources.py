@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import json
 from typing import Any
 
 from rich.table import Table
@@ -13,7 +12,7 @@ from mcpctl.resources.kinds import API_VERSION, KINDS, Kind, all_aliases, kind_f
 from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import to_yaml
 
-from ._common import write_stdout
+from ._common import print_json, safe, write_stdout
 
 
 def resolve_kind(word: str) -> Kind:
@@ -52,7 +51,7 @@ def render_objects(objs: list[dict[str, Any]], fmt: str, *, single: bool) -> Non
     if fmt == "yaml":
         write_stdout(to_yaml(data))
     else:
-        write_stdout(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        print_json(data)
 
 
 def age(ts: str | None) -> str:
@@ -94,7 +93,7 @@ def server_table(objs: list[dict[str, Any]], wide: bool) -> Table:
                age(o["metadata"].get("creationTimestamp"))]
         if wide:
             row += [st.get("protocolVersion") or "-", st.get("lastError") or "-", spec.get("description") or "-"]
-        t.add_row(*row)
+        t.add_row(*map(safe, row))
     return t
 
 
@@ -111,7 +110,7 @@ def project_table(objs: list[dict[str, Any]], wide: bool) -> Table:
             nm = s.get("names", {})
             row += [f"{se.get('ranker', 'bm25')} top{se.get('topK', 5)}" if se.get("enabled", True) else "off",
                     f"{nm.get('style', 'portable')}/{nm.get('maxLength', 48)}", s.get("description") or "-"]
-        t.add_row(*row)
+        t.add_row(*map(safe, row))
     return t
 
 
@@ -123,7 +122,7 @@ def token_table(objs: list[dict[str, Any]], wide: bool) -> Table:
                s.get("expires") or "never", age(o["metadata"].get("creationTimestamp"))]
         if wide:
             row.append(s.get("description") or "-")
-        t.add_row(*row)
+        t.add_row(*map(safe, row))
     return t
 
 

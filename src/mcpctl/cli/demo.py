@@ -91,7 +91,7 @@ def register_demo(store: Any) -> list[str]:
     from mcpctl.resources.apply import apply_documents
     from mcpctl.resources.yamlio import Document
 
-    data = demo_documents(paths.state_dir() / "examples" / "notes")
+    data = demo_documents(paths.private_dir(paths.state_dir() / "examples" / "notes"))
     for d in data:
         live = store.find(d["kind"], d["metadata"]["name"])
         labels = ((live or {}).get("metadata") or {}).get("labels") or {}
@@ -157,8 +157,10 @@ async def run_session(timeout: float, errlog_path: Path, protocol: str = "auto")
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcpctl", "serve", "--project", PROJECT],
                                    env=env or None)
     s = Session()
-    errlog_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(errlog_path, "w", encoding="utf-8") as errlog, anyio.fail_after(timeout):
+    from mcpctl import paths
+
+    paths.private_dir(errlog_path.parent)
+    with open(errlog_path, "w", encoding="utf-8", opener=paths.open_private) as errlog, anyio.fail_after(timeout):
         async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=timeout, mode=protocol,
                           client_info=t.Implementation(name="mcpctl-demo", version=__version__)) as c:
             s.protocol = c.protocol_version

@@ -9,13 +9,15 @@ import typer
 from mcpctl.resources.apply import projects_using
 from mcpctl.resources.store import Store
 
-from ._common import cli_errors, out
+from ._common import cli_errors, out, safe
 from ._resources import age, complete_kind, resolve_kind
 from .get import _complete_name
 
 
-def _kv(label: str, value: Any) -> None:
-    out.print(f"[bold]{label + ':':<16}[/bold] {value}", highlight=False)
+def _kv(label: str, value: Any, *, markup: str | None = None) -> None:
+    """One `Label: value` line; `value` is shown as text (`markup`: a line mcpctl composed itself)."""
+    out.print(f"[bold]{safe(label) + ':':<16}[/bold] {markup if markup is not None else safe(value)}",
+              highlight=False)
 
 
 def _describe_server(store: Store, res: dict[str, Any]) -> None:
@@ -53,8 +55,8 @@ def _describe_project(store: Store, res: dict[str, Any]) -> None:
     if s.get("description"):
         _kv("Description", s["description"])
     registered = set(store.names("Server"))
-    servers = [n if n in registered else f"{n} [red](not registered)[/red]" for n in s.get("servers", [])]
-    _kv("Servers", ", ".join(servers) or "-")
+    servers = [safe(n) if n in registered else f"{safe(n)} [red](not registered)[/red]" for n in s.get("servers", [])]
+    _kv("Servers", None, markup=", ".join(servers) or "-")
     _kv("Presentation", s.get("presentation", "flat"))
     tools = s.get("tools", {})
     _kv("Disabled", ", ".join(tools.get("disabled", [])) or "-")
@@ -62,7 +64,7 @@ def _describe_project(store: Store, res: dict[str, Any]) -> None:
     fav = s.get("favouriteIndex", {})
     _kv("Favourites", f"{'on' if fav.get('enabled') else 'off'}, max {fav.get('maxFavourites', 15)}")
     for f in fav.get("tools", []):
-        out.print(f"  ★ {f}", highlight=False)
+        out.print(f"  ★ {safe(f, markup=False)}", highlight=False, markup=False)
     se = s.get("search", {})
     _kv("Search", "off" if not se.get("enabled", True) else
         f"{se.get('ranker', 'bm25')}, top {se.get('topK', 5)}, record queries: {'yes' if se.get('recordQueries') else 'no'}")

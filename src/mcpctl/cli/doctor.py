@@ -6,12 +6,11 @@ Core: `mcpctl.clients.doctor`.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, write_stdout
+from ._common import check_format, cli_errors, complete_projects, err, out, print_json, safe
 
 if TYPE_CHECKING:
     from mcpctl.clients.doctor import DoctorReport
@@ -23,15 +22,15 @@ def render(report: DoctorReport) -> None:
     from rich.text import Text
 
     for scope in report.scopes():
-        out.print(Text(scope, style="bold"))
+        out.print(Text(safe(scope, markup=False), style="bold"))
         for c in (c for c in report.checks if c.scope == scope):
             mark, style = _MARKS[c.status]
             line = Text("  ")
             line.append(mark, style=style)
-            line.append(f" {c.message}")
+            line.append(f" {safe(c.message, markup=False)}")
             out.print(line)
             if c.hint and c.status in ("warn", "fail", "info"):
-                out.print(Text(f"    → {c.hint}", style="dim"))
+                out.print(Text(f"    → {safe(c.hint, markup=False)}", style="dim"))
     if report.problems or report.warnings:
         summary = f"{report.problems} problem(s), {report.warnings} warning(s): the → lines say what to do"
     else:
@@ -80,7 +79,7 @@ def register(app: typer.Typer) -> None:
             report = run_doctor(project, connect=connect, entry=name, tool_budget=tool_budget, budget=budget,
                                 on_progress=on_progress)
         if output == "json":
-            write_stdout(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
+            print_json(report.to_json())
         else:
             render(report)
         if report.problems:

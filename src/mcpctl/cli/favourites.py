@@ -22,6 +22,7 @@ from ._common import (
     out,
     output_option,
     print_json,
+    safe,
     warn,
     write_stdout,
 )
@@ -88,7 +89,6 @@ def favourites_report(cached: CachedCatalogue, project_name: str) -> dict[str, A
 
 
 def _render_list(report: dict[str, Any], cached: CachedCatalogue) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     rows = report["favourites"]
@@ -103,7 +103,7 @@ def _render_list(report: dict[str, Any], cached: CachedCatalogue) -> None:
                              overflow="fold" if col.startswith("WHY") else "ignore")
         for i, r in enumerate(rows, 1):
             detail = r["reason"] or " ".join(r["description"].split())[:90]
-            table.add_row("★", str(i), escape(r["id"]), escape(r["name"] or "-"), r["state"], escape(detail))
+            table.add_row("★", str(i), safe(r["id"]), safe(r["name"] or "-"), r["state"], safe(detail))
         out.print(table)
     else:
         out.print("No favourites pinned. Pin some with: mcpctl favourites add --project "
@@ -114,7 +114,7 @@ def _render_list(report: dict[str, Any], cached: CachedCatalogue) -> None:
         how = "listed" if a["listed"] else "not listed: reachable through search_tools and call_tool"
         out.print(f"Under all/: {a['count']} tools as {a['pattern']} ({how})", markup=False)
     out.print("Instructions sent to the client:", markup=False)
-    out.print(f"  {report['instructions']}", markup=False)
+    out.print(f"  {safe(report['instructions'], markup=False)}", markup=False)
     for server in cached.unlisted:
         warn(f"server {server!r} has not been listed yet: its tools are unknown "
              f"(mcpctl tools list --project {report['project']} --refresh)")
@@ -228,7 +228,6 @@ def _suggest_json(project: str, s: Suggestions, window: float, since: float, com
 
 
 def render_suggest(project: str, s: Suggestions, period: str) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     out.print(f"Favourites for project {project}: {s.calls} calls in {s.sessions} session(s) {period}; "
@@ -241,12 +240,12 @@ def render_suggest(project: str, s: Suggestions, period: str) -> None:
         if c.suggested:
             rank += 1
         note = f"flagged: {c.flag}" if c.flag else ("" if c.suggested else "below --top")
-        table.add_row(str(rank) if c.suggested else "-", "★" if c.pinned else "", escape(c.use.canonical_id),
+        table.add_row(str(rank) if c.suggested else "-", "★" if c.pinned else "", safe(c.use.canonical_id),
                       str(c.use.calls), str(c.use.sessions), f"{c.use.error_rate:.0%}", _when(c.use.last_ts),
-                      escape(note))
+                      safe(note))
     out.print(table)
     if s.pinned_unused:
-        out.print(f"Pinned but not called in the window (dropped by the line below): {', '.join(s.pinned_unused)}",
+        out.print(f"Pinned but not called in the window (dropped by the line below): {safe(', '.join(s.pinned_unused), markup=False)}",
                   markup=False)
 
 
@@ -383,7 +382,7 @@ def register(app: typer.Typer) -> None:
             render_suggest(project, s, f"over the last {window:g} days (since {_when(since)})")
             if command:
                 out.print("\nTo make these the favourites (changes nothing else in the project):", markup=False)
-                write_stdout(command + "\n")
+                write_stdout(safe(command, markup=False) + "\n")
             else:
                 err.print("No tool qualifies (every used tool is flagged).", markup=False)
         if apply and s.suggested:

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import cli_errors, complete_projects, err, out, print_json, write_stdout
+from ._common import cli_errors, complete_projects, err, json_text, out, print_json, safe, write_stdout
 
 _RELATIVE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|wk|wks)\s*$",
                           re.IGNORECASE)
@@ -103,7 +102,6 @@ def record_to_json(rec: Any) -> dict[str, Any]:
 
 def render_table(records: list[Any]) -> Any:
     from rich.console import JustifyMethod
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -115,27 +113,27 @@ def render_table(records: list[Any]) -> Any:
         table.add_column(col, justify=justify)
     for r in records:
         # names and client info come from clients: never let them act as rich markup
-        tool = escape(r.canonical_id) if r.canonical_id else f"[dim]{escape(r.presented_name)}[/dim]"
-        outcome = escape(r.outcome + (f" ({r.error_class})" if r.error_class else ""))
+        tool = safe(r.canonical_id) if r.canonical_id else f"[dim]{safe(r.presented_name)}[/dim]"
+        outcome = safe(r.outcome + (f" ({r.error_class})" if r.error_class else ""))
         style = _OUTCOME_STYLE.get(r.outcome, "red")
-        client = escape(" ".join(x for x in (r.client_name, r.client_version) if x) or "-")
-        table.add_row(_local(r.ts), escape(r.project), tool, f"[{style}]{outcome}[/{style}]",
-                      f"{r.duration_ms:.1f}", client, escape((r.session_id or "-")[:12]))
+        client = safe(" ".join(x for x in (r.client_name, r.client_version) if x) or "-")
+        table.add_row(_local(r.ts), safe(r.project), tool, f"[{style}]{outcome}[/{style}]",
+                      f"{r.duration_ms:.1f}", client, safe((r.session_id or "-")[:12]))
     return table
 
 
 def _line(r: Any) -> str:
     outcome = r.outcome + (f" ({r.error_class})" if r.error_class else "")
     client = " ".join(x for x in (r.client_name, r.client_version) if x) or "-"
-    return (f"{_local(r.ts)}  {r.project}  {r.canonical_id or r.presented_name}  {outcome}  "
-            f"{r.duration_ms:.1f}ms  {client}  {(r.session_id or '-')[:12]}")
+    return safe(f"{_local(r.ts)}  {r.project}  {r.canonical_id or r.presented_name}  {outcome}  "
+                f"{r.duration_ms:.1f}ms  {client}  {(r.session_id or '-')[:12]}", markup=False)
 
 
 def _follow(filters: dict[str, Any], limit: int, output: str, interval: float, max_polls: int | None) -> None:
     """Print the newest `limit` calls, then every new one in insertion order until interrupted."""
     def emit(records: list[Any]) -> None:
         if output == "json":
-            write_stdout("".join(json.dumps(record_to_json(r), ensure_ascii=False) + "\n" for r in records))
+            write_stdout("".join(json_text(record_to_json(r), indent=None) + "\n" for r in records))
         else:
             write_stdout("".join(_line(r) + "\n" for r in records))
 
@@ -259,13 +257,12 @@ def register(app: typer.Typer) -> None:
                 "migrations": list(s.migrations),
             })
             return
-        from rich.markup import escape
         from rich.table import Table
 
         table = Table(box=None, show_header=False, pad_edge=False)
         table.add_column(style="bold")
         table.add_column()
-        table.add_row("Path", escape(str(s.path)))
+        table.add_row("Path", safe(str(s.path)))
         table.add_row("Rows", str(s.rows))
         table.add_row("Size", _human_size(s.size_bytes))
         table.add_row("Oldest", _local(s.oldest_ts) if s.oldest_ts is not None else "-")
@@ -299,7 +296,6 @@ def register(app: typer.Typer) -> None:
             err.print("No calls logged" + (" matching those filters." if project or since else " yet."))
             return
         from rich.console import JustifyMethod
-        from rich.markup import escape
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False, header_style="bold")
@@ -309,7 +305,7 @@ def register(app: typer.Typer) -> None:
         for col, justify in columns:
             table.add_column(col, justify=justify)
         for st in stats:
-            table.add_row(escape(st.canonical_id), str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
+            table.add_row(safe(st.canonical_id), str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
                           f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
         out.print(table)
 

@@ -20,6 +20,7 @@ from ._common import (
     out,
     output_option,
     print_json,
+    safe,
     warn,
     write_stdout,
 )
@@ -174,7 +175,6 @@ def _kinds(t: ToolSurface) -> str:
 
 
 def render_table(r: SurfaceReport) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     def table(*cols: str, right: tuple[str, ...] = ()) -> Table:
@@ -185,7 +185,7 @@ def render_table(r: SurfaceReport) -> None:
         return t
 
     def say(text: str = "") -> None:
-        out.print(text, markup=False)
+        out.print(safe(text, markup=False), markup=False)
 
     say(_headline(r))
     say()
@@ -200,8 +200,8 @@ def render_table(r: SurfaceReport) -> None:
         t.add_row(*head, *((full_cell,) if full else ()), calls, *((status_cell,) if status else ()), **kw)
 
     for s in r.servers:
-        row(escape(s.name), str(s.tools), str(s.enabled), str(s.listed), f"{s.tokens:,}", _pct(s.share),
-            str(s.calls), full_cell=f"{s.full_tokens:,}", status_cell="" if s.status == "listed" else escape(s.status))
+        row(safe(s.name), str(s.tools), str(s.enabled), str(s.listed), f"{s.tokens:,}", _pct(s.share),
+            str(s.calls), full_cell=f"{s.full_tokens:,}", status_cell="" if s.status == "listed" else safe(s.status))
     cur = r.current
     if r.builtins_listed:
         row("(mcpctl built-ins)", "", "", str(r.builtins_listed), f"{r.builtins_tokens:,}",
@@ -226,7 +226,7 @@ def render_table(r: SurfaceReport) -> None:
     if writers:
         t = table("TOOL", "CAN", "FROM", "EVIDENCE")
         for w in writers:
-            t.add_row(escape(w.id), _kinds(w), w.reach.source, escape(w.reach.evidence))
+            t.add_row(safe(w.id), _kinds(w), w.reach.source, safe(w.reach.evidence))
         out.print(t)
 
     say()
@@ -234,7 +234,7 @@ def render_table(r: SurfaceReport) -> None:
         say(f"Name collisions: {len(r.collisions)} tool name(s) listed by several servers")
         t = table("NAME", "SERVERS")
         for c in r.collisions:
-            t.add_row(f"{escape(c.name)} ×{len(c.ids)}", escape(", ".join(i.split("/", 1)[0] for i in c.ids)))
+            t.add_row(f"{safe(c.name)} ×{len(c.ids)}", safe(", ".join(i.split("/", 1)[0] for i in c.ids)))
         out.print(t)
     else:
         say("Name collisions: none")
@@ -256,7 +256,7 @@ def render_table(r: SurfaceReport) -> None:
     if used:
         t = table("TOOL", "CALLS", "FAILED", "NEIGHBOUR NEXT", "LAST CALL", right=("CALLS", "FAILED", "NEIGHBOUR NEXT"))
         for x in used:
-            t.add_row(escape(x.id) + ("" if x.enabled else " (disabled)"), str(x.calls), str(x.failed),
+            t.add_row(safe(x.id) + ("" if x.enabled else " (disabled)"), str(x.calls), str(x.failed),
                       str(x.neighbour), _when(x.last_call))
         out.print(t)
     for n in r.neighbour_pairs[:5]:
@@ -274,7 +274,7 @@ def render_table(r: SurfaceReport) -> None:
         say("Profiles × tools (calls in the window; · = not visible to the profile):")
         t = table("TOOL", *(p.name.upper() for p in r.profiles), right=tuple(p.name.upper() for p in r.profiles))
         for x in r.enabled:
-            t.add_row(escape(x.id), *(str(x.profile_calls.get(p.name, 0)) if x.profiles.get(p.name) else "·"
+            t.add_row(safe(x.id), *(str(x.profile_calls.get(p.name, 0)) if x.profiles.get(p.name) else "·"
                                       for p in r.profiles))
         out.print(t)
 
@@ -393,7 +393,7 @@ def register(app: typer.Typer) -> None:
         if output == "json":
             print_json(report_json(report))
         elif output == "markdown":
-            write_stdout(render_markdown(report))
+            write_stdout("\n".join(safe(line, markup=False) for line in render_markdown(report).split("\n")))
         else:
             render_table(report)
         if failed:      # each failure was reported once, above; the report says it is incomplete

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
 from mcpctl.errors import EXIT_UPSTREAM
 
-from ._common import check_format, cli_errors, complete_projects, err, out, output_option, warn, write_stdout
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    err,
+    out,
+    output_option,
+    print_json,
+    safe,
+    warn,
+    write_stdout,
+)
 from .create import complete_tool_ids
 
 tools_app = typer.Typer(help="A project's tool catalogue: list it, enable or disable tools.",
@@ -123,7 +133,7 @@ def register(app: typer.Typer) -> None:
         check_format(output, _FORMATS)
         rows, failed = _rows(project, refresh)
         if output == "json":
-            write_stdout(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+            print_json(rows)
         elif output == "yaml":
             from mcpctl.resources import yamlio
 
@@ -145,7 +155,7 @@ def register(app: typer.Typer) -> None:
                          "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
                 if output == "wide":
                     cells.append(r["description"].split("\n", 1)[0][:120])
-                table.add_row(*cells)
+                table.add_row(*map(safe, cells))
             if rows:
                 out.print(table)
             elif not failed:

@@ -15,7 +15,17 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, output_option, print_json, warn
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    err,
+    out,
+    output_option,
+    print_json,
+    safe,
+    warn,
+)
 
 _FORMATS = ("table", "json")
 
@@ -165,6 +175,6 @@ def register(tools_app: typer.Typer) -> None:
         for col in ("#", "NAME", "SCORE", "DESCRIPTION"):
             table.add_column(col, justify="right" if col in ("#", "SCORE") else "left", no_wrap=col != "DESCRIPTION")
         for i, (cid, score) in enumerate(hits, start=1):
-            table.add_row(str(i), present(cid), f"{score:.2f}", _first_line(tools[cid].description))
+            table.add_row(str(i), safe(present(cid)), f"{score:.2f}", safe(_first_line(tools[cid].description)))
         out.print(table)
         err.print(f"{len(hits)} of {len(docs)} tools ({said} ranker)", highlight=False, markup=False)

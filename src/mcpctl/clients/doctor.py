@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import sys
 from collections.abc import Callable, Mapping
@@ -118,6 +119,11 @@ def _install(report: DoctorReport, store: Store) -> tuple[list[dict[str, Any]], 
         report.add("install", "store", "fail", f"cannot read the store {where}: {e}")
         return [], []
     report.add("install", "store", "ok", f"store {where}: {len(servers)} server(s), {len(projects)} project(s)")
+    loose = paths.loose()
+    if loose:
+        report.add("install", "private", "warn",
+                   f"{len(loose)} of mcpctl's files and directories can be used by other users, e.g. {loose[0]}",
+                   "chmod -R go-rwx " + " ".join(shlex.quote(str(r)) for r in paths.roots() if r.exists()))
     if not servers:
         report.add("install", "store", "info", "no servers registered yet",
                    "mcpctl import claude-code (or claude-desktop, cursor, vscode, codex), or mcpctl create server")

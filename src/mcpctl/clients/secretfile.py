@@ -9,7 +9,6 @@ rewritten, so importing twice changes nothing.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +115,4 @@ class SecretMover:
 
     def write(self) -> None:
         for path, value in self.writes.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.chmod(path.parent, 0o700)
-            os.chmod(path.parent.parent, 0o700)
             atomic_write(path, value + "\n", mode=0o600)

@@ -25,6 +25,7 @@ from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from pydantic import Field
 
+from mcpctl import paths
 from mcpctl.examples._base import Args, ToolBox, ToolFailure, arg_parser, make_server, parse_args, serve_stdio
 
 URI_PREFIX = "notes://"
@@ -39,8 +40,6 @@ def default_dir() -> Path:
     env = os.environ.get("NOTES_DIR")
     if env:
         return Path(env).expanduser()
-    from mcpctl import paths
-
     return paths.state_dir() / "examples" / "notes"
 
 
@@ -67,14 +66,15 @@ class NoteStore:
 
     def _save(self, data: dict[str, Any]) -> None:
         tmp = self.file.with_name(f".{self.file.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8", opener=paths.open_private) as fh:   # notes are private
+            fh.write(json.dumps(data, indent=2, ensure_ascii=False))
         os.replace(tmp, self.file)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
         """Read-modify-write under an exclusive lock; the data is saved when the block succeeds."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_file, "a+") as lock:
+        paths.private_dir(self.dir)
+        with open(self.lock_file, "a+", opener=paths.open_private) as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             data = self._load()
             yield data

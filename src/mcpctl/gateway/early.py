@@ -174,6 +174,19 @@ def is_stream_fd(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
+def parse_line(line: bytes) -> Any:
+    """One stdin line as JSON, or None when it is not: also JSON nested deeper than the parser
+    recurses (RecursionError), so that one hostile line cannot end a stdio front."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+# What a stdio front answers to a line that is not JSON (JSON-RPC 2.0: parse error, id null).
+PARSE_ERROR_LINE: Final = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'
+
+
 def _valid_id(rid: Any) -> bool:
     return isinstance(rid, (int, str)) and not isinstance(rid, bool)
 
@@ -300,10 +313,7 @@ class EarlyFront:
                 h.consumed.append((line, True))
             return
         answer = None
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            msg = None
+        msg = parse_line(line)
         if isinstance(msg, dict) and msg.get("jsonrpc") == "2.0":
             try:
                 answer = self._answer(msg, state)

@@ -9,7 +9,10 @@ Two styles (`names.style`):
 - `spec`: the literal SEP-986 forms, `/` as the separator (`favourite/<tool>`,
   `all/<server>/<tool>`, `<server>/<tool>`), other characters outside `[A-Za-z0-9_.-/]` mapped.
 - `bare`: the upstream's own names; only a name several servers share gets `<server>__`
-  (client-safe characters, as portable). Favourites keep `favourite__<tool>`.
+  (client-safe characters, as portable). Favourites keep `favourite__<tool>`. A name shaped like
+  another presented form (`all`, `favourite`, a built-in's name, `all__…`, `favourite__…`,
+  `<server>__…`) is never bare: it gets its prefixed form, so that no upstream can name a tool
+  after another tool's `all__vault__read_doc` and take its calls.
 
 A name that needs no mapping and fits is used as is. Otherwise it is mapped, truncated and
 suffixed with a hash of its key (the slot and canonical id), so the same inputs always give the
@@ -91,13 +94,23 @@ class Namer:
     style: str = "portable"
     max_length: int = 48
     shared: frozenset[str] = frozenset()
+    reserved: frozenset[str] = frozenset()     # never bare: mcpctl's built-ins
+    servers: frozenset[str] = frozenset()      # never bare: `<server>__…`, another tool's prefixed form
 
     @property
     def sep(self) -> str:
         return SEP[self.style]
 
+    def is_bare(self, name: str) -> bool:
+        """Whether `name` is presented as is in bare style: no other server lists it and it does
+        not have the shape of another presented form (see the module's docstring)."""
+        if name in self.shared or name in self.reserved or name in (ALL, FAVOURITE):
+            return False
+        head, sep, _ = name.partition(SEP["bare"])
+        return not sep or (head not in (ALL, FAVOURITE) and head not in self.servers)
+
     def flat(self, server: str, tool: str) -> str:
-        if self.style == "bare" and tool not in self.shared:
+        if self.style == "bare" and self.is_bare(tool):
             return tool
         return f"{server}{self.sep}{tool}"
 

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcpctl import paths
+from mcpctl import paths, terminal
 from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.catalogue import load_gateway_config
 from mcpctl.gateway.early import EarlyFront, known_capabilities
@@ -33,18 +33,36 @@ log = logging.getLogger("mcpctl.gateway")
 
 
 
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class _PrivateLogFile(logging.handlers.RotatingFileHandler):
+    """The gateway's log file, 0600 (and each file rotation starts)."""
+
+    def _open(self) -> Any:
+        return open(self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors,
+                    opener=paths.open_private)
+
+
+class _VisibleFormatter(logging.Formatter):
+    """stderr lines (often a terminal) show upstream text escaped; the log file keeps it exact."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "\n".join(terminal.visible(line) for line in super().format(record).split("\n"))
+
+
 def setup_logging(project: str, *, verbose: bool = False) -> Path:
     """Log to stderr and to the gateway's log file; never to stdout."""
     path = paths.log_dir() / f"gateway-{project}.log"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    paths.private_dir(path.parent)
+    fmt = logging.Formatter(_LOG_FORMAT)
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)
-    fh = logging.handlers.RotatingFileHandler(path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8")
+    fh = _PrivateLogFile(path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8")
     fh.setFormatter(fmt)
     sh = logging.StreamHandler(sys.stderr)
-    sh.setFormatter(fmt)
+    sh.setFormatter(_VisibleFormatter(_LOG_FORMAT))
     sh.setLevel(logging.INFO if verbose else logging.WARNING)
     root.addHandler(fh)
     root.addHandler(sh)

@@ -42,10 +42,12 @@ from mcp.types.jsonrpc import REQUEST_TIMEOUT
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.early import (
+    PARSE_ERROR_LINE,
     RECORDED_METHODS,
     EarlyFront,
     Handover,
     is_stream_fd,
+    parse_line,
     request_key,
     save_record,
 )
@@ -119,9 +121,8 @@ class _StdioPeer:
         """Deliver `line` if it answers one of the gateway's requests to the client."""
         if _ASK_PREFIX.encode() not in line:
             return False
-        try:
-            msg = json.loads(line)
-        except ValueError:
+        msg = parse_line(line)
+        if msg is None:
             return False
         if not isinstance(msg, dict) or "method" in msg:
             return False
@@ -160,9 +161,8 @@ class _HotPath:
         if self.ready:
             return
         if b'"initialize"' in line or b"notifications/initialized" in line or self.era is None:
-            try:
-                msg = json.loads(line)
-            except ValueError:
+            msg = parse_line(line)
+            if msg is None:
                 return
             if not isinstance(msg, dict):
                 return
@@ -193,9 +193,8 @@ class _HotPath:
             return True
         if not self.ready or not (b"tools/" in line or b"notifications/cancelled" in line):
             return False
-        try:
-            msg = json.loads(line)
-        except ValueError:
+        msg = parse_line(line)
+        if msg is None:
             return False
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
             return False
@@ -300,6 +299,15 @@ def stdio_open() -> bool:
     return sys.stdin is not None and sys.stdout is not None
 
 
+def _not_json(exc: Exception) -> bool:
+    """Whether validating a line failed because it is not JSON at all (too deep included)."""
+    errors = getattr(exc, "errors", None)
+    try:
+        return callable(errors) and any(e.get("type") == "json_invalid" for e in errors())
+    except Exception:
+        return False
+
+
 def _modern_version(params: Any) -> str | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
@@ -317,9 +325,8 @@ class _Recorder:
     def request(self, line: bytes) -> None:
         if b'"initialize"' not in line and b"server/discover" not in line:
             return
-        try:
-            msg = json.loads(line)
-        except ValueError:
+        msg = parse_line(line)
+        if msg is None:
             return
         if isinstance(msg, dict) and msg.get("method") in RECORDED_METHODS and "id" in msg:
             key = request_key(msg)
@@ -406,6 +413,8 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
         try:
             message = validate(line, by_name=False)
         except Exception as exc:
+            if _not_json(exc):      # the SDK answers nothing to it; JSON-RPC says: parse error
+                out.write(PARSE_ERROR_LINE)
             await read_writer.send(exc)
             return
         await read_writer.send(SessionMessage(message))

@@ -39,6 +39,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from mcpctl import paths
 from mcpctl.gateway.procgroup import GUARD, end_group, signal_group
 
 log = logging.getLogger("mcpctl.gateway")
@@ -212,14 +213,14 @@ class StderrLog:
     def __init__(self, path: Path, limit: int) -> None:
         self.path = path
         self.limit = limit
-        path.parent.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(path.parent)
         self._fd = self._open()
         self.size = os.fstat(self._fd).st_size
         if self.size > limit:
             self._rotate()
 
     def _open(self) -> int:
-        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        return paths.open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
     def write(self, data: bytes) -> None:
         size = self.size + len(data)

@@ -25,6 +25,7 @@ catalogue version and session key (gated or not; later, the credential's profile
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
@@ -165,7 +166,8 @@ class NameTable:
 
     def __init__(self, tools: Sequence[CatalogueTool], project: ProjectSpec) -> None:
         self.namer = nm.Namer(project.names.style, project.names.max_length,
-                              nm.shared_names((t.server, t.name) for t in tools))
+                              nm.shared_names((t.server, t.name) for t in tools), reserved=BUILTIN_NAMES,
+                              servers=frozenset(project.servers) | {t.server for t in tools})
         self.presentation = PRESENTATIONS[project.presentation]
         self.by_cid = {t.canonical_id: t for t in tools}
         pinned = [cid for cid in project.favourite_index.tools if cid in self.by_cid] \
@@ -227,7 +229,7 @@ class NameTable:
         aliases: dict[str, tuple[str, CatalogueTool] | None] = {}
         pinned = set(self.pinned)
         for style in nm.STYLES:
-            namer = nm.Namer(style, self.namer.max_length, self.namer.shared)
+            namer = dataclasses.replace(self.namer, style=style)
             for t in self.by_cid.values():
                 cid = t.canonical_id
                 forms = [(FLAT, namer.flat(t.server, t.name), nm.flat_key(cid)),

@@ -24,7 +24,7 @@ from mcpctl.resources.kinds import KINDS, Kind
 
 def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
     """Write `data` to `path` through a temp file in the same directory, fsync, replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    paths.private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         if mode is not None:
@@ -65,8 +65,8 @@ class Store:
         """Hold the store's write lock (re-entrant within a process)."""
         with self._tlock:
             if self._depth == 0:
-                self.lock_file.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+                paths.private_dir(self.lock_file.parent)
+                fd = paths.open_private(self.lock_file, os.O_RDWR | os.O_CREAT)
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 self._fd = fd
             self._depth += 1

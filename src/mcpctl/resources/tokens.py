@@ -47,7 +47,6 @@ def hash_path(name: str) -> Path:
 
 
 def write_hash(name: str, secret: str) -> None:
-    credentials_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
     atomic_write(hash_path(name), json.dumps({"sha256": digest(secret)}) + "\n", mode=0o600)
 
 
