@@ -261,7 +261,9 @@ STDIO_ARGS = [
     f"https://discord.com/api/webhooks/{SHAPES['discord webhook']}",
 ]
 STDIO_ENV = {"GITHUB_PERSONAL_ACCESS_TOKEN": TOKEN, "DATABASE_URL": f"postgres://u:{SHAPES['url password env']}@db/x",
-             "DB_PASSWORD": SHAPES["short password env"], "LOG_LEVEL": "debug", "AUTH_TYPE": "basic"}
+             "DB_PASSWORD": SHAPES["short password env"], "LOG_LEVEL": "debug", "AUTH_TYPE": "basic",
+             "MAX_TOKENS": "4096", "TOKEN_LIMIT": "1000", "AUTH_ENABLED": "true", "KEY_FILE": "~/keys/a.pem"}
+NOT_SECRET = ("LOG_LEVEL", "AUTH_TYPE", "MAX_TOKENS", "TOKEN_LIMIT", "AUTH_ENABLED", "KEY_FILE")
 HTTP_URL = (f"http://alice:{SHAPES['server url password']}@mcp.example.com/mcp?api_key={SHAPES['query api_key']}"
             f"&region=eu&sig={SHAPES['query sig']}")
 HTTP_HEADERS = {"Authorization": f"Bearer {HTTP_TOKEN}", "Cookie": SHAPES["cookie header"],
@@ -291,8 +293,9 @@ def test_every_secret_shape_moves_to_0600_files_and_the_gateway_still_gets_the_o
     assert sorted(p.read_text().strip() for p in files) == sorted(SHAPES.values())     # one file per secret
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
     db = Store().get("Server", "db")
-    assert db["spec"]["args"][9:12] == ["-p", "8080", "--no-auth"] and db["spec"]["env"]["LOG_LEVEL"] == "debug"
-    assert db["spec"]["env"]["AUTH_TYPE"] == "basic" and "region=eu" in Store().get("Server", "remote")["spec"]["url"]
+    assert db["spec"]["args"][9:12] == ["-p", "8080", "--no-auth"]
+    assert {k: db["spec"]["env"][k] for k in NOT_SECRET} == {k: STDIO_ENV[k] for k in NOT_SECRET}
+    assert "region=eu" in Store().get("Server", "remote")["spec"]["url"]
     assert "events" not in Store().names("Server")             # /sse?key=…: SSE, not streamable HTTP
     assert "SSE-only servers are not supported" in r.stdout.split("not imported:")[1].split("'events'")[1]
 

@@ -24,7 +24,7 @@ from mcpctl.resources.secrets import looks_like_secret
 
 # Words of a name (env key, header, query parameter, flag) that say its value is a secret.
 _SECRET_WORDS = frozenset({
-    "password", "passwd", "pwd", "pass", "passphrase", "secret", "secrets", "token", "tokens", "key", "apikey",
+    "password", "passwd", "pwd", "pass", "passphrase", "secret", "secrets", "token", "key", "apikey",
     "credential", "credentials", "creds", "pat", "auth", "authorization", "cookie", "sig", "signature",
     "private", "privatekey", "bearer", "jwt",
 })
@@ -35,8 +35,10 @@ _DESCRIPTORS = frozenset({
     "enabled", "enable", "disabled", "method", "header", "name", "user", "username", "id", "scheme", "scope",
     "scopes", "expiry", "expires", "ttl", "timeout", "length", "len", "env", "var", "stdin", "location",
     "region", "format", "algorithm", "alg", "version", "provider", "helper", "command", "cmd", "prefix",
-    "required", "optional",
+    "required", "optional", "limit", "max", "min", "count", "size", "interval", "retries", "level", "audience",
+    "issuer", "kind", "cache",
 })
+_SWITCH_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
 # A first word that makes a flag a switch, not one taking a secret: --no-auth, --with-token (stdin).
 _SWITCH_PREFIXES = frozenset({"no", "use", "with", "enable", "disable", "require", "skip", "allow", "ask", "prompt"})
 
@@ -161,7 +163,7 @@ def value_spans(name: str, value: str, *, by_name: bool = True) -> list[Span]:
     if _is_path(value.strip()):
         return []
     if by_name and secret_name(name):
-        return _whole(value)
+        return [] if value.strip().lower() in _SWITCH_VALUES else _whole(value)
     return _whole(value) if looks_like_secret(name, value) else []
 
 
