@@ -44,7 +44,7 @@ def test_demo_runs_the_main_job_and_logs_every_call(tmp_home: Path) -> None:
         in out.replace("\n", " ")
     suggested = out.split("6. Favourites from this run's calls")[1]
     assert "flagged: disabled in the project" in suggested and "textkit/slugify" in suggested
-    assert "mcpctl create project demo --force" in suggested and "--favourite textkit/slugify" in suggested
+    assert "mcpctl favourites set --project demo " in suggested and " textkit/slugify" in suggested
 
     store = Store()
     assert sorted(store.names("Server")) == ["calc", "notes", "textkit"]

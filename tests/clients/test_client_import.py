@@ -230,3 +230,82 @@ def test_core_report_carries_the_mapping_and_the_reasons(env: Env) -> None:
     assert {k.name: k.transport for k in report.skipped}["linear"] == "sse"
     assert report.project is not None and report.project.action == "created"
     assert os.environ["HOME"] == str(env.home)
+
+
+# Every literal-secret shape a client file holds in practice (the first five were always moved);
+# each value is unique, so a test can look for it anywhere mcpctl writes or prints.
+SHAPES: dict[str, str] = {
+    "token env": TOKEN,                                        # GITHUB_PERSONAL_ACCESS_TOKEN=ghp_…
+    "bearer header": HTTP_TOKEN,                               # Authorization: Bearer sk-…
+    "flag=value": "flagEqualsValue-0123456789",                # --token=…
+    "token argument": "sk-positionalToken0123456789",          # a bare sk-… argument
+    "query api_key": "queryKeyValue0123456789",                # https://…/mcp?api_key=…
+    "url password argument": "pgArgPw",                        # postgresql://app:…@db/app
+    "url password env": "envUrlPw",                            # DATABASE_URL=postgres://u:…@db/x
+    "flag value pair": "hunter2",                              # --password hunter2
+    "slack webhook": "T000/B000/slackHookSecret",              # hooks.slack.com/services/…
+    "discord webhook": "123456789/discordHookSecret",          # discord.com/api/webhooks/…
+    "server url password": "httpUrlPw",                        # http://alice:…@host/mcp
+    "cookie header": "sid=cookieValue",                        # Cookie: …
+    "short password env": "Pw7chrs",                           # DB_PASSWORD, 7 characters
+    "api-key pair": "ak2short",                                # --api-key …
+    "proxy authorization": "proxyCreds",                       # Proxy-Authorization: Basic …
+    "query sig": "sigValue",                                   # ?sig=…
+    "docker -e pair": "xoxb-dockerEnvToken",                   # -e SLACK_BOT_TOKEN=…
+}
+STDIO_ARGS = [
+    "-y", "@modelcontextprotocol/server-postgres", f"postgresql://app:{SHAPES['url password argument']}@db:5432/app",
+    "--password", SHAPES["flag value pair"], f"--token={SHAPES['flag=value']}", "--api-key", SHAPES["api-key pair"],
+    SHAPES["token argument"], "-p", "8080", "--no-auth", "-e", f"SLACK_BOT_TOKEN={SHAPES['docker -e pair']}",
+    f"https://hooks.slack.com/services/{SHAPES['slack webhook']}",
+    f"https://discord.com/api/webhooks/{SHAPES['discord webhook']}",
+]
+STDIO_ENV = {"GITHUB_PERSONAL_ACCESS_TOKEN": TOKEN, "DATABASE_URL": f"postgres://u:{SHAPES['url password env']}@db/x",
+             "DB_PASSWORD": SHAPES["short password env"], "LOG_LEVEL": "debug", "AUTH_TYPE": "basic",
+             "MAX_TOKENS": "4096", "TOKEN_LIMIT": "1000", "AUTH_ENABLED": "true", "KEY_FILE": "~/keys/a.pem"}
+NOT_SECRET = ("LOG_LEVEL", "AUTH_TYPE", "MAX_TOKENS", "TOKEN_LIMIT", "AUTH_ENABLED", "KEY_FILE")
+HTTP_URL = (f"http://alice:{SHAPES['server url password']}@mcp.example.com/mcp?api_key={SHAPES['query api_key']}"
+            f"&region=eu&sig={SHAPES['query sig']}")
+HTTP_HEADERS = {"Authorization": f"Bearer {HTTP_TOKEN}", "Cookie": SHAPES["cookie header"],
+                "Proxy-Authorization": f"Basic {SHAPES['proxy authorization']}", "Accept": "application/json"}
+
+
+def test_every_secret_shape_moves_to_0600_files_and_the_gateway_still_gets_the_original(env: Env) -> None:
+    import sys
+
+    from mcpctl.gateway.upstream_transport import stdio_params
+    from mcpctl.resources import secrets
+    from mcpctl.resources.kinds import ServerSpec
+
+    env.write("mcp-json", json.dumps({"mcpServers": {
+        "db": {"command": sys.executable, "args": STDIO_ARGS, "env": STDIO_ENV},
+        "remote": {"type": "http", "url": HTTP_URL, "headers": HTTP_HEADERS},
+        "events": {"url": "https://mcp.example.com/sse?key=sseKeyValue"},
+    }}))
+    r = run("import", "mcp-json")
+    assert r.exit_code == 0, r.output
+    printed = [r.stdout, *(run("get", "servers", "-o", o).stdout for o in ("yaml", "json")),
+               *(run("describe", "server", s).stdout for s in ("db", "remote"))]
+    config = "".join(p.read_text() for p in (env.mcpctl_home / "config").rglob("*") if p.is_file())
+    for shape, secret in SHAPES.items():
+        assert all(secret not in text for text in [config, *printed]), shape
+    files = [p for p in (env.mcpctl_home / "state" / "secrets").rglob("*") if p.is_file()]
+    assert sorted(p.read_text().strip() for p in files) == sorted(SHAPES.values())     # one file per secret
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
+    db = Store().get("Server", "db")
+    assert db["spec"]["args"][9:12] == ["-p", "8080", "--no-auth"]
+    assert {k: db["spec"]["env"][k] for k in NOT_SECRET} == {k: STDIO_ENV[k] for k in NOT_SECRET}
+    assert "region=eu" in Store().get("Server", "remote")["spec"]["url"]
+    assert "events" not in Store().names("Server")             # /sse?key=…: SSE, not streamable HTTP
+    assert "SSE-only servers are not supported" in r.stdout.split("not imported:")[1].split("'events'")[1]
+
+    params = stdio_params(ServerSpec.from_resource(db))        # what the gateway starts the server with
+    assert params.args == STDIO_ARGS and params.env == STDIO_ENV
+    remote = ServerSpec.from_resource(Store().get("Server", "remote"))
+    assert secrets.resolve(remote.url or "", where="url") == HTTP_URL
+    assert secrets.resolve_map(remote.headers, where="headers") == HTTP_HEADERS
+
+    store, moved = store_snapshot(env.mcpctl_home), secret_files(env.mcpctl_home)
+    again = run("import", "mcp-json")
+    assert again.exit_code == 0 and "server/db unchanged" in again.stdout and "server/remote unchanged" in again.stdout
+    assert store_snapshot(env.mcpctl_home) == store and secret_files(env.mcpctl_home) == moved

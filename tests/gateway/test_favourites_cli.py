@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
+from mcpctl.resources.validate import canonical_spec
 
 pytestmark = pytest.mark.anyio
 
@@ -93,7 +94,7 @@ async def test_suggest_counts_every_presented_form_once_and_its_line_changes_onl
     star_line = next(line for line in table.stdout.splitlines() if "alpha/echo" in line)
     assert "★" in star_line and "beta/add" in table.stdout
     line = table.stdout.strip().splitlines()[-1]
-    assert line.startswith("mcpctl create project p --force ") and "--favourite alpha/echo --favourite beta/add" in line
+    assert line == "mcpctl favourites set --project p alpha/echo beta/add"
 
     # run the printed line for real: only favouriteIndex changes
     env = {**os.environ, "MCPCTL_HOME": str(kit.home)}
@@ -102,7 +103,7 @@ async def test_suggest_counts_every_presented_form_once_and_its_line_changes_onl
                                      capture_output=True, text=True).stdout)
     argv = shlex.split(line)
     done = subprocess.run([MCPCTL, *argv[1:]], env=env, capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout == "project/p replaced\n", done.stderr
+    assert done.returncode == 0 and done.stdout == "project/p configured\n", done.stderr
     diff = subprocess.run([MCPCTL, "diff", "-f", str(before)], env=env, capture_output=True, text=True)
     assert diff.returncode == 1
     changed = [ln for ln in diff.stdout.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
@@ -128,6 +129,40 @@ async def test_suggest_apply_shows_the_diff_and_writes_it(kit: Kit, runner: CliR
     assert r.stdout.strip().endswith("project/q configured")
     spec = kit.store.get("Project", "q")["spec"]
     assert spec["favouriteIndex"]["tools"] == ["alpha/add"]
+
+
+async def test_the_suggested_line_run_by_a_shell_keeps_profiles_and_does_what_apply_does(
+        kit: Kit, runner: CliRunner) -> None:
+    kit.server("alpha", "--extra-tool", "get pods")         # an upstream tool name with a space
+    spec: dict[str, Any] = {
+        "favouriteIndex": {"enabled": True, "tools": ["alpha/echo"], "maxFavourites": 4},
+        "profiles": {"read-only": {"readOnly": True, "deny": ["alpha/get pods"]},
+                     "ops": {"description": "on call", "allow": ["alpha/get pods", "alpha/add"]}},
+        "tools": {"disabled": ["alpha/delete_*"]}, "gate": {"instructions": "Say hi."},
+        "names": {"style": "portable", "maxLength": 40}, "search": {"ranker": "bm25", "topK": 3},
+        "description": "keeps its profiles"}
+    kit.project("p", ["alpha"], **spec)
+    original = canonical_spec("Project", kit.store.get("Project", "p")["spec"])
+    await _calls(kit, "p", [("alpha/get pods", {})] * 3 + [("all__alpha__add", {"a": 1, "b": 2})] * 2)
+    _rows("p", 5)
+
+    table = run(runner, "favourites", "suggest", "-p", "p")
+    assert table.exit_code == 0, table.output
+    line = table.stdout.strip().splitlines()[-1]
+    assert line == "mcpctl favourites set --project p 'alpha/get pods' alpha/add"
+    shell_env = {**os.environ, "MCPCTL_HOME": str(kit.home), "PATH": f"{Path(MCPCTL).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-c", line], env=shell_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "project/p configured\n", done.stderr
+    by_line = canonical_spec("Project", kit.store.get("Project", "p")["spec"])
+    assert by_line["favouriteIndex"] == {"enabled": True, "tools": ["alpha/get pods", "alpha/add"], "maxFavourites": 4}
+    assert {k: v for k, v in by_line.items() if k != "favouriteIndex"} == \
+        {k: v for k, v in original.items() if k != "favouriteIndex"}
+
+    kit.project("p", ["alpha"], **spec)                      # back to the start, then --apply
+    assert canonical_spec("Project", kit.store.get("Project", "p")["spec"]) == original
+    r = run(runner, "favourites", "suggest", "-p", "p", "--apply")
+    assert r.exit_code == 0 and r.stdout.endswith("project/p configured\n"), r.output
+    assert canonical_spec("Project", kit.store.get("Project", "p")["spec"]) == by_line
 
 
 def test_favourites_add_remove_list(kit: Kit, runner: CliRunner) -> None:

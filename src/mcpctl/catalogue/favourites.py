@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from mcpctl.resources.kinds import DEFAULT_MAX_FAVOURITES
+
 MOSTLY_FAILS: Final = 0.5        # an error rate above this is flagged, not suggested
 
 
@@ -53,12 +55,19 @@ def unpin(spec: MutableMapping[str, Any], ids: Iterable[str]) -> list[str]:
     return removed
 
 
-def set_favourites(spec: MutableMapping[str, Any], ids: Sequence[str], max_favourites: int) -> None:
-    """Make `ids` the favourites (in order), the favourite index on, at most `max_favourites`."""
+def set_favourites(spec: MutableMapping[str, Any], ids: Sequence[str], max_favourites: int | None = None) -> None:
+    """Make `ids` the favourites (in order) and the favourite index on. `maxFavourites` becomes
+    `max_favourites` when given, else it is raised only as far as `ids` need. Nothing else in the
+    spec changes, apart from an explicit `presentation: flat` (which would hide the favourites)."""
     fav = _index(spec)
-    fav["tools"] = list(ids)
+    fav["tools"] = list(dict.fromkeys(ids))
     fav["enabled"] = True
-    fav["maxFavourites"] = max_favourites
+    current = fav.get("maxFavourites")
+    limit = current if isinstance(current, int) else DEFAULT_MAX_FAVOURITES
+    if max_favourites is not None:
+        fav["maxFavourites"] = max_favourites
+    elif len(fav["tools"]) > limit:
+        fav["maxFavourites"] = len(fav["tools"])
     if spec.get("presentation") == "flat":
         del spec["presentation"]          # the favourite index on means favourites are presented
 

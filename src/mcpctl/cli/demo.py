@@ -357,10 +357,10 @@ def register(app: typer.Typer) -> None:
                 rows = log.query(project=PROJECT, since=started)
                 pairs = log.search_pairs(PROJECT, since=started)
                 log_path = log.path
-            from .favourites import suggested_command, suggestions
+            from .favourites import set_command, suggestions
 
-            found, cached, _ = suggestions(PROJECT, 5, started)
-            line = suggested_command(store.get("Project", PROJECT), found, cached) if found.suggested else None
+            found, _, _ = suggestions(PROJECT, 5, started)
+            line = set_command(PROJECT, found.suggested) if found.suggested else None
             note = f"(MCPCTL_HOME={os.environ['MCPCTL_HOME']})" if os.environ.get("MCPCTL_HOME") \
                 else f"(store: {paths.resources_dir()})"
             print_report(note, registered, session, rows, pairs, log_path, (found, line), kept=keep)

@@ -1,9 +1,10 @@
 """`mcpctl favourites list|add|remove|suggest --project P`: a project's favourite index.
 
 `list` shows exactly what the gateway presents (the same pipeline, built from the catalogue
-cache); `add`/`remove` pin and unpin tools (validated like `apply`); `suggest` ranks tools by
-their calls in the invocation log and prints a ready-to-run `mcpctl create project … --force`
-line that changes nothing but the favourites (`--apply` writes it after showing the diff).
+cache); `add`/`remove` pin and unpin tools and `set` replaces them (validated like `apply`);
+`suggest` ranks tools by their calls in the invocation log and prints a ready-to-run
+`mcpctl favourites set` line, which changes nothing but the favourites. `suggest --apply` runs
+that very command (`set_favourites_of`), so the line and `--apply` cannot drift apart.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ._common import (
     warn,
     write_stdout,
 )
-from .create import complete_tool_ids, project_command
+from .create import complete_tool_ids
 
 if TYPE_CHECKING:
     from mcpctl.catalogue.favourites import Suggestions
@@ -151,6 +152,20 @@ def _edit(project: str, change: Any, verb: str) -> Any:
         raise InvalidResource(f"project {project!r}: {_flagged(e.message)}", hint=e.hint) from None
 
 
+def set_favourites_of(project: str, ids: list[str], max_favourites: int | None = None) -> Any:
+    """`favourites set` and `suggest --apply`: `ids` become the project's favourites (the index
+    on); nothing else in the spec changes. Returns the store's edit result."""
+    from mcpctl.catalogue import favourites as fv
+
+    _check_ids(ids)
+    return _edit(project, lambda spec: fv.set_favourites(spec, ids, max_favourites), "set")
+
+
+def set_command(project: str, ids: list[str]) -> str:
+    """The shell line that runs `set_favourites_of(project, ids)`, each word quoted for a POSIX shell."""
+    return shlex.join(["mcpctl", "favourites", "set", "--project", project, *ids])
+
+
 def _warn_unknown(project: str, ids: list[str]) -> None:
     from mcpctl.gateway.catalogue import cached_catalogue
 
@@ -249,12 +264,6 @@ def render_suggest(project: str, s: Suggestions, period: str) -> None:
                   markup=False)
 
 
-def suggested_command(live: dict[str, Any], s: Suggestions, cached: CachedCatalogue) -> str:
-    """The ready-to-run line that makes the suggestions the favourites and changes nothing else."""
-    limit = max(cached.project.favourite_index.max_favourites, len(s.suggested))
-    return shlex.join(project_command(live, favourites=s.suggested, max_favourites=limit))
-
-
 def _spec_diff(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
     import difflib
 
@@ -349,6 +358,17 @@ def register(app: typer.Typer) -> None:
                 warn(f"{ident!r} is not pinned in project {project!r}")
         write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
 
+    @favourites_app.command("set")
+    @cli_errors
+    def set_cmd(project: _Project, ids: _Ids) -> None:
+        """Make exactly these tools the favourites, in this order (the line `favourites suggest` prints).
+        Turns the favourite index on; changes nothing else in the project."""
+        result = set_favourites_of(project, ids)
+        for w in result.warnings:
+            warn(w)
+        _warn_unknown(project, ids)
+        write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
+
     @favourites_app.command("suggest")
     @cli_errors
     def suggest_cmd(
@@ -360,16 +380,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Suggest favourites from the invocation log: tools ranked by calls (every presented form counted as
         its canonical id), with distinct sessions, error rate and last use; tools that mostly fail are flagged,
-        not suggested. Ends with a ready-to-run `mcpctl create project … --force` line."""
-        from mcpctl.catalogue import favourites as fv
-        from mcpctl.resources.store import Store
-
+        not suggested. Ends with a ready-to-run `mcpctl favourites set` line (what --apply runs)."""
         check_format(output, ("table", "json"))
         since = _now() - window * 86400.0
-        s, cached, ever = suggestions(project, top, since)
+        s, _, ever = suggestions(project, top, since)
         command: str | None = None
         if s.suggested:
-            command = suggested_command(Store().get("Project", project), s, cached)
+            command = set_command(project, s.suggested)
         if output == "json":
             print_json(_suggest_json(project, s, window, since, command))
         elif not s.candidates:
@@ -386,8 +403,7 @@ def register(app: typer.Typer) -> None:
             else:
                 err.print("No tool qualifies (every used tool is flagged).", markup=False)
         if apply and s.suggested:
-            limit = max(cached.project.favourite_index.max_favourites, len(s.suggested))
-            result = _edit(project, lambda spec: fv.set_favourites(spec, s.suggested, limit), "suggest")
+            result = set_favourites_of(project, s.suggested)
             if result.changed:
                 err.print(_spec_diff(result.before, result.after, f"project/{project}"), markup=False, end="")
             write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")

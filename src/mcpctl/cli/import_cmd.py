@@ -81,8 +81,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Import the MCP servers a client already has (each entry becomes a server).
 
-        Literal secrets in env and headers move to 0600 files referenced as ${file:…}; the client's own
-        variables become ${env:…}. Entries mcpctl cannot represent are listed with the reason. Importing
+        Literal secrets (secret-named env and headers, --password/--token values, URL passwords, secret
+        query parameters, webhook paths, tokens) move to 0600 files referenced as ${file:…}; the client's
+        own variables become ${env:…}. Entries mcpctl cannot represent are listed with the reason. Importing
         twice changes nothing.
         """
         check_format(output, ("text", "json"))

@@ -15,12 +15,30 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from mcpctl.clients import jsonc, tomledit
 
 SSE_REASON = ("SSE-only servers are not supported yet (mcpctl speaks stdio and streamable HTTP); "
               "if the server also serves streamable HTTP, add that URL: mcpctl create server NAME --url URL")
 TOKEN_ENV = "MCPCTL_TOKEN"     # the variable clients read the HTTP gateway's bearer token from
+
+
+def sse_url(url: str) -> bool:
+    """An SSE endpoint by its URL: the path ends in /sse, whatever the query (`/sse?key=…`)."""
+    try:
+        return urlsplit(url).path.rstrip("/").endswith("/sse")
+    except ValueError:
+        return False
+
+
+def sse_reason(transport: Any, url: Any) -> str | None:
+    """Why an entry is an SSE server (its transport says so, or its URL is an SSE endpoint), or None."""
+    if str(transport or "").lower() == "sse":
+        return SSE_REASON
+    if isinstance(url, str) and sse_url(url):
+        return "its URL ends in /sse, an SSE endpoint: " + SSE_REASON
+    return None
 
 
 class Unsupported(Exception):
@@ -175,7 +193,7 @@ def translate_json(data: Any, fn: VarFn, *, extra_ignored: Sequence[str] = ()) -
         kind = "stdio" if data.get("command") else "http" if data.get("url") else None
         if kind is None:
             return Translation("?", reason="the entry has neither a command nor a url")
-        if kind == "http" and str(data.get("url", "")).rstrip("/").endswith("/sse"):
+        if kind == "http" and sse_url(str(data.get("url", ""))):
             return Translation("sse", reason="its URL ends in /sse, an SSE endpoint: " + SSE_REASON)
     if kind == "sse":
         return Translation("sse", reason=SSE_REASON)

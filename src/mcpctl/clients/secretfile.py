@@ -1,10 +1,12 @@
 """Literal secrets found in a client's entries move to files mcpctl references as `${file:…}`.
 
 A client file such as `claude_desktop_config.json` often carries tokens in clear; the store must
-not (DESIGN §3). Each secret goes to `<state dir>/secrets/<server>/<field>` (directory 0700, file
-0600) and the spec keeps `${file:/that/path}`, which the gateway resolves only when it starts the
-server. The path depends only on the server and the field, and an unchanged value is not
-rewritten, so importing twice changes nothing.
+not (DESIGN §3). `secretshapes` finds where the secrets sit (a whole value, or a part of one: a
+URL's password, a webhook's path); each goes to `<state dir>/secrets/<server>/<field>[.<part>]`
+(directory 0700, file 0600) and the spec keeps `${file:/that/path}` in its place, which the
+gateway resolves only when it starts the server (`postgresql://u:${file:…}@db/app` becomes the
+original URL again). The path depends only on the server and the field, and an unchanged value
+is not rewritten, so importing twice changes nothing.
 """
 
 from __future__ import annotations
@@ -13,15 +15,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from mcpctl import paths
+from mcpctl.clients import secretshapes as shapes
 from mcpctl.resources.kinds import SECRET_REF_RE
-from mcpctl.resources.secrets import looks_like_secret
 from mcpctl.resources.store import atomic_write
-
-_SCHEME = re.compile(r"^(Bearer|Basic|Token|Bot)(\s+)(\S+)$", re.I)
-_FLAG = re.compile(r"^(--?[A-Za-z0-9][\w.-]*=)(.+)$")
 
 
 def secrets_dir() -> Path:
@@ -32,7 +30,7 @@ def secrets_dir() -> Path:
 class SecretNote:
     """What happened to one secret-looking or referenced value."""
 
-    field: str                 # env.GITHUB_TOKEN, headers.Authorization, args[3], url
+    field: str                 # env.GITHUB_TOKEN, headers.Authorization, args.3, args.2.password, url.api_key
     kind: str                  # moved | env
     reference: str             # the ${file:…} or ${env:…} the spec now holds
     path: Path | None = None   # moved: the 0600 file
@@ -40,11 +38,8 @@ class SecretNote:
 
 
 def literal_secret(key: str, value: str) -> bool:
-    """`looks_like_secret`, except for paths and URLs (a long directory name is no token)."""
-    v = value.strip()
-    if v.startswith(("/", "~", "./", "../")) or "://" in v or SECRET_REF_RE.search(v):
-        return False
-    return looks_like_secret(key, v)
+    """Whether an env or header value under `key` holds a literal secret (`secretshapes`)."""
+    return bool(shapes.value_spans(key, value))
 
 
 def _safe(field: str) -> str:
@@ -72,17 +67,28 @@ class SecretMover:
         self.notes.append(SecretNote(field, "moved", ref, path, changed))
         return ref
 
-    def _value(self, field: str, key: str, value: str) -> str:
+    def _replace(self, field: str, value: str, spans: list[shapes.Span]) -> str:
+        """`value` with each span moved to its own file (named `field` or `field.part`)."""
+        out, pos, seen = [], 0, set()
+        for span in sorted(spans, key=lambda s: s.start):
+            name = f"{field}.{span.part}" if span.part else field
+            while name in seen:
+                name += "_"
+            seen.add(name)
+            out += [value[pos:span.start], self._move(name, value[span.start:span.end])]
+            pos = span.end
+        return "".join(out) + value[pos:]
+
+    def _env_refs(self, field: str, value: str) -> bool:
         refs = [m.group(0) for m in SECRET_REF_RE.finditer(value) if m.group(1) == "env"]
         if refs:
             self.notes.append(SecretNote(field, "env", " ".join(refs)))
+        return bool(refs)
+
+    def _value(self, field: str, key: str, value: str) -> str:
+        if self._env_refs(field, value):
             return value
-        if not literal_secret(key, value):
-            return value
-        m = _SCHEME.match(value.strip())
-        if m:
-            return m.group(1) + m.group(2) + self._move(field, m.group(3))
-        return self._move(field, value)
+        return self._replace(field, value, shapes.value_spans(key, value))
 
     def spec(self, spec: dict[str, Any]) -> dict[str, Any]:
         """`spec` with every literal secret replaced by a `${file:…}` reference (nothing written)."""
@@ -92,26 +98,14 @@ class SecretMover:
         if spec.get("headers"):
             out["headers"] = {k: self._value(f"headers.{k}", k, str(v)) for k, v in spec["headers"].items()}
         if spec.get("args"):
-            args = []
-            for i, arg in enumerate(spec["args"]):
-                m = _FLAG.match(arg)
-                if m and literal_secret(m.group(1).strip("-="), m.group(2)):
-                    args.append(m.group(1) + self._move(f"args.{i}", m.group(2)))
-                elif literal_secret("", arg):
-                    args.append(self._move(f"args.{i}", arg))
-                else:
-                    args.append(arg)
-            out["args"] = args
+            args = [str(a) for a in spec["args"]]
+            found = shapes.arg_spans(args)
+            out["args"] = [arg if self._env_refs(f"args.{i}", arg) else self._replace(f"args.{i}", arg, found[i])
+                           for i, arg in enumerate(args)]
         if spec.get("url"):
-            out["url"] = self._url(spec["url"])
+            url = str(spec["url"])
+            out["url"] = url if self._env_refs("url", url) else self._replace("url", url, shapes.url_spans(url))
         return out
-
-    def _url(self, url: str) -> str:
-        query = urlsplit(url).query
-        for key, value in parse_qsl(query, keep_blank_values=False):
-            if literal_secret(key, value) and f"{key}={value}" in url:
-                url = url.replace(f"{key}={value}", f"{key}={self._move(f'url.{_safe(key)}', value)}", 1)
-        return url
 
     def write(self) -> None:
         for path, value in self.writes.items():

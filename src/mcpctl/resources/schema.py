@@ -204,6 +204,8 @@ def check_tool_id(value: str) -> str | None:
     server, tool = value.split("/", 1)
     if not server or not tool:
         return f"{value!r} is not a tool id: both the server and the tool part are needed (server/tool)"
-    if any(c.isspace() for c in value):
-        return f"{value!r} is not a tool id: it contains whitespace"
+    # An upstream may name a tool with inner spaces ("get pods"); whitespace around either part
+    # is a typo, and a server name never holds any.
+    if any(c.isspace() for c in server) or tool != tool.strip():
+        return f"{value!r} is not a tool id: it has whitespace around the server or the tool name"
     return None
