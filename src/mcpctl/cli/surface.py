@@ -147,7 +147,8 @@ def _one_line(text: str, limit: int = 160) -> str:
 def _headline(r: SurfaceReport) -> str:
     return (f"Surface of project {r.project}: {r.presentation} presentation, {len(r.tools)} tools on "
             f"{len(r.servers)} server(s), {len(r.enabled)} enabled; calls from the last {r.window_days:g} days "
-            f"(since {_when(r.since)}). Tokens: {r.tokenizer.label}, approximate.")
+            f"(since {_when(r.since)}). Tokens counted "
+            f"{'with cl100k' if r.tokenizer.exact_encoding else 'as characters / 4'} (approximate).")
 
 
 def _numbers(r: SurfaceReport) -> list[tuple[str, str]]:
