@@ -195,3 +195,40 @@ def test_create_project_warns_of_a_misspelt_favourite_and_strict_refuses_it(kit:
     assert "--disable 'alpah/*': no server 'alpah' in project 'q'" in r.stderr
     r = runner.invoke(app, ["favourites", "add", "--project", "q", "alpha/ech"])
     assert r.exit_code == 0 and "did you mean: alpha/echo?" in r.stderr, r.output
+
+
+def test_long_commands_say_on_a_terminal_what_they_are_doing(kit: Kit) -> None:
+    """`surface` and `tools list` on a large catalogue take a while: on a terminal, a transient
+    status line on stderr says what they are doing (issue 17); stdout keeps only the data."""
+    import os
+    import pty
+    import subprocess
+
+    from gwkit import MCPCTL
+
+    _cache(kit)
+    for argv, stages in ((["surface", "-p", "p", "-o", "json"],
+                          ["reading project p's catalogue", "pricing 4 tools in 3 presentations",
+                           "comparing 3 descriptions for near-duplicates"]),
+                         (["tools", "list", "-p", "p", "-o", "json"], ["reading project p's catalogue"])):
+        primary, secondary = pty.openpty()
+        try:
+            done = subprocess.run([MCPCTL, *argv], stdout=subprocess.PIPE, stderr=secondary, stdin=subprocess.DEVNULL,
+                                  env={**os.environ, "MCPCTL_HOME": str(kit.home), "TERM": "xterm"}, timeout=60)
+            os.close(secondary)
+            screen = b""
+            while True:
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:                 # EIO: the other end is closed and drained
+                    break
+                if not chunk:
+                    break
+                screen += chunk
+        finally:
+            os.close(primary)
+        assert done.returncode == 0, screen
+        assert json.loads(done.stdout)                                   # the data, untouched
+        text = screen.decode("utf-8", "replace")
+        for stage in stages:
+            assert stage in text, (stage, text)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -260,13 +260,16 @@ def _neighbour(first: str, then: str | None) -> bool:
 
 def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, now: float, window_days: float,
                  counter: TokenCounter, profiles: Sequence[str] = (),
-                 missing: Mapping[str, str] | None = None) -> SurfaceReport:
+                 missing: Mapping[str, str] | None = None,
+                 on_stage: Callable[[str], None] | None = None) -> SurfaceReport:
     """The surface of `catalogue`'s project. `transitions`: the log's calls in the window
     (`InvocationLog.transitions(project, since=now - window_days * 86400)`); `profiles`: the
     profiles to show (none: no profile matrix); `missing`: servers not registered -> why. Servers
-    never listed have no tools to count: the report says it is incomplete."""
+    never listed have no tools to count: the report says it is incomplete. `on_stage` hears what
+    the report is doing now (a sentence), for a long catalogue's progress."""
     from mcpctl.gateway.view import SessionKey
 
+    stage = on_stage or (lambda _text: None)
     missing = dict(missing or {})
     project = catalogue.project
     name = catalogue.project_name
@@ -286,6 +289,7 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
             n = cache[text] = counter.count(text)
         return n
 
+    stage(f"pricing {len(all_tools):,} tools in {len(MODES)} presentations")
     modes: list[ModeCost] = []
     for mode in MODES:
         texts = [definition_text(entry) for entry in views[mode].tools]
@@ -383,6 +387,7 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
 
     enabled_tools = [t for t in all_tools if t.canonical_id in enabled_ids]
     calls = sum(u.calls for u in uses.values())
+    stage(f"comparing {len(enabled_tools):,} descriptions for near-duplicates")
     near, near_total = near_duplicate_pairs(enabled_tools, limit=MAX_LISTED_PAIRS)
     report = SurfaceReport(
         project=name, presentation=project.presentation, gate=project.gate.enabled, tokenizer=counter,

@@ -42,10 +42,11 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
     from mcpctl.catalogue.tokens import token_counter
     from mcpctl.gateway.catalogue import cached_catalogue
 
-    from ._listing import list_project_now
+    from ._listing import list_project_now, working
     from .logs import open_log
 
-    cached = cached_catalogue(project)
+    with working(f"reading project {project}'s catalogue"):
+        cached = cached_catalogue(project)
     failed: list[str] = []
     if refresh or cached.unlisted:
         todo = set(cached.project.servers) if refresh else set(cached.unlisted)
@@ -58,13 +59,15 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
             warn(f"server {name!r} cannot be listed: {why}")
             failed.append(name)
     now = _now() if now is None else now
-    with open_log() as log:
-        rows = log.transitions(project, since=now - window_days * 86400.0, until=now, within=NEIGHBOUR_WINDOW_S)
-    spec = cached.project
-    # per-credential profiles: shown only when the project declares some (then the built-in ones too)
-    profiles = spec.profile_names() if spec.profiles else []
-    report = build_report(cached.catalogue, rows, now=now, window_days=window_days, counter=token_counter(),
-                          profiles=profiles, missing=cached.missing)
+    with working("reading the invocation log") as stage:
+        with open_log() as log:
+            rows = log.transitions(project, since=now - window_days * 86400.0, until=now,
+                                   within=NEIGHBOUR_WINDOW_S)
+        spec = cached.project
+        # per-credential profiles: shown only when the project declares some (then the built-in ones too)
+        profiles = spec.profile_names() if spec.profiles else []
+        report = build_report(cached.catalogue, rows, now=now, window_days=window_days, counter=token_counter(),
+                              profiles=profiles, missing=cached.missing, on_stage=stage)
     return report, failed
 
 

@@ -31,9 +31,10 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
     from mcpctl.gateway.presentations import FLAT
     from mcpctl.gateway.view import Refusal
 
-    from ._listing import list_project_now
+    from ._listing import list_project_now, working
 
-    cached = cached_catalogue(project_name)
+    with working(f"reading project {project_name}'s catalogue"):
+        cached = cached_catalogue(project_name)
     failed: list[str] = []
     if refresh or cached.unlisted:
         todo = set(cached.project.servers) if refresh else set(cached.unlisted)
