@@ -105,6 +105,47 @@ def test_collisions_are_names_on_several_servers_and_near_duplicates_cross_serve
     assert judge.near_duplicates(tools, threshold=1.01) == []
 
 
+def _brute_force_pairs(tools: list[CatalogueTool], threshold: float) -> set[tuple[str, str, float]]:
+    """Every cross-server pair scored, the definition `near_duplicates` must match."""
+    import math
+
+    vectors = judge._unit_vectors(tools)
+    found = set()
+    for i in range(len(tools)):
+        for j in range(i + 1, len(tools)):
+            if tools[i].server != tools[j].server:
+                score = sum(w * vectors[j].get(t, 0.0) for t, w in vectors[i].items())
+                if score >= threshold - 1e-9 and not math.isclose(score, 0.0):
+                    found.add((tools[i].canonical_id, tools[j].canonical_id, round(min(score, 1.0), 3)))
+    return found
+
+
+def _slice_tools(copies: int = 1) -> list[CatalogueTool]:
+    import json
+
+    rows = [json.loads(line) for line in (Path(__file__).parents[1] / "fixtures" / "livemcpbench_slice" /
+                                          "tools.jsonl").read_text().splitlines() if line.strip()]
+    return [tool(f"{r['server']}-{k}"[:60], r["name"], r.get("description") or "") for k in range(copies)
+            for r in rows]
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.7, 0.9])
+def test_near_duplicates_by_prefix_filtering_are_every_pair_brute_force_finds(threshold: float) -> None:
+    tools = _slice_tools(copies=2)              # every description twice: exact duplicates as well as near ones
+    assert {(p.a, p.b, p.score) for p in judge.near_duplicates(tools, threshold)} == _brute_force_pairs(tools, threshold)
+
+
+def test_a_catalogue_of_many_copies_lists_the_best_pairs_and_counts_them_all() -> None:
+    """A server registered many times has copies-squared pairs: the report lists the best `limit`
+    and counts the rest (issue 17: `surface` took minutes at 50,000 tools)."""
+    tools = _slice_tools(copies=6)
+    every = judge.near_duplicates(tools)
+    best, total = judge.near_duplicate_pairs(tools, limit=50)
+    assert total == len(every) > 50 and len(best) == 50
+    assert [p.score for p in best] == sorted((p.score for p in best), reverse=True)
+    assert best[0].score == every[0].score == 1.0 and all(p.score >= every[49].score for p in best)
+
+
 # -- pricing ------------------------------------------------------------------------------------------
 
 
@@ -285,7 +326,7 @@ def test_surface_json_keys_are_pinned(runner: Any, monkeypatch: pytest.MonkeyPat
     assert list(data["modes"][0]) == ["mode", "current", "listed", "tokens", "bytes", "instructionsTokens"]
     assert list(data["writeReach"]) == ["count", "byAnnotations", "byHeuristic", "tools", "note"]
     assert list(data["collisions"][0]) == ["name", "ids"]
-    assert list(data["nearDuplicates"]) == ["threshold", "method", "pairs"]
+    assert list(data["nearDuplicates"]) == ["threshold", "method", "total", "pairs"]
     assert list(data["nearDuplicates"]["pairs"][0]) == ["a", "b", "score", "sameName", "descriptionA",
                                                         "descriptionB"]
     assert list(data["use"]) == ["calls", "failed", "neighbour", "flagged", "neverCalled", "neighbourPairs",

@@ -8,6 +8,7 @@ import pytest
 from client_files import Env
 from typer.testing import CliRunner
 
+from mcpctl.catalogue.tokens import token_counter
 from mcpctl.cli import app
 from mcpctl.clients.doctor import NAME_RE, run_doctor, semantic_status, tokens
 from mcpctl.resources.store import Store
@@ -80,9 +81,23 @@ def test_text_output_marks_each_check_and_points_at_the_fix(store: Env) -> None:
 def test_token_budgets_flag_big_tools_with_a_labelled_estimate(store: Env) -> None:
     r = run("doctor", "--project", "good", "--tool-budget", "10", "--budget", "50")
     assert r.exit_code == 0                       # warnings do not fail the run
-    assert "over the budget of 10 tokens (chars/4 estimate)" in r.stdout
+    kind = token_counter().kind                   # chars/4, or cl100k with the tokens extra
+    assert f"over the budget of 10 tokens ({kind})" in r.stdout
     assert "over the budget of 50" in r.stdout
-    assert tokens({"name": "x" * 40}) == len('{"name":"' + "x" * 40 + '"}') // 4
+    assert tokens({"name": "x" * 40, "_meta": {"x": 1}}) == token_counter().count('{"name":"' + "x" * 40 + '"}')
+
+
+def test_doctor_prices_the_list_as_surface_does_and_hints_from_where_the_project_is(store: Env) -> None:
+    """One estimator: doctor's tools/list total is surface's figure for the project's presentation,
+    and its hint never recommends the presentation the project already has (issue 17)."""
+    run("create", "project", "fav", "--server", "calc", "--favourite", "calc/add")
+    run("doctor", "--project", "fav")                                    # lists calc
+    report = run_doctor("fav", connect=False, budget=1)
+    check = next(c for c in report.checks if c.scope == "project/fav" and c.check == "tokens")
+    surface = json.loads(run("surface", "--project", "fav", "-o", "json").stdout)
+    current = next(m for m in surface["modes"] if m["current"])
+    assert f"≈{current['tokens']:,} tokens" in check.message, (check.message, current)
+    assert "presentation deferred" in check.hint and "favourite-index or deferred" not in check.hint
 
 
 def test_no_connect_checks_only_the_configuration(store: Env) -> None:

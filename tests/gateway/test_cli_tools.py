@@ -128,6 +128,9 @@ def test_create_server_checks_what_it_can_and_lists_the_server(kit: Kit, runner:
     r = runner.invoke(app, ["create", "server", "gone", "--", "definitely-not-a-command-mcpctl"])
     assert r.exit_code == 0 and r.stdout == "server/gone created\n"
     assert r.stderr.count("not on PATH") == 1                     # said once, not re-said by a listing
+    r = runner.invoke(app, ["create", "server", "abs", "--no-check", "--", "/nonexistent/bin/thing"])
+    assert r.exit_code == 0 and "the command '/nonexistent/bin/thing' does not exist" in r.stderr, r.output
+    assert "PATH" not in r.stderr
     r = runner.invoke(app, ["create", "server", "rel", "--strict", "--", "./bin/server"])
     assert r.exit_code == 1 and "relative path" in r.stderr and r.stdout == ""
     r = runner.invoke(app, ["create", "server", "sec", "--strict", "-e", "K=${env:MCPCTL_NOT_SET_X}", "--", "true"])
@@ -154,3 +157,78 @@ def test_a_forced_server_delete_leaves_the_store_round_trippable_and_the_catalog
     r = runner.invoke(app, ["tools", "list", "--project", "p", "-o", "name"])
     assert "beta/echo" not in r.stdout.split() and "alpha/echo" in r.stdout.split()
     assert r.exit_code == 5 and "server 'beta' cannot be listed" in r.stderr
+
+
+def test_a_glob_or_id_that_matches_nothing_is_refused_unless_forced(kit: Kit, runner: CliRunner) -> None:
+    """`tools disable 'alpah/*'` used to warn and store the glob anyway (issue 17): refused, store
+    unchanged, with what was meant; --force stores it; removing such an entry always works."""
+    _cache(kit)
+    before = kit.store.get("Project", "p")
+    r = runner.invoke(app, ["tools", "disable", "--project", "p", "alpah/*"])
+    assert r.exit_code == 1 and "'alpah/*': no server 'alpah' in project 'p' (its servers: alpha, beta)" in r.stderr, r.output
+    assert "did you mean: alpha?" in r.stderr and "--force" in r.stderr
+    r = runner.invoke(app, ["tools", "disable", "--project", "p", "alpha/delete_al"])
+    assert r.exit_code == 1 and "did you mean: alpha/delete_all?" in r.stderr, r.output
+    r = runner.invoke(app, ["tools", "disable", "--project", "p", "alpha/nothing_*"])
+    assert r.exit_code == 1 and "'alpha/nothing_*' matches no tool of server 'alpha'" in r.stderr, r.output
+    assert kit.store.get("Project", "p") == before
+    r = runner.invoke(app, ["tools", "disable", "--project", "p", "--force", "alpha/nothing_*"])
+    assert r.exit_code == 0 and "warning" in r.stderr and "project/p configured" in r.stdout, r.output
+    r = runner.invoke(app, ["tools", "enable", "--project", "p", "alpha/nothing_*"])   # an exact entry: removed
+    assert r.exit_code == 0 and "project/p configured" in r.stdout, r.output
+    assert kit.store.get("Project", "p")["spec"]["tools"] == before["spec"]["tools"]
+
+
+def test_create_project_warns_of_a_misspelt_favourite_and_strict_refuses_it(kit: Kit, runner: CliRunner) -> None:
+    """`create project --favourite alpha/delete_al` was accepted silently while `favourites add`
+    warned (issue 17): both say what was meant; `--strict` stores nothing."""
+    _cache(kit)
+    r = runner.invoke(app, ["create", "project", "q", "--server", "alpha", "--favourite", "alpha/delete_al",
+                            "--strict"])
+    assert r.exit_code == 1 and "--favourite 'alpha/delete_al' is not a tool of server 'alpha'" in r.stderr, r.output
+    assert "did you mean: alpha/delete_all?" in r.stderr and kit.store.find("Project", "q") is None
+    r = runner.invoke(app, ["create", "project", "q", "--server", "alpha", "--server", "ghost", "--allow-missing",
+                            "--favourite", "alpha/delete_al", "--favourite", "ghost/x", "--disable", "alpah/*"])
+    assert r.exit_code == 0 and r.stdout == "project/q created\n", r.output
+    assert "did you mean: alpha/delete_all?" in r.stderr
+    assert "'ghost/x': server 'ghost' has not been listed yet" in r.stderr          # unchecked, not refused
+    assert "--disable 'alpah/*': no server 'alpah' in project 'q'" in r.stderr
+    r = runner.invoke(app, ["favourites", "add", "--project", "q", "alpha/ech"])
+    assert r.exit_code == 0 and "did you mean: alpha/echo?" in r.stderr, r.output
+
+
+def test_long_commands_say_on_a_terminal_what_they_are_doing(kit: Kit) -> None:
+    """`surface` and `tools list` on a large catalogue take a while: on a terminal, a transient
+    status line on stderr says what they are doing (issue 17); stdout keeps only the data."""
+    import os
+    import pty
+    import subprocess
+
+    from gwkit import MCPCTL
+
+    _cache(kit)
+    for argv, stages in ((["surface", "-p", "p", "-o", "json"],
+                          ["reading project p's catalogue", "pricing 4 tools in 3 presentations",
+                           "comparing 3 descriptions for near-duplicates"]),
+                         (["tools", "list", "-p", "p", "-o", "json"], ["reading project p's catalogue"])):
+        primary, secondary = pty.openpty()
+        try:
+            done = subprocess.run([MCPCTL, *argv], stdout=subprocess.PIPE, stderr=secondary, stdin=subprocess.DEVNULL,
+                                  env={**os.environ, "MCPCTL_HOME": str(kit.home), "TERM": "xterm"}, timeout=60)
+            os.close(secondary)
+            screen = b""
+            while True:
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:                 # EIO: the other end is closed and drained
+                    break
+                if not chunk:
+                    break
+                screen += chunk
+        finally:
+            os.close(primary)
+        assert done.returncode == 0, screen
+        assert json.loads(done.stdout)                                   # the data, untouched
+        text = screen.decode("utf-8", "replace")
+        for stage in stages:
+            assert stage in text, (stage, text)

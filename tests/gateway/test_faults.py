@@ -51,7 +51,7 @@ async def test_crash_mid_call_then_restart(kit: Kit) -> None:
         t0 = time.monotonic()
         r = await c.session.call_tool("crashy__crash", {})
         assert r.is_error and "crashy" in text_of(r) and "crash" in text_of(r)
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < 5 * SLACK
         await _good_call_is_fast(c)
         # meanwhile calls fail fast and clearly, then the restarted upstream serves again
         with anyio.fail_after(15):
@@ -221,8 +221,8 @@ async def test_sigterm_stops_gateway_and_upstreams(kit: Kit) -> None:
                 await anyio.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
         t0 = time.monotonic()
-        proc.wait(timeout=15)
-        assert time.monotonic() - t0 < 10
+        proc.wait(timeout=15 * SLACK)
+        assert time.monotonic() - t0 < 10 * SLACK
         assert proc.stdout is not None and proc.stdout.read() == b""   # nothing but protocol on stdout
     finally:
         if proc.poll() is None:

@@ -176,7 +176,7 @@ def test_favourites_add_remove_list(kit: Kit, runner: CliRunner) -> None:
     r = run(runner, "favourites", "add", "-p", "p", "alpha/echo", "beta/echo", "alpha/delete_all", "alpha/nope")
     assert r.exit_code == 0, r.output
     assert r.stdout == "project/p configured\n"
-    assert "favourite index turned on" in r.stderr and "'alpha/nope' is not in the cached catalogue" in r.stderr
+    assert "favourite index turned on" in r.stderr and "'alpha/nope' is not a tool of server 'alpha' as last listed" in r.stderr
     spec = kit.store.get("Project", "p")["spec"]
     assert spec["favouriteIndex"] == {"enabled": True, "tools": ["alpha/echo", "beta/echo", "alpha/delete_all",
                                                                  "alpha/nope"], "maxFavourites": 15}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl.errors import InvalidResource
 from mcpctl.resources.limits import MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INPUT_BYTES
 from mcpctl.resources.yamlio import load_sources, parse_text
@@ -53,6 +54,13 @@ def _cli(home: Path, *args: str, input: bytes | None = None, timeout: float = 20
     return Ran(r.returncode, r.stdout.decode(), r.stderr.decode(), time.monotonic() - start)
 
 
+def _prompt(home: Path, r: Ran, limit: float) -> None:
+    """`r` ended in about the time a trivial command takes right now (it refused before parsing):
+    bounded against a baseline measured beside it, so that a loaded machine stretches both."""
+    base = _cli(home, "get", "servers").elapsed
+    assert r.elapsed < limit + 3 * base, (r.elapsed, base)
+
+
 def _stored(home: Path) -> list[str]:
     root = home / "config" / "resources"
     return sorted(str(p.relative_to(root)) for p in root.rglob("*.yaml")) if root.exists() else []
@@ -80,7 +88,7 @@ def test_billion_laughs_is_refused_at_once_by_apply_and_diff(tmp_path: Path, tmp
     for verb, code in (("apply", 1), ("diff", 2)):
         r = _cli(tmp_home, verb, "-f", str(f))
         _refused(r, str(f), "document 2", "alias", code=code)
-        assert r.elapsed < 10
+        _prompt(tmp_home, r, 10)
     assert _stored(tmp_home) == []
 
 
@@ -119,10 +127,10 @@ def test_oversized_document_and_input_are_refused(tmp_path: Path, tmp_home: Path
     h.write_text(huge)
     r = _cli(tmp_home, "apply", "-f", str(h))
     _refused(r, str(h), "MiB")
-    assert r.elapsed < 5
+    _prompt(tmp_home, r, 5)
     r = _cli(tmp_home, "apply", "-f", "-", input=huge.encode())
     _refused(r, "<stdin>", "MiB")
-    assert r.elapsed < 5
+    _prompt(tmp_home, r, 5)
     assert _stored(tmp_home) == []
 
 
@@ -154,7 +162,7 @@ def test_alias_graphs_that_expand_too_far_are_refused(case: str) -> None:
     start = time.monotonic()
     with pytest.raises(InvalidResource) as e:
         parse_text(text, "a.yaml")
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 5 * SLACK
     assert e.value.message.startswith("a.yaml, document 1, line ") and needle in e.value.message, e.value.message
 
 

@@ -21,7 +21,8 @@ from mcpctl import paths
 from mcpctl.resources.store import atomic_write
 
 FORMAT_VERSION: Final = 1
-_SECTIONS: Final = ("tools", "resources", "resourceTemplates", "prompts", "about")
+# Every section of an entry; a gateway starts from all of them, so an unchanged server is unchanged.
+SECTIONS: Final = ("tools", "resources", "resourceTemplates", "prompts", "about")
 ABOUT_FIELDS: Final = ("name", "title", "description", "instructions")
 
 
@@ -87,7 +88,7 @@ def write_server_entry(server: str, sections: dict[str, list[dict[str, Any]]]) -
     old = read_server_entry(server) or {}
     new: dict[str, Any] = {"version": FORMAT_VERSION, "server": server}
     changed = not old
-    for name in _SECTIONS:
+    for name in SECTIONS:
         if name in sections:
             value = list(sections[name])
             if old.get(name) != value:

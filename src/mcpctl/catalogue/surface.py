@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -40,7 +40,7 @@ from mcpctl.catalogue.judge import (
     NearDuplicate,
     Reach,
     collisions,
-    near_duplicates,
+    near_duplicate_pairs,
     reach,
 )
 from mcpctl.catalogue.tokens import TokenCounter, definition_text
@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 FLAT: Final = "flat"
 MODES: Final = ("flat", "favourite-index", "deferred")
 NEIGHBOUR_WINDOW_S: Final = 60.0
+# Near-duplicate pairs a report lists (best first) and counts beyond: a catalogue that registers
+# one server many times has as many pairs as copies squared.
+MAX_LISTED_PAIRS: Final = 1000
 # Disabling tools because they were never called needs some use to judge by: below this many calls
 # in the window the report lists the never-called tools but recommends no `tools disable` line.
 MIN_CALLS_TO_JUDGE: Final = 20
@@ -169,7 +172,8 @@ class SurfaceReport:
     modes: list[ModeCost]
     tools: list[ToolSurface]
     collisions: list[Collision]
-    near_duplicates: list[NearDuplicate]
+    near_duplicates: list[NearDuplicate]        # the best MAX_LISTED_PAIRS of them
+    near_duplicate_total: int                   # how many pairs there are in all
     calls: int
     failed: int
     neighbour: int
@@ -256,13 +260,16 @@ def _neighbour(first: str, then: str | None) -> bool:
 
 def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, now: float, window_days: float,
                  counter: TokenCounter, profiles: Sequence[str] = (),
-                 missing: Mapping[str, str] | None = None) -> SurfaceReport:
+                 missing: Mapping[str, str] | None = None,
+                 on_stage: Callable[[str], None] | None = None) -> SurfaceReport:
     """The surface of `catalogue`'s project. `transitions`: the log's calls in the window
     (`InvocationLog.transitions(project, since=now - window_days * 86400)`); `profiles`: the
     profiles to show (none: no profile matrix); `missing`: servers not registered -> why. Servers
-    never listed have no tools to count: the report says it is incomplete."""
+    never listed have no tools to count: the report says it is incomplete. `on_stage` hears what
+    the report is doing now (a sentence), for a long catalogue's progress."""
     from mcpctl.gateway.view import SessionKey
 
+    stage = on_stage or (lambda _text: None)
     missing = dict(missing or {})
     project = catalogue.project
     name = catalogue.project_name
@@ -282,6 +289,7 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
             n = cache[text] = counter.count(text)
         return n
 
+    stage(f"pricing {len(all_tools):,} tools in {len(MODES)} presentations")
     modes: list[ModeCost] = []
     for mode in MODES:
         texts = [definition_text(entry) for entry in views[mode].tools]
@@ -379,11 +387,13 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
 
     enabled_tools = [t for t in all_tools if t.canonical_id in enabled_ids]
     calls = sum(u.calls for u in uses.values())
+    stage(f"comparing {len(enabled_tools):,} descriptions for near-duplicates")
+    near, near_total = near_duplicate_pairs(enabled_tools, limit=MAX_LISTED_PAIRS)
     report = SurfaceReport(
         project=name, presentation=project.presentation, gate=project.gate.enabled, tokenizer=counter,
         window_days=window_days, since=now - window_days * 86400.0, until=now, servers=servers,
         builtins_listed=builtins_listed, builtins_tokens=builtins_tokens, modes=modes, tools=tools,
-        collisions=collisions(enabled_tools), near_duplicates=near_duplicates(enabled_tools),
+        collisions=collisions(enabled_tools), near_duplicates=near, near_duplicate_total=near_total,
         calls=calls, failed=sum(u.failed for u in uses.values()), neighbour=sum(u.neighbour for u in uses.values()),
         flagged=sum(u.flagged for u in uses.values()), unknown_calls=unknown,
         neighbour_pairs=[NeighbourPair(a, b, n) for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))],
@@ -489,7 +499,7 @@ __all__ = [
     "build_report",
     "collisions",
     "mode_catalogues",
-    "near_duplicates",
+    "near_duplicate_pairs",
     "reach",
     "recommendations",
 ]

@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from ._common import err, warn
@@ -52,3 +53,23 @@ def list_project_now(project: str, which: Callable[[str], bool], what: str) -> d
 
     _, servers = load_gateway_config(project)
     return list_now({n: s for n, s in servers.items() if which(n)}, what)
+
+
+@contextlib.contextmanager
+def working(first: str) -> Iterator[Callable[[str], None]]:
+    """Say on stderr what a long command is doing: a transient status line (on a terminal only, as
+    the listing's progress bar), updated with each stage the body reports; scripts see nothing."""
+    if not err.is_terminal:
+        yield lambda _text: None
+        return
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots", text=f"{first}…", style="status.spinner")
+    with Live(spinner, console=err, transient=True, refresh_per_second=12.5) as live:
+
+        def stage(text: str) -> None:
+            spinner.update(text=f"{text}…")
+            live.refresh()          # each stage is shown, however short
+
+        yield stage

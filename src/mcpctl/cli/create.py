@@ -226,6 +226,8 @@ def create_project(
     annotation: Annotated[list[str] | None, typer.Option("--annotation", help="Annotation KEY=VALUE (repeatable).")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Accept servers that are not registered yet.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the project if it exists.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse (store nothing) when a --favourite, --enable or "
+                                         "--disable id matches no tool its server last listed.")] = False,
 ) -> None:
     """Create a project: a set of servers with curation, favourites, presentation and search settings."""
     from mcpctl.resources.kinds import NAME_STYLES, PRESENTATIONS, RANKERS
@@ -267,8 +269,26 @@ def create_project(
         meta["labels"] = _pairs(label, "--label")
     if annotation:
         meta["annotations"] = _pairs(annotation, "--annotation")
+    _check_project_ids(name, spec, strict=strict)
     doc = {"apiVersion": API_VERSION, "kind": "Project", "metadata": meta, "spec": spec}
     _create(doc, force=force, allow_missing=allow_missing)
+
+
+def _check_project_ids(name: str, spec: dict[str, Any], *, strict: bool) -> None:
+    """Warn of (with --strict, refuse) tool ids and globs that match nothing the servers listed."""
+    from mcpctl.catalogue.idcheck import check_against_cache
+
+    flagged = [("--favourite", (spec.get("favouriteIndex") or {}).get("tools") or []),
+               ("--disable", (spec.get("tools") or {}).get("disabled") or []),
+               ("--enable", (spec.get("tools") or {}).get("enabled") or [])]
+    findings = [(flag, f) for flag, ids in flagged
+                for f in check_against_cache(ids, spec["servers"], where=f"project {name!r}")]
+    refused = [f"{flag} {f.message}" for flag, f in findings if not f.unchecked]
+    if strict and refused:
+        raise InvalidResource(refused[0], hint="; ".join(refused[1:]) or "fix the id (mcpctl tools list --project "
+                              f"{name} once it exists), or create the project without --strict")
+    for flag, f in findings:
+        warn(f"{flag} {f.message}")
 
 
 def project_command(resource: dict[str, Any], *, favourites: list[str] | None = None,

@@ -167,25 +167,12 @@ def set_command(project: str, ids: list[str]) -> str:
 
 
 def _warn_unknown(project: str, ids: list[str]) -> None:
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.catalogue.idcheck import check_against_cache
+    from mcpctl.resources.store import Store
 
-    try:
-        cached = cached_catalogue(project)
-    except Exception:
-        return
-    known = {t.canonical_id for t in cached.catalogue.tools}
-    for ident in ids:
-        server = ident.split("/", 1)[0]
-        if ident in known:
-            continue
-        if server not in cached.project.servers:
-            warn(f"{ident!r}: server {server!r} is not one of project {project!r}'s servers; it is not presented")
-        elif server in cached.unlisted:
-            warn(f"{ident!r}: server {server!r} has not been listed yet, so the id cannot be checked "
-                 f"(mcpctl tools list --project {project} --refresh)")
-        else:
-            warn(f"{ident!r} is not in the cached catalogue of project {project!r}; it is not presented until "
-                 f"its server lists it (mcpctl tools list --project {project} --refresh)")
+    servers = list((Store().get("Project", project).get("spec") or {}).get("servers") or [])
+    for finding in check_against_cache(ids, servers, where=f"project {project!r}"):
+        warn(f"{finding.message} (a favourite is presented only once its server lists it)")
 
 
 # -- suggest -------------------------------------------------------------------------------------------

@@ -43,10 +43,11 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
     from mcpctl.catalogue.tokens import token_counter
     from mcpctl.gateway.catalogue import cached_catalogue
 
-    from ._listing import list_project_now
+    from ._listing import list_project_now, working
     from .logs import open_log
 
-    cached = cached_catalogue(project)
+    with working(f"reading project {project}'s catalogue"):
+        cached = cached_catalogue(project)
     failed: list[str] = []
     if refresh or cached.unlisted:
         todo = set(cached.project.servers) if refresh else set(cached.unlisted)
@@ -59,13 +60,15 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
             warn(f"server {name!r} cannot be listed: {why}")
             failed.append(name)
     now = _now() if now is None else now
-    with open_log() as log:
-        rows = log.transitions(project, since=now - window_days * 86400.0, until=now, within=NEIGHBOUR_WINDOW_S)
-    spec = cached.project
-    # per-credential profiles: shown only when the project declares some (then the built-in ones too)
-    profiles = spec.profile_names() if spec.profiles else []
-    report = build_report(cached.catalogue, rows, now=now, window_days=window_days, counter=token_counter(),
-                          profiles=profiles, missing=cached.missing)
+    with working("reading the invocation log") as stage:
+        with open_log() as log:
+            rows = log.transitions(project, since=now - window_days * 86400.0, until=now,
+                                   within=NEIGHBOUR_WINDOW_S)
+        spec = cached.project
+        # per-credential profiles: shown only when the project declares some (then the built-in ones too)
+        profiles = spec.profile_names() if spec.profiles else []
+        report = build_report(cached.catalogue, rows, now=now, window_days=window_days, counter=token_counter(),
+                              profiles=profiles, missing=cached.missing, on_stage=stage)
     return report, failed
 
 
@@ -109,7 +112,7 @@ def report_json(r: SurfaceReport) -> dict[str, Any]:
                        "byHeuristic": sum(t.reach.source == "heuristic" for t in writers),
                        "tools": [t.id for t in writers], "note": ANNOTATION_NOTE},
         "collisions": [{"name": c.name, "ids": list(c.ids)} for c in r.collisions],
-        "nearDuplicates": {"threshold": r.threshold, "method": SIMILARITY_METHOD,
+        "nearDuplicates": {"threshold": r.threshold, "method": SIMILARITY_METHOD, "total": r.near_duplicate_total,
                            "pairs": [{"a": p.a, "b": p.b, "score": p.score, "sameName": p.same_name,
                                       "descriptionA": p.description_a, "descriptionB": p.description_b}
                                      for p in r.near_duplicates]},
@@ -140,6 +143,11 @@ def _when(ts: float | None) -> str:
     return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
+def _json_lists(r: SurfaceReport) -> str:
+    listed = len(r.near_duplicates)
+    return "-o json lists them all" if listed == r.near_duplicate_total else f"-o json lists the best {listed:,}"
+
+
 def _one_line(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
@@ -148,7 +156,8 @@ def _one_line(text: str, limit: int = 160) -> str:
 def _headline(r: SurfaceReport) -> str:
     return (f"Surface of project {r.project}: {r.presentation} presentation, {len(r.tools)} tools on "
             f"{len(r.servers)} server(s), {len(r.enabled)} enabled; calls from the last {r.window_days:g} days "
-            f"(since {_when(r.since)}). Tokens: {r.tokenizer.label}, approximate.")
+            f"(since {_when(r.since)}). Tokens counted "
+            f"{'with cl100k' if r.tokenizer.exact_encoding else 'as characters / 4'} (approximate).")
 
 
 def _numbers(r: SurfaceReport) -> list[tuple[str, str]]:
@@ -241,13 +250,13 @@ def render_table(r: SurfaceReport) -> None:
     say()
     pairs = r.near_duplicates
     say(f"Near-duplicate descriptions across servers (similarity ≥ {r.threshold:.2f}): "
-        + (f"{len(pairs)} pair(s)" if pairs else "none"))
+        + (f"{r.near_duplicate_total:,} pair(s)" if pairs else "none"))
     for p in pairs[:TABLE_PAIRS]:
         say(f"  {p.score:.2f}  {p.a}  ~  {p.b}" + ("  (same name)" if p.same_name else ""))
         say(f"        {p.a}: {_one_line(p.description_a)}")
         say(f"        {p.b}: {_one_line(p.description_b)}")
-    if len(pairs) > TABLE_PAIRS:
-        say(f"  … and {len(pairs) - TABLE_PAIRS} more (-o json lists them all)")
+    if r.near_duplicate_total > TABLE_PAIRS:
+        say(f"  … and {r.near_duplicate_total - TABLE_PAIRS:,} more ({_json_lists(r)})")
 
     say()
     say(f"Use in the last {r.window_days:g} days: {r.calls} call(s), {r.failed} failed, {r.neighbour} followed within "
@@ -334,13 +343,13 @@ def render_markdown(r: SurfaceReport) -> str:
                                                       for c in r.collisions) or "none")]
     pairs = r.near_duplicates
     lines += ["", f"**Near-duplicate descriptions** (cross-server, similarity ≥ {r.threshold:.2f}): "
-              + (f"{len(pairs)} pair(s)" if pairs else "none")]
+              + (f"{r.near_duplicate_total:,} pair(s)" if pairs else "none")]
     if pairs:
         lines += ["", "| score | tool | description | tool | description |", "|--:|---|---|---|---|"]
         lines += [f"| {p.score:.2f} | `{p.a}` | {_md(_one_line(p.description_a, 120))} | `{p.b}` | "
                   f"{_md(_one_line(p.description_b, 120))} |" for p in pairs[:TABLE_PAIRS]]
-        if len(pairs) > TABLE_PAIRS:
-            lines.append(f"\n… and {len(pairs) - TABLE_PAIRS} more (`-o json` lists them all)")
+        if r.near_duplicate_total > TABLE_PAIRS:
+            lines.append(f"\n… and {r.near_duplicate_total - TABLE_PAIRS:,} more (`{_json_lists(r)}`)")
     used = sorted((x for x in r.tools if x.calls), key=lambda x: (-x.calls, x.id))
     lines += ["", f"**Use** (last {r.window_days:g} days): {r.calls} call(s), {r.failed} failed, {r.neighbour} "
               "followed within a minute by a different tool of the same server"]

@@ -29,6 +29,8 @@ _FORMATS = ("table", "wide", "json", "yaml", "name")
 _Ids = Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).",
                                             autocompletion=complete_tool_ids)]
 _Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
+_Force = Annotated[bool, typer.Option("--force", help="Store ids or globs that match no tool the project's servers "
+                                      "last listed (they are refused otherwise).")]
 
 
 def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[str]]:
@@ -39,9 +41,10 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
     from mcpctl.gateway.presentations import FLAT
     from mcpctl.gateway.view import Refusal
 
-    from ._listing import list_project_now
+    from ._listing import list_project_now, working
 
-    cached = cached_catalogue(project_name)
+    with working(f"reading project {project_name}'s catalogue"):
+        cached = cached_catalogue(project_name)
     failed: list[str] = []
     if refresh or cached.unlisted:
         todo = set(cached.project.servers) if refresh else set(cached.unlisted)
@@ -83,13 +86,8 @@ def _edit(project_name: str, ids: list[str], *, enable: bool) -> bool:
     from mcpctl.catalogue import curation
     from mcpctl.errors import InvalidResource
     from mcpctl.resources.edit import edit_spec
-    from mcpctl.resources.schema import check_tool_id
     from mcpctl.resources.store import Store
 
-    for ident in ids:
-        problem = check_tool_id(ident)
-        if problem:
-            raise InvalidResource(f"ID_OR_GLOB: {problem}")
     change = curation.enable if enable else curation.disable
     verb = "enable" if enable else "disable"
     try:
@@ -98,26 +96,38 @@ def _edit(project_name: str, ids: list[str], *, enable: bool) -> bool:
         raise InvalidResource(f"project {project_name!r}: {e.message}", hint=e.hint) from None
 
 
-def _edit_and_report(project: str, ids: list[str], *, enable: bool) -> None:
+def _edit_and_report(project: str, ids: list[str], *, enable: bool, force: bool) -> None:
+    from mcpctl.errors import InvalidResource
+    from mcpctl.resources.schema import check_tool_id
+
+    for ident in ids:
+        problem = check_tool_id(ident)
+        if problem:
+            raise InvalidResource(f"ID_OR_GLOB: {problem}")
+    _check_matches(project, ids, enable=enable, force=force)
     changed = _edit(project, ids, enable=enable)
-    _warn_unmatched(project, ids)
     out.print(f"project/{project} {'configured' if changed else 'unchanged'}", markup=False)
 
 
-def _warn_unmatched(project_name: str, ids: list[str]) -> None:
-    from fnmatch import fnmatchcase
+def _check_matches(project_name: str, ids: list[str], *, enable: bool, force: bool) -> None:
+    """Refuse (store nothing) an id or glob that matches no tool its server last listed, unless
+    `force`; an exact entry of the opposite list is a removal and always goes through."""
+    from mcpctl.catalogue.idcheck import check_against_cache
+    from mcpctl.errors import InvalidResource
+    from mcpctl.resources.store import Store
 
-    from mcpctl.gateway.catalogue import cached_catalogue
-
-    try:
-        known = [t.canonical_id for t in cached_catalogue(project_name).catalogue.tools]
-    except Exception:
-        return
-    if not known:
-        return
-    for ident in ids:
-        if not any(ident == k or fnmatchcase(k, ident) for k in known):
-            warn(f"{ident!r} matches no tool in the cached catalogue of {project_name!r}")
+    spec = Store().get("Project", project_name).get("spec") or {}
+    opposite = set((spec.get("tools") or {}).get("disabled" if enable else "enabled") or [])
+    findings = check_against_cache([i for i in ids if i not in opposite], list(spec.get("servers") or []),
+                                   where=f"project {project_name!r}")
+    refused = [f for f in findings if not f.unchecked]
+    for f in findings if force else [f for f in findings if f.unchecked]:
+        warn(f.message)
+    if refused and not force:
+        verb = "enable" if enable else "disable"
+        raise InvalidResource(refused[0].message + "".join(f"; {f.message}" for f in refused[1:]),
+                              hint=f"check the ids (mcpctl tools list --project {project_name}), or store them "
+                              f"anyway with mcpctl tools {verb} --project {project_name} --force …")
 
 
 def register(app: typer.Typer) -> None:
@@ -165,15 +175,15 @@ def register(app: typer.Typer) -> None:
 
     @tools_app.command("enable")
     @cli_errors
-    def enable_cmd(project: _Project, ids: _Ids) -> None:
+    def enable_cmd(project: _Project, ids: _Ids, force: _Force = False) -> None:
         """Enable tools: drop an exact entry from tools.disabled, else add to tools.enabled."""
-        _edit_and_report(project, ids, enable=True)
+        _edit_and_report(project, ids, enable=True, force=force)
 
     @tools_app.command("disable")
     @cli_errors
-    def disable_cmd(project: _Project, ids: _Ids) -> None:
+    def disable_cmd(project: _Project, ids: _Ids, force: _Force = False) -> None:
         """Disable tools: drop an exact entry from tools.enabled, else add to tools.disabled."""
-        _edit_and_report(project, ids, enable=False)
+        _edit_and_report(project, ids, enable=False, force=force)
 
     try:
         from mcpctl.cli import tools_search

@@ -15,13 +15,12 @@ a hint naming the command that fixes it:
   `hybrid` rank with the embedding model when it loads) or falls back, with how to install it;
 - each client whose standard file holds an mcpctl entry (informational).
 
-Token counts are estimates: characters of the compact JSON definition / 4.
+Token counts are `surface`'s (`catalogue.tokens`): cl100k with the `tokens` extra, else characters / 4.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import platform
 import re
@@ -82,9 +81,19 @@ class DoctorReport:
                 "checks": [asdict(c) for c in self.checks]}
 
 
-def tokens(value: Any) -> int:
-    """≈ tokens of a definition: characters of its compact JSON / 4."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"))) // 4
+def tokens(tool: Mapping[str, Any]) -> int:
+    """≈ tokens of a presented tool's definition, counted as `surface` counts them (one estimator:
+    `catalogue.tokens`, the parts a client puts in front of the model)."""
+    from mcpctl.catalogue.tokens import definition_text, token_counter
+
+    return token_counter().count(definition_text(tool))
+
+
+def token_kind() -> str:
+    """How `tokens` counts: cl100k where the `tokens` extra is installed, else chars/4."""
+    from mcpctl.catalogue.tokens import token_counter
+
+    return token_counter().kind
 
 
 def era(version: str | None) -> str:
@@ -255,15 +264,27 @@ def _listing(report: DoctorReport, name: str, result: Listed | None, probed: boo
     if heavy:
         listed = ", ".join(f"{t} (≈{n})" for n, t in heavy[:5]) + (" …" if len(heavy) > 5 else "")
         report.add(scope, "tokens", "warn", f"{len(heavy)} tool(s) over the budget of {tool_budget} tokens "
-                   f"(chars/4 estimate): {listed}",
+                   f"({token_kind()}): {listed}",
                    f"disable what the project does not need: mcpctl tools disable --project P '{name}/TOOL'")
     else:
         total = sum(tokens(t) for t in tools)
-        report.add(scope, "tokens", "ok", f"{len(tools)} tool definition(s), ≈{total} tokens (chars/4 estimate), "
+        report.add(scope, "tokens", "ok", f"{len(tools)} tool definition(s), ≈{total:,} tokens ({token_kind()}), "
                    f"none over {tool_budget}")
 
 
 # -- projects ---------------------------------------------------------------------------------------------
+
+
+def _fewer_hint(name: str, project: ProjectSpec) -> str:
+    """How to present fewer tokens, from where the project is now (never what it already does)."""
+    disable = f"mcpctl tools disable --project {name} 'SERVER/*'"
+    if project.presentation == "deferred":
+        return f"keep fewer favourites (mcpctl favourites remove {name} …) or {disable}"
+    if project.presentation == "favourite-index":
+        return (f"the favourite index lists every enabled tool under all/: presentation deferred lists only "
+                f"favourites and search (mcpctl edit project {name}), or {disable}")
+    return (f"present fewer: favourites with presentation favourite-index or deferred (mcpctl edit project "
+            f"{name}), or {disable}")
 
 
 def _project(report: DoctorReport, store: Store, name: str, entry: str, budget: int,
@@ -293,12 +314,10 @@ def _project(report: DoctorReport, store: Store, name: str, entry: str, budget: 
                    f"(≤ 64 with {prefix!r})")
     total = sum(tokens(t) for t in view.tools)
     if total > budget:
-        report.add(scope, "tokens", "warn", f"tools/list is ≈{total} tokens (chars/4 estimate) for {len(names)} "
-                   f"tool(s), over the budget of {budget}",
-                   f"present fewer: favourites with presentation favourite-index or deferred, or mcpctl tools "
-                   f"disable --project {name} 'server/*'")
+        report.add(scope, "tokens", "warn", f"tools/list is ≈{total:,} tokens ({token_kind()}) for {len(names)} "
+                   f"tool(s), over the budget of {budget}", _fewer_hint(name, project))
     else:
-        report.add(scope, "tokens", "ok", f"tools/list ≈{total} tokens (chars/4 estimate) for {len(names)} tool(s)")
+        report.add(scope, "tokens", "ok", f"tools/list ≈{total:,} tokens ({token_kind()}) for {len(names)} tool(s)")
     search = project.search
     if not search.enabled:
         report.add(scope, "search", "info", "search_tools is off (search.enabled: false)")

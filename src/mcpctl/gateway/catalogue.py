@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
 
+from mcpctl.catalogue import cache
 from mcpctl.errors import NotFound
 from mcpctl.gateway.names import Namer, assign, prompt_key, shared_names
 from mcpctl.gateway.view import (
@@ -32,12 +33,11 @@ if TYPE_CHECKING:
 
 RESOURCE_SCHEME: Final = "mcpctl"
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
-CACHE_SECTIONS: Final = ("tools", "resources", "resourceTemplates", "prompts")
 
 
 def cached_listing(entry: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The sections of a catalogue cache entry (`mcpctl.catalogue.cache`) a listing is made of."""
-    return {k: entry[k] for k in CACHE_SECTIONS if isinstance(entry.get(k), list)}
+    return {k: entry[k] for k in cache.SECTIONS if isinstance(entry.get(k), list)}
 
 
 def tools_list_json(tools: Sequence[dict[str, Any]], modern: bool, stamp: Mapping[str, Any],
@@ -263,8 +263,6 @@ class CachedCatalogue:
 def cached_catalogue(project_name: str, store: Store | None = None) -> CachedCatalogue:
     """What `mcpctl serve --project P` would present right now, from the catalogue cache, so the
     CLI (`tools list`, `tools search`, `favourites list`) shows exactly what a client gets."""
-    from mcpctl.catalogue import cache
-
     project, servers = load_gateway_config(project_name, store)
     entries = {name: cache.read_server_entry(name) for name, spec in servers.items() if isinstance(spec, ServerSpec)}
     cat = catalogue_from(project_name, project, servers, entries)

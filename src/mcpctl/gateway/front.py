@@ -42,7 +42,7 @@ from mcpctl.gateway.relay import Relay
 from mcpctl.gateway.router import Router, strip_upstream_meta
 from mcpctl.gateway.sdk import initialize_accepted, set_middleware
 from mcpctl.gateway.search import ToolSearch
-from mcpctl.gateway.sessions import Caller, Sessions, new_session_id
+from mcpctl.gateway.sessions import NOTIFIED_SECTIONS, Caller, Sessions, new_session_id
 from mcpctl.gateway.upstream import SERVER_INFO_KEY, Listing, Upstream
 from mcpctl.gateway.upstream_errors import UpstreamTimeout, UpstreamUnavailable
 from mcpctl.gateway.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
@@ -266,7 +266,8 @@ class Gateway:
                                            limiter=self._disk)
         self._settle(up.name)
         if changed:
-            log.info("catalogue of %s changed (%s); notifying clients", up.name, ", ".join(sorted(changed)))
+            told = "; notifying clients" if changed & NOTIFIED_SECTIONS else ""
+            log.info("catalogue of %s changed (%s)%s", up.name, ", ".join(sorted(changed)), told)
             await self.sessions.notify(changed)
 
     # -- sessions ----------------------------------------------------------------------------------

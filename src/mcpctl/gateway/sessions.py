@@ -63,6 +63,8 @@ _SECTION_EVENTS: Final = (
     ("prompts", PromptsListChanged, "send_prompt_list_changed", "notifications/prompts/list_changed"),
     ("resources", ResourcesListChanged, "send_resource_list_changed", "notifications/resources/list_changed"),
 )
+# The listing sections a client is told of when they change (templates ride on `resources`).
+NOTIFIED_SECTIONS: Final = frozenset({"tools", "prompts", "resources", "resourceTemplates"})
 
 
 @dataclass

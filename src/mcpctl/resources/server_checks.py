@@ -37,6 +37,13 @@ def static_problems(spec: dict[str, Any]) -> list[str]:
             if os.sep in command and not os.path.isabs(os.path.expanduser(command)):
                 problems.append(f"the command {command!r} is a relative path: the gateway runs in its client's "
                                 "working directory, so use an absolute path")
+            elif os.sep in command:
+                path = Path(command).expanduser()
+                if not path.is_file():
+                    problems.append(f"the command {command!r} does not exist" if not path.exists()
+                                    else f"the command {command!r} is not a file")
+                elif not os.access(path, os.X_OK):
+                    problems.append(f"the command {command!r} is not executable (chmod +x {command})")
             elif find_command(command) is None:
                 problems.append(f"the command {command!r} is not on PATH (nor next to {sys.executable})")
         cwd = spec.get("cwd")

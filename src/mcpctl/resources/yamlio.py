@@ -10,6 +10,7 @@ the guards that check it are in `limits`; the guards are called from here.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -377,9 +378,19 @@ def dump_stored(res: dict[str, Any]) -> str:
     return to_yaml({k: v for k, v in res.items() if k != "status"})
 
 
+@functools.cache
+def _c_loader() -> bool:
+    """True when ruamel's C parser (ruamel.yaml.clib, a dependency where it has wheels) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("_ruamel_yaml") is not None
+
+
 def load_stored(text: str, path: Path) -> dict[str, Any]:
+    """A stored resource (mcpctl wrote it: plain YAML), with the C parser where it is installed:
+    2-3x faster, which a store of thousands of servers feels in every command that reads it."""
     try:
-        data = YAML(typ="safe", pure=True).load(text)
+        data = YAML(typ="safe", pure=not _c_loader()).load(text)
     except YAMLError as e:
         raise InvalidResource(f"{path}: the stored resource is not valid YAML ({e})",
                               hint="fix or delete the file by hand") from None
