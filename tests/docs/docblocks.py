@@ -19,7 +19,8 @@ A console block is read like a terminal transcript:
 
     secret     a token secret, `mcpctl_` + 43 URL-safe characters
     timestamp  2026-12-30T14:23:27Z, 2026-11-30 12:32[:05], 20261130T133835357760Z
-    date       2026-12-30
+    date       2026-12-30 (not a protocol version: `protocol 2025-11-25` stays as it is)
+    version    3.11.7, 2.3.0 (of Python, the SDK: what this machine has installed)
     duration   12.7 ms, 0.4 s (a measured time)
     age        24s, 3m, 2h, 5d (a resource's AGE)
 
@@ -45,7 +46,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("secret", re.compile(r"\bmcpctl_[A-Za-z0-9_-]{43}")),
     ("timestamp", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?"
                              r"|\b\d{8}T\d{6,}Z")),
-    ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b")),
+    ("date", re.compile(r"(?<!protocol )\b\d{4}-\d{2}-\d{2}\b")),
+    ("version", re.compile(r"(?<![\d.])\d+\.\d+\.\d+(?![\d.])")),
     ("duration", re.compile(r"\b\d+(?:\.\d+)? ?ms\b|\b\d+\.\d+ ?s\b")),
     ("age", re.compile(r"(?<=\s)\d+[smhd](?=\s|$)")),
 )

@@ -63,6 +63,8 @@ def test_named_patterns_hide_what_varies_and_nothing_else() -> None:
     assert normalise(" → 42  (12.7 ms)") == " → 42  (<duration>)"
     assert normalise("calc   up   5   24s   ") == "calc   up   5   <age>"
     assert normalise("6.54  Add two numbers; 5 of 12 tools") == "6.54  Add two numbers; 5 of 12 tools"
+    assert normalise("listed: 9 tools (protocol 2025-11-25)") == "listed: 9 tools (protocol 2025-11-25)"
+    assert normalise("mcpctl 0.1.0, Python 3.11.7 on 127.0.0.1") == "mcpctl <version>, Python <version> on 127.0.0.1"
 
 
 def test_ellipsis_matches_any_number_of_lines_and_the_rest_must_match_exactly() -> None:

@@ -5,7 +5,8 @@ caches start empty at their default paths, and no client configuration of this m
 mapped onto the documents' `/home/me`, and a working directory `/home/me/mcpctl` holding what the
 documents assume of the repository: `examples/`, `.venv` (this test's venv) and the npm reference
 servers as `node_modules/` (so `npx -y @modelcontextprotocol/server-memory` starts the installed
-copy; npm runs offline). The commands run in document order through bash (pipes, redirects,
+copy; npm runs offline), and what HOMES gives the document beyond that (a client's configuration
+file that docs/clients.md shows with `cat` before it imports from it). The commands run in document order through bash (pipes, redirects,
 quotes and continuations as typed), stdin closed, stdout and stderr merged as a terminal shows
 them. `source .venv/bin/activate` puts the venv's bin first on PATH for the rest of the document;
 the README starts without it (its first command is `.venv/bin/mcpctl demo`), docs/*.md with it.
@@ -39,8 +40,10 @@ VENV = Path(sys.executable).parent.parent
 ACTIVATE = "source .venv/bin/activate"
 DOC_HOME = "/home/me"
 COMMAND_TIMEOUT = 120
-# An expected output naming this needs the semantic model (mcpctl tools install-semantic).
-NEEDS_MODEL = "hybrid ranker"
+# Files a document assumes in the user's home: tests/docs/homes/<name>/ is copied into it.
+HOMES = {"docs/clients.md": "clients"}
+# An expected output naming one of these needs the semantic model (mcpctl tools install-semantic).
+NEEDS_MODEL = ("hybrid ranker", "semantic search active")
 
 
 def _with_console_blocks() -> list[Path]:
@@ -69,9 +72,11 @@ class Terminal:
     skipped: list[str] = field(default_factory=list)
 
     @classmethod
-    def fresh(cls, root: Path, activated: bool) -> Terminal:
+    def fresh(cls, root: Path, activated: bool, files: str | None = None) -> Terminal:
         home = root / "me"
         cwd = home / "mcpctl"
+        if files:
+            shutil.copytree(Path(__file__).parent / "homes" / files, home)
         cwd.mkdir(parents=True)
         shutil.copytree(REPO / "examples", cwd / "examples", ignore=shutil.ignore_patterns("__pycache__"))
         (cwd / ".venv").symlink_to(VENV, target_is_directory=True)
@@ -110,7 +115,7 @@ def _run_block(term: Terminal, block: Block, doc: str, model: bool) -> list[str]
     for command in block.commands:
         code, actual = term.run(command)
         expected = trim_trailing_blanks(command.expected)
-        if not model and any(NEEDS_MODEL in e for e in expected):
+        if not model and any(marker in e for e in expected for marker in NEEDS_MODEL):
             term.skipped.append(f"{doc}:{command.line}: output needs the semantic model (not installed)")
             continue
         if code != 0 or (expected and not matches(expected, actual)):
@@ -127,7 +132,7 @@ def test_console_blocks_print_what_the_document_shows(doc: Path, tmp_path: Path)
     runnable = [b for b in blocks if b.skip is None]
     if not runnable:
         pytest.skip("; ".join(f"{name}:{b.line}: {b.skip}" for b in blocks))
-    term = Terminal.fresh(tmp_path, activated=doc.name != "README.md")
+    term = Terminal.fresh(tmp_path, activated=doc.name != "README.md", files=HOMES.get(name))
     model = _model_installed()
     failures: list[str] = []
     for block in runnable:
