@@ -42,6 +42,8 @@ DOC_HOME = "/home/me"
 COMMAND_TIMEOUT = 120
 # Files a document assumes in the user's home: tests/docs/homes/<name>/ is copied into it.
 HOMES = {"docs/clients.md": "clients"}
+# A document naming this starts the npm reference server (.ci/run installs it into .npm-servers).
+NPM_SERVER = "@modelcontextprotocol/server-memory"
 # An expected output naming one of these needs the semantic model (mcpctl tools install-semantic).
 NEEDS_MODEL = ("hybrid ranker", "semantic search active")
 
@@ -132,6 +134,9 @@ def test_console_blocks_print_what_the_document_shows(doc: Path, tmp_path: Path)
     runnable = [b for b in blocks if b.skip is None]
     if not runnable:
         pytest.skip("; ".join(f"{name}:{b.line}: {b.skip}" for b in blocks))
+    if NPM_SERVER in doc.read_text(encoding="utf-8") and not (
+            shutil.which("npx") and (NPM_DIR / "node_modules" / NPM_SERVER).is_dir()):
+        skip_unless_ci(f"{name} starts {NPM_SERVER}: npx or {NPM_DIR}/node_modules lacks it")
     term = Terminal.fresh(tmp_path, activated=doc.name != "README.md", files=HOMES.get(name))
     model = _model_installed()
     failures: list[str] = []
