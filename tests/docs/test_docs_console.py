@@ -1,4 +1,4 @@
-"""Every ```console block of README.md and docs/*.md, run as a new user would, against its output.
+"""Every ```console block of README.md, examples/README.md and docs/*.md, run as a new user would, against its output.
 
 Each document runs on a fresh machine of its own: a temporary HOME (so mcpctl's store, logs and
 caches start empty at their default paths, and no client configuration of this machine is read)
@@ -9,7 +9,8 @@ copy; npm runs offline), and what HOMES gives the document beyond that (a client
 file that docs/clients.md shows with `cat` before it imports from it). The commands run in document order through bash (pipes, redirects,
 quotes and continuations as typed), stdin closed, stdout and stderr merged as a terminal shows
 them. `source .venv/bin/activate` puts the venv's bin first on PATH for the rest of the document;
-the README starts without it (its first command is `.venv/bin/mcpctl demo`), docs/*.md with it.
+the README starts without it (its first command is `.venv/bin/mcpctl demo`), the others with it
+(and from the repository's root, as the README's commands run).
 What matches what is docblocks.py's language (`...`, named patterns, no output = must succeed).
 
 Explicit exceptions, each with its reason: blocks marked `<!-- docs-test: skip REASON -->` in the
@@ -34,7 +35,7 @@ from docblocks import Block, Command, matches, parse, report, trim_trailing_blan
 from ci_support import skip_unless_ci
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", REPO / "examples" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 NPM_DIR = Path(os.environ.get("MCPCTL_NPM_SERVERS", REPO / ".npm-servers"))
 VENV = Path(sys.executable).parent.parent
 ACTIVATE = "source .venv/bin/activate"
@@ -137,7 +138,7 @@ def test_console_blocks_print_what_the_document_shows(doc: Path, tmp_path: Path)
     if NPM_SERVER in doc.read_text(encoding="utf-8") and not (
             shutil.which("npx") and (NPM_DIR / "node_modules" / NPM_SERVER).is_dir()):
         skip_unless_ci(f"{name} starts {NPM_SERVER}: npx or {NPM_DIR}/node_modules lacks it")
-    term = Terminal.fresh(tmp_path, activated=doc.name != "README.md", files=HOMES.get(name))
+    term = Terminal.fresh(tmp_path, activated=name != "README.md", files=HOMES.get(name))
     model = _model_installed()
     failures: list[str] = []
     for block in runnable:
