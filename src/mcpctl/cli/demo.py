@@ -1,11 +1,12 @@
 """`mcpctl demo`: the main job end to end on the bundled example servers.
 
-Registers the example servers (notes, calc, textkit) and a `demo` project in the store (three
-pinned favourites, favourite-index presentation), starts the real gateway (`mcpctl serve
---project demo`) as a subprocess, connects to it with the official MCP client, lists and calls
-tools through it, and prints a short report: the favourites listed first with the instruction
-the client received, the calls, the invocation log rows the run produced, and the favourites
-`mcpctl favourites suggest` draws from them. Only the report goes to stdout.
+Registers the example servers (notes, calc, textkit) and a `demo` project in the store, exactly
+as examples/*.yaml declare them (three pinned favourites, favourite-index presentation, a
+`writer` profile), starts the real gateway (`mcpctl serve --project demo`) as a subprocess,
+connects to it with the official MCP client, lists and calls tools through it, and prints a
+short report: the favourites listed first with the instruction the client received, the calls,
+the invocation log rows the run produced, and the favourites `mcpctl favourites suggest` draws
+from them. Only the report goes to stdout.
 """
 
 from __future__ import annotations
@@ -29,28 +30,35 @@ EXAMPLE_SERVERS = ("notes", "calc", "textkit")
 OWNER_LABEL = ("source", "mcpctl-examples")
 DISABLED = "notes/delete_note"
 FAVOURITES = ("notes/create_note", "notes/search_notes", "calc/add")
+# A credential view the README's tokens use: reads everything, and may add a note.
+WRITER = {"readOnly": True, "allow": ["notes/create_note"]}
 # The tools the demo calls; the gateway must list them before the calls start.
 NEEDED = ("notes/create_note", "notes/search_notes", "calc/add", "textkit/slugify")
 _PASS_ENV = ("MCPCTL_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
 
-def demo_documents(notes_dir: Path) -> list[dict[str, Any]]:
-    """The Server and Project objects the demo registers (the same as examples/*.yaml, with
-    this Python as the command, so they work without a venv on PATH)."""
+# (call timeout, description) per server: the same as examples/servers.yaml.
+_SERVERS = {
+    "notes": (30, "A personal notes store (create, list, read, search, update, delete notes)"),
+    "calc": (60, "Arithmetic, statistics, unit conversion and a slow tool that reports progress"),
+    "textkit": (30, "Text utilities (word count, slugify, regex search, diff, hash, echo)"),
+}
+
+
+def demo_documents() -> list[dict[str, Any]]:
+    """The Server and Project objects the demo registers: exactly examples/servers.yaml and
+    examples/project.yaml (tests/examples pins it), so that applying those manifests after the
+    demo, as the README's first session does, changes nothing. `mcpctl example-server NAME` is
+    found on PATH or next to the Python running the gateway, so they work from an unactivated venv."""
     labels = {OWNER_LABEL[0]: OWNER_LABEL[1]}
-    descriptions = {
-        "notes": "A personal notes store (create, list, read, search, update, delete notes)",
-        "calc": "Arithmetic, statistics, unit conversion and a slow tool that reports progress",
-        "textkit": "Text utilities (word count, slugify, regex search, diff, hash, echo)",
-    }
     docs: list[dict[str, Any]] = []
     for name in EXAMPLE_SERVERS:
-        args = ["-m", f"mcpctl.examples.{name}"] + (["--dir", str(notes_dir)] if name == "notes" else [])
+        call, description = _SERVERS[name]
         docs.append({
             "apiVersion": "mcpctl/v1", "kind": "Server",
             "metadata": {"name": name, "labels": dict(labels)},
-            "spec": {"transport": "stdio", "command": sys.executable, "args": args,
-                     "timeouts": {"connect": 30, "call": 60}, "description": descriptions[name]},
+            "spec": {"transport": "stdio", "command": "mcpctl", "args": ["example-server", name],
+                     "timeouts": {"connect": 30, "call": call}, "description": description},
         })
     docs.append({
         "apiVersion": "mcpctl/v1", "kind": "Project",
@@ -61,6 +69,8 @@ def demo_documents(notes_dir: Path) -> list[dict[str, Any]]:
             "tools": {"disabled": [DISABLED]},
             "favouriteIndex": {"enabled": True, "tools": list(FAVOURITES), "maxFavourites": 15},
             "presentation": "favourite-index",
+            "names": {"style": "portable", "maxLength": 48},
+            "profiles": {"writer": dict(WRITER)},
             "search": {"enabled": True, "ranker": "bm25", "topK": 5, "recordQueries": True},
         },
     })
@@ -86,12 +96,11 @@ def _home(home: Path | None) -> Iterator[None]:
 
 def register_demo(store: Any) -> list[str]:
     """Apply the demo objects; refuse to overwrite same-named objects the demo did not create."""
-    from mcpctl import paths
     from mcpctl.errors import Conflict
     from mcpctl.resources.apply import apply_documents
     from mcpctl.resources.yamlio import Document
 
-    data = demo_documents(paths.private_dir(paths.state_dir() / "examples" / "notes"))
+    data = demo_documents()
     for d in data:
         live = store.find(d["kind"], d["metadata"]["name"])
         labels = ((live or {}).get("metadata") or {}).get("labels") or {}
@@ -365,7 +374,7 @@ def register(app: typer.Typer) -> None:
                 else f"(store: {paths.resources_dir()})"
             print_report(note, registered, session, rows, pairs, log_path, (found, line), kept=keep)
             if not keep:
-                for d in reversed(demo_documents(Path())):
+                for d in reversed(demo_documents()):
                     with contextlib.suppress(MCPCtlError):
                         store.delete(d["kind"], d["metadata"]["name"])
                 err.print("Removed the demo servers and project (--cleanup).")

@@ -4,7 +4,9 @@
 and for a stdio server the raw channel calls are relayed through (`stdio_upstream`):
 
 - stdio: `spec.command` is looked up on PATH, then next to `sys.executable` (`find_command`);
-  the `${env:...}`/`${file:...}` references in its args and env are resolved; its stderr goes
+  the `${env:...}`/`${file:...}` references in its args and env are resolved; mcpctl's own
+  location variables (`MCPCTL_HOME`, `XDG_*_HOME`) pass through, so a server that keeps its
+  state under mcpctl's dirs (the bundled notes example) follows the store; its stderr goes
   to `upstream_log_path(server)`, rotated at `STDERR_ROTATE_BYTES` (one backup), after a line
   marking the start.
 - http: the SDK's streamable HTTP client for `spec.url` with `spec.headers` (references
@@ -37,6 +39,9 @@ from mcpctl.resources.kinds import ServerSpec
 from mcpctl.resources.server_checks import find_command
 
 STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024   # per file; one backup (`.log.1`)
+# The SDK starts a stdio server with a minimal environment (HOME, PATH, USER, ...); these say where
+# mcpctl's store is, and a server's own spec.env still wins.
+LOCATION_ENV: Final = ("MCPCTL_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
 
 def upstream_log_path(server: str) -> Path:
@@ -62,6 +67,7 @@ def stdio_params(spec: ServerSpec) -> StdioServerParameters:
     if command is None:
         raise ConfigError(f"command not found: {spec.command!r} (not on PATH, nor next to "
                           f"{sys.executable})")
+    env = {**{k: os.environ[k] for k in LOCATION_ENV if os.environ.get(k)}, **env}
     return StdioServerParameters(command=command, args=args, env=env or None,
                                  cwd=os.path.expanduser(spec.cwd) if spec.cwd else None)
 
