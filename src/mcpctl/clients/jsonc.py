@@ -282,6 +282,13 @@ def _end_of_line_after(text: str, i: int) -> int | None:
     return None
 
 
+def _comment_after(text: str, i: int) -> int | None:
+    """The offset of a comment that follows offset `i` on its line after blanks, or None."""
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    return i if text.startswith(("//", "/*"), i) else None
+
+
 def dump_value(value: Any, unit: str, indent: str, newline: str = "\n") -> str:
     """`value` as JSON laid out for a member line indented by `indent`."""
     return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", newline + indent)
@@ -418,8 +425,9 @@ def insert_raw_member(text: str, path: Sequence[str], key: str, raw: tuple[str, 
 
 
 def remove_member(text: str, path: Sequence[str], key: str) -> str:
-    """Remove member `key` of the object at `path` with its line(s) and same-line comment; the
-    text is returned unchanged when there is no such member."""
+    """Remove member `key` of the object at `path`: its key, value and comma, and its line(s) when
+    nothing else is on them. Comments outside the value stay (above it, before it, after it on its
+    last line); the text is returned unchanged when there is no such member."""
     root = parse(text)
     obj = find_object(root, path)
     m = _member(obj, key) if obj is not None else None
@@ -428,13 +436,13 @@ def remove_member(text: str, path: Sequence[str], key: str) -> str:
     expected = _expected(root.value, path, key, None, remove=True)
     index = obj.members.index(m)
     own = _own_line(text, m.key_start)
-    start = _line_start(text, m.key_start) if own else m.key_start
     after = m.comma + 1 if m.comma is not None else m.node.end
     eol = _end_of_line_after(text, after)
+    comment = _comment_after(text, after) if eol is not None else None
+    start = _line_start(text, m.key_start) if own and comment is None else m.key_start
     if own and eol is not None:
-        end = eol + (2 if text.startswith("\r\n", eol) else 1 if eol < len(text) else 0)
-    elif eol is not None and index < len(obj.members) - 1:
-        end = eol
+        # the member's lines go; a comment after it on its last line stays, where it was
+        end = comment if comment is not None else eol + (2 if text.startswith("\r\n", eol) else 1 if eol < len(text) else 0)
     else:
         end = after
         while end < len(text) and text[end] in " \t" and index < len(obj.members) - 1:
