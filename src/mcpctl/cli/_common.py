@@ -10,6 +10,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from mcpctl.errors import MCPCtlError
 
@@ -31,7 +32,7 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except MCPCtlError as e:
-            err.print(f"[red]error:[/red] {e.message}", markup=True, highlight=False)
+            err.print(f"[red]error:[/red] {escape(e.message)}", markup=True, highlight=False)
             if e.hint:
                 err.print(f"  {e.hint}", markup=False)
             raise typer.Exit(e.exit_code) from None
