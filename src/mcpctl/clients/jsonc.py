@@ -22,6 +22,7 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _BLANKS = re.compile("[ \t\r\n\ufeff]+")
+MAX_DEPTH = 200          # objects and arrays nested deeper than this are refused, not recursed into
 
 
 class JsoncError(ValueError):
@@ -61,6 +62,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.t = text
         self.i = 0
+        self.depth = 0
 
     def fail(self, message: str, at: int | None = None) -> JsoncError:
         line, col = _position(self.t, self.i if at is None else at)
@@ -89,17 +91,24 @@ class _Parser:
     def value(self) -> Node:
         self.skip()
         c = self.peek()
-        if c == "{":
-            return self.obj()
-        if c == "[":
-            return self.arr()
+        if c in "{[" and c:
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.fail(f"objects and arrays nested more than {MAX_DEPTH} deep")
+            node = self.obj() if c == "{" else self.arr()
+            self.depth -= 1
+            return node
         if c == '"':
             start = self.i
             return Node(start, self.i_after_string(), self.string_value(start))
         m = _NUMBER.match(self.t, self.i)
         if m and m.end() > self.i:
+            try:
+                number = json.loads(m.group())
+            except ValueError:      # an integer past Python's int_max_str_digits (4300)
+                raise self.fail(f"a number of {len(m.group())} characters, too long to read") from None
             self.i = m.end()
-            return Node(m.start(), m.end(), json.loads(m.group()))
+            return Node(m.start(), m.end(), number)
         for word, val in _LITERALS.items():
             if self.t.startswith(word, self.i):
                 start = self.i

@@ -39,6 +39,10 @@ def loads(text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TomlEditError(str(e)) from None
+    except RecursionError:
+        raise TomlEditError("arrays or inline tables nested too deep to read") from None
+    except ValueError as e:           # an integer past Python's int_max_str_digits (4300)
+        raise TomlEditError(f"a value too long to read ({str(e).split(';')[0]})") from None
 
 
 # -- scanning -----------------------------------------------------------------------------------
