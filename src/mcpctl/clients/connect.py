@@ -222,7 +222,8 @@ def _disconnect_cli(claude: str, fmt: ClientFormat, path: Path, record: dict[str
     if record is None:
         report.warnings.append("no record of mcpctl connect for this entry: removed it, nothing to put back")
     steps: list[tuple[list[str], str | None]] = []
-    mine = ours(existing, record)
+    # `claude mcp add-json` may store the entry in its own words: by its look, then
+    mine = ours(existing, record) or (record is not None and is_gateway_entry(existing))
     if mine:
         steps.append((claude_code.remove_args(report.name, "user"), None))
     elif existing is not None:

@@ -187,6 +187,18 @@ def _swap_in(tmp: Path, target: Path, data: bytes, expected: bytes) -> None:
     os.replace(tmp, target)
 
 
+def _create(tmp: Path, target: Path) -> None:
+    """Give `tmp` the name `target` only if nobody created `target` meanwhile."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise FileChanged from None
+    except OSError:                       # a file system without hard links
+        if target.exists() or target.is_symlink():
+            raise FileChanged from None
+        os.replace(tmp, target)
+
+
 def replace(snap: Snapshot, data: bytes, *, before: Callable[[], None] | None = None) -> None:
     """Put `data` where `snap` was read, atomically, keeping the file's mode; `FileChanged` when
     the file no longer holds `snap.data` (another program wrote it), and then nothing changed.
@@ -204,10 +216,7 @@ def replace(snap: Snapshot, data: bytes, *, before: Callable[[], None] | None = 
         if before is not None:
             before()
         if snap.data is None:
-            try:
-                os.link(tmp, target)          # create it only if nobody did meanwhile
-            except FileExistsError:
-                raise FileChanged from None
+            _create(tmp, target)
         else:
             _swap_in(tmp, target, data, snap.data)
     finally:
