@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from client_files import Env
 from typer.testing import CliRunner
 
@@ -26,35 +27,59 @@ def run(*args: str):
     return CliRunner().invoke(app, list(args), prog_name="mcpctl")
 
 
-def read_line(proc: subprocess.Popen[bytes], stream: str, marker: str) -> str:
-    """The first line of the child's `stream` holding `marker` (awaited, bounded)."""
-    fd = getattr(proc, stream).fileno()
-    sel = selectors.DefaultSelector()
-    sel.register(fd, selectors.EVENT_READ)
-    end = time.monotonic() + DEADLINE
-    seen = b""
-    while time.monotonic() < end and sel.select(end - time.monotonic()):
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        seen += chunk
-        for line in seen.decode(errors="replace").splitlines():
-            if marker in line:
-                return line
-    proc.kill()
-    raise AssertionError(f"{marker!r} never came; {stream}: {seen.decode(errors='replace')[-2000:]}")
+class Output:
+    """A child's stdout or stderr, read as it comes (awaited, bounded; no sleeps)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stream: str) -> None:
+        self.proc = proc
+        self.fd = getattr(proc, stream).fileno()
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.fd, selectors.EVENT_READ)
+        self.data = b""
+
+    def _more(self, end: float) -> bool:
+        """Read what came; False at the end of the stream or past the deadline."""
+        if time.monotonic() >= end or not self.sel.select(end - time.monotonic()):
+            return False
+        chunk = os.read(self.fd, 65536)
+        self.data += chunk
+        return bool(chunk)
+
+    def line(self, marker: str, nth: int = 1) -> str:
+        """The `nth` line holding `marker`."""
+        end = time.monotonic() + DEADLINE
+        while True:
+            hits = [line for line in self.data.decode(errors="replace").splitlines(keepends=True)
+                    if marker in line and line.endswith("\n")]
+            if len(hits) >= nth:
+                return hits[nth - 1]
+            if not self._more(end):
+                self.proc.kill()
+                raise AssertionError(f"{marker!r} #{nth} never came: {self.data.decode(errors='replace')[-2000:]}")
+
+    def rest(self) -> str:
+        """Everything the child wrote, up to the end of the stream."""
+        end = time.monotonic() + DEADLINE
+        while self._more(end):
+            pass
+        return self.data.decode(errors="replace")
+
+
+def paused_connect(*args: str) -> tuple[subprocess.Popen[bytes], Output]:
+    """`mcpctl connect ARGS` in a child that stops between its record and the client file."""
+    proc = subprocess.Popen([sys.executable, "-m", "mcpctl", "connect", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "MCPCTL_TEST_PAUSE": "connect:between-writes"})
+    return proc, Output(proc, "stderr")
 
 
 def test_a_kill_between_the_record_and_the_file_loses_no_replaced_entry(env: Env) -> None:
     path = env.write("cursor")
     original = path.read_bytes()
     assert run("import", "cursor", "--project", "work").exit_code == 0
-    proc = subprocess.Popen([sys.executable, "-m", "mcpctl", "connect", "cursor", "--project", "work",
-                             "--replace-imported"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE,
-                            env={**os.environ, "MCPCTL_TEST_PAUSE": "connect:between-writes"})
+    proc, err = paused_connect("cursor", "--project", "work", "--replace-imported")
     try:
-        read_line(proc, "stderr", "paused at connect:between-writes")
+        err.line("paused at connect:between-writes")
         proc.kill()
     finally:
         proc.wait(DEADLINE)
@@ -65,6 +90,43 @@ def test_a_kill_between_the_record_and_the_file_loses_no_replaced_entry(env: Env
     assert run("connect", "cursor", "--project", "work", "--replace-imported").exit_code == 0
     assert run("disconnect", "cursor").exit_code == 0
     assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("app_writes", [1, 8])
+def test_a_write_by_the_client_during_connect_is_kept_and_connect_edits_again_or_refuses(
+        env: Env, app_writes: int) -> None:
+    """The client writes its file while connect is between its read and its write: connect sees
+    it, edits the new file again (8 tries), and refuses when the client never stops."""
+    path = env.write("mcp-json", json.dumps({"mcpServers": {}, "writes": 0}, indent=2))
+    run("create", "project", "work")
+    proc, err = paused_connect("mcp-json", "--project", "work")
+    assert proc.stdin is not None
+    try:
+        for n in range(1, app_writes + 1):
+            err.line("paused at connect:between-writes", n)
+            doc = json.loads(path.read_text())
+            path.write_text(json.dumps({**doc, "writes": n}, indent=2))       # the client's own write
+            proc.stdin.write(b"go\n")
+            proc.stdin.flush()
+        if app_writes < 8:
+            err.line("paused at connect:between-writes", app_writes + 1)
+        proc.stdin.close()
+        proc.wait(DEADLINE)
+    finally:
+        proc.kill()
+    doc = json.loads(path.read_text())
+    assert doc["writes"] == app_writes
+    if app_writes < 8:
+        assert proc.returncode == 0
+        assert set(doc["mcpServers"]) == {"mcpctl"}
+        assert run("disconnect", "mcp-json").exit_code == 0
+        assert json.loads(path.read_text()) == {"mcpServers": {}, "writes": app_writes}
+    else:
+        message = err.rest()
+        assert proc.returncode == EXIT_CONFLICT and f"{path} changed 8 times" in message, message
+        assert "quit the client" in message and "Traceback" not in message
+        assert doc["mcpServers"] == {}
+        assert run("disconnect", "mcp-json").exit_code == EXIT_NOT_FOUND      # no record left behind
 
 
 def test_disconnect_leaves_an_entry_the_user_wrote_later_under_the_gateways_name(env: Env) -> None:
@@ -129,16 +191,17 @@ def test_a_client_rewriting_its_file_meanwhile_loses_none_of_its_writes(env: Env
     run("create", "project", "work")
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE)
+    out = Output(writer, "stdout")
     codes = []
     try:
-        read_line(writer, "stdout", "ready")
+        out.line("ready")
         for _ in range(10):
             codes.append(run("connect", "mcp-json", "--project", "work").exit_code)
             codes.append(run("disconnect", "mcp-json").exit_code)
     finally:
         assert writer.stdin is not None
         writer.stdin.close()
-        summary = read_line(writer, "stdout", "writes=")
+        summary = out.line("writes=")
         writer.wait(DEADLINE)
     written, lost = (int(part.split("=")[1]) for part in summary.split())
     assert written > 0 and lost == 0, summary

@@ -30,7 +30,7 @@ from mcpctl.clients.jsonc import JsoncError
 from mcpctl.clients.tomledit import TomlEditError
 from mcpctl.errors import InvalidResource, MCPCtlError
 
-PAUSE_ENV = "MCPCTL_TEST_PAUSE"     # tests: stop at a named point (pause()) until stdin closes
+PAUSE_ENV = "MCPCTL_TEST_PAUSE"     # tests: stop at a named point (pause()) until a line on stdin
 
 
 class FileChanged(Exception):
@@ -47,12 +47,12 @@ class Snapshot:
 
 
 def pause(point: str) -> None:
-    """A test hook: with MCPCTL_TEST_PAUSE=<point>, say so on stderr and wait for stdin to close
-    (a test kills the process here, or lets it go on)."""
+    """A test hook: with MCPCTL_TEST_PAUSE=<point>, say so on stderr and wait for a line on stdin
+    (or its close): a test kills the process here, or writes the file, or lets it go on."""
     if os.environ.get(PAUSE_ENV) == point:
         sys.stderr.write(f"paused at {point}\n")
         sys.stderr.flush()
-        sys.stdin.read()
+        sys.stdin.readline()
 
 
 # -- errors -----------------------------------------------------------------------------------------
