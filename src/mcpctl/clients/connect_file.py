@@ -11,6 +11,7 @@ again on the fresh file, up to `ATTEMPTS` times, and then refused with a message
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,8 @@ def connect_file(fmt: ClientFormat, path: Path, value: Any, store: Store, projec
         except fileio.FileChanged:
             continue
         except BaseException:
-            _save_record(fmt, path, report.name, prior)
+            with contextlib.suppress(OSError):
+                _save_record(fmt, path, report.name, prior)
             raise
     _save_record(fmt, path, report.name, prior)
     raise _busy(path)
@@ -125,7 +127,10 @@ def _commit(fmt: ClientFormat, snap: fileio.Snapshot, value: Any, new_text: str,
     """Backup, record (the intent), then the file; `FileChanged` if the client wrote it meanwhile
     (the record is rewritten by the next attempt, or put back by the caller)."""
     if snap.data is not None:
-        report.backup = state.backup(fmt.name, snap.target, snap.data)
+        try:
+            report.backup = state.backup(fmt.name, snap.target, snap.data)
+        except OSError as e:
+            raise fileio.io_error(state.clients_dir() / "backups", e, "write a backup in") from None
     data = new_text.encode("utf-8")
     first = prior or {
         "original_backup": str(report.backup) if report.backup else None,
@@ -141,7 +146,10 @@ def _commit(fmt: ClientFormat, snap: fileio.Snapshot, value: Any, new_text: str,
               "removed": list(first.get("removed") or []) + removed}
 
     def intent() -> None:
-        _save_record(fmt, snap.path, report.name, record)
+        try:
+            _save_record(fmt, snap.path, report.name, record)
+        except OSError as e:
+            raise fileio.io_error(state.connections_path(), e, "write") from None
         fileio.pause("connect:between-writes")
 
     _write(snap, data, before=intent)

@@ -69,12 +69,18 @@ def backup(client: str, file: Path, data: bytes) -> Path:
     """Keep `data` (the file before mcpctl touched it) as a 0600 copy; returns its path. Not
     fsync'd: whoever restores it checks it against the hash in the record first."""
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    target = clients_dir() / "backups" / f"{client}-{stamp}-{file.name}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return target
+    folder = clients_dir() / "backups"
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 100):
+        target = folder / f"{client}-{stamp}{'' if n == 1 else f'-{n}'}-{file.name}"
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return target
+    raise FileExistsError(f"{folder}: no free backup name for {file.name} at {stamp}")
 
 
 def read_bytes(path: Path) -> bytes | None:
