@@ -26,7 +26,7 @@ from typing import Any
 from mcpctl import paths
 from mcpctl.clients import claude_code, fileio, state
 from mcpctl.clients.base import TOKEN_ENV, ClientFormat, GatewaySettings
-from mcpctl.clients.connect_file import connect_file, disconnect_file
+from mcpctl.clients.connect_file import backup, connect_file, disconnect_file
 from mcpctl.clients.connection import ConnectReport, find_record, get, is_gateway_entry, ours, replaceable
 from mcpctl.clients.importer import resolve_path
 from mcpctl.clients.registry import get_client
@@ -157,8 +157,7 @@ def _connect_cli(claude: str, fmt: ClientFormat, path: Path, value: Any, store: 
     report.commands = [claude_code.display(args, cwd) for args, cwd in steps]
     if not steps or report.dry_run:
         return
-    if snap.data is not None:
-        report.backup = state.backup(fmt.name, snap.target, snap.data)
+    report.backup = backup(fmt, snap)
     first = record or {"original_backup": str(report.backup) if report.backup else None, "removed": []}
     conns[key] = {**first, "client": fmt.name, "file": str(snap.target), "name": report.name, "method": "claude",
                   "project": report.project, "transport": report.transport, "entry": value,
@@ -242,7 +241,7 @@ def _disconnect_cli(claude: str, fmt: ClientFormat, path: Path, record: dict[str
         report.warnings.append(f"Claude Code has no user-scope server {report.name!r} any more")
     if report.dry_run:
         return
-    if snap.data is not None and steps:
-        report.backup = state.backup(fmt.name, snap.target, snap.data)
+    if steps:
+        report.backup = backup(fmt, snap)
     for args, cwd in steps:
         claude_code.run(claude, args, cwd)

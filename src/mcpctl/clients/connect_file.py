@@ -54,6 +54,16 @@ def _save_record(fmt: ClientFormat, path: Path, name: str, record: dict[str, Any
     return before
 
 
+def backup(fmt: ClientFormat, snap: fileio.Snapshot) -> Path | None:
+    """A copy of the file as read (None: there was none); a message when it cannot be written."""
+    if snap.data is None:
+        return None
+    try:
+        return state.backup(fmt.name, snap.target, snap.data)
+    except OSError as e:
+        raise fileio.io_error(state.clients_dir() / "backups", e, "write a backup in") from None
+
+
 def _write(snap: fileio.Snapshot, data: bytes | None, *, before: Callable[[], None] | None = None) -> None:
     """Replace (or, None, remove) the file; OSError becomes a message naming it."""
     try:
@@ -126,11 +136,7 @@ def _commit(fmt: ClientFormat, snap: fileio.Snapshot, value: Any, new_text: str,
             prior: dict[str, Any] | None, report: ConnectReport) -> None:
     """Backup, record (the intent), then the file; `FileChanged` if the client wrote it meanwhile
     (the record is rewritten by the next attempt, or put back by the caller)."""
-    if snap.data is not None:
-        try:
-            report.backup = state.backup(fmt.name, snap.target, snap.data)
-        except OSError as e:
-            raise fileio.io_error(state.clients_dir() / "backups", e, "write a backup in") from None
+    report.backup = backup(fmt, snap)
     data = new_text.encode("utf-8")
     first = prior or {
         "original_backup": str(report.backup) if report.backup else None,
@@ -218,7 +224,7 @@ def _disconnect_once(fmt: ClientFormat, snap: fileio.Snapshot, record: dict[str,
     if new_text == snap.text or report.dry_run:
         return
     fileio.check_writable(snap)
-    report.backup = state.backup(fmt.name, snap.target, snap.data)
+    report.backup = backup(fmt, snap)
     _write(snap, new_text.encode("utf-8"))
 
 
