@@ -141,6 +141,8 @@ def _exchange(a: Path, b: Path) -> bool:
     err = ctypes.get_errno()
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False
+    if err == errno.ENOENT:
+        raise FileChanged                 # removed meanwhile
     raise OSError(err, os.strerror(err), str(b))
 
 
@@ -225,6 +227,19 @@ def replace(snap: Snapshot, data: bytes, *, before: Callable[[], None] | None = 
     _sync_dir(target.parent)
 
 
+def _put_back(side: Path, target: Path) -> None:
+    """Another program's file goes back to its name, unless it has written a newer one there."""
+    try:
+        os.link(side, target)
+    except FileExistsError:
+        pass
+    except OSError:                       # a file system without hard links
+        if not (target.exists() or target.is_symlink()):
+            os.replace(side, target)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(side)
+
+
 def remove(snap: Snapshot) -> None:
     """Remove the file `snap` read; `FileChanged` (and the file kept) if another program wrote it."""
     if snap.data is None:
@@ -235,9 +250,7 @@ def remove(snap: Snapshot) -> None:
     except FileNotFoundError:
         return
     if _read(side) != snap.data:
-        with contextlib.suppress(FileExistsError):
-            os.link(side, snap.target)        # theirs goes back, unless they wrote a newer one
-        os.unlink(side)
+        _put_back(side, snap.target)
         raise FileChanged
     os.unlink(side)
     _sync_dir(snap.target.parent)
