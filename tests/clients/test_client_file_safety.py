@@ -181,7 +181,7 @@ while not select.select([sys.stdin], [], [], 0)[0]:      # until the test closes
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=2)
     os.replace(tmp, path)                              # as clients do: a whole new file
-    time.sleep(0.1)                                    # an app writes now and then, not in a spin
+    time.sleep(0.25)                                   # an app writes now and then, not in a spin
 print(f"writes={written} lost={lost}", flush=True)
 """
 
