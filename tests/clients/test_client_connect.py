@@ -22,10 +22,11 @@ CLIENTS = list(EXPECTED)
 HTTP_CLIENTS = [c for c in CLIENTS if c != "claude-desktop"]
 CONTAINER = {"claude-desktop": ("mcpServers",), "claude-code": ("mcpServers",), "cursor": ("mcpServers",),
              "vscode": ("servers",), "codex": ("mcp_servers",), "mcp-json": ("mcpServers",)}
-# Comments that must survive connect (a comment on a removed entry's own line goes with it).
+# Comments that must survive connect (only a comment inside a removed entry's value goes with it).
 COMMENTS = {"cursor": ["// Cursor: MCP servers for every workspace", "/* the calculator from mcpctl's examples */"],
             "vscode": ["// VS Code user MCP configuration", "// stdio, with a literal token"],
-            "codex": ["# Codex configuration", "theme = \"dark\" # trailing comment", "[mcp_servers.not_a_table]"]}
+            "codex": ["# Codex configuration", "theme = \"dark\" # trailing comment", "[mcp_servers.not_a_table]",
+                      "# GitHub, with its token in clear"]}
 
 
 def run(*args: str):

@@ -45,9 +45,10 @@ def test_headers_are_found_outside_strings_and_arrays() -> None:
     assert tomledit.find_tables(CONFIG)[-1].array
 
 
-def test_removing_a_table_takes_its_subtables_and_attached_comments_and_nothing_else() -> None:
+def test_removing_a_table_takes_its_subtables_and_keeps_the_comments_outside_it() -> None:
     removed = tomledit.remove_table(CONFIG, ["mcp_servers", "github"])
-    assert "github" not in removed and "# about github" not in removed and "TOKEN" not in removed
+    assert "[mcp_servers.github" not in removed and "why npx" not in removed and "TOKEN" not in removed
+    assert "# about github\n\n# about the profile" in removed
     assert "# about the profile\n[profiles.\"my profile\"]" in removed
     doc = tomllib.loads(CONFIG)
     doc.pop("mcp_servers")
@@ -56,7 +57,7 @@ def test_removing_a_table_takes_its_subtables_and_attached_comments_and_nothing_
 
 def test_raw_text_of_a_table_comes_back_verbatim() -> None:
     raw = tomledit.table_text(CONFIG, ["mcp_servers", "github"])
-    assert raw is not None and raw.startswith("# about github\n[mcp_servers.github]") and "# why npx" in raw
+    assert raw is not None and raw.startswith("[mcp_servers.github]\n") and "# why npx" in raw
     back = tomledit.insert_raw_table(tomledit.remove_table(CONFIG, ["mcp_servers", "github"]),
                                      ["mcp_servers", "github"], raw)
     assert tomllib.loads(back) == tomllib.loads(CONFIG)

@@ -54,7 +54,8 @@ def render_disconnect(r: ConnectReport) -> str:
     suffix = " (dry run)" if r.dry_run else ""
     where = "Claude Code's user scope (claude mcp)" if r.method == "claude" else str(r.file)
     what = {"restored": "removed; original entries restored", "removed": "removed",
-            "unchanged": "not found: nothing to do"}[r.action]
+            "unchanged": "not found: nothing to do",
+            "kept": "left in place: it is not the entry mcpctl connect wrote"}[r.action]
     lines = [f"{r.client}: entry {r.name!r} {what}{suffix} ({where})"]
     lines += [f"{'would run' if r.dry_run else 'ran'}: {c}" for c in r.commands]
     if r.removed:

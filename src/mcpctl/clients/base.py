@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from mcpctl.clients import jsonc, tomledit
+from mcpctl.errors import InvalidResource
 
 SSE_REASON = ("SSE-only servers are not supported yet (mcpctl speaks stdio and streamable HTTP); "
               "if the server also serves streamable HTTP, add that URL: mcpctl create server NAME --url URL")
@@ -305,6 +306,23 @@ class ClientFormat(Protocol):
     def entries(self, doc: Any, path: Path) -> tuple[list[RawEntry], list[Skipped]]: ...
     def translate(self, entry: RawEntry, path: Path) -> Translation: ...
     def gateway_entry(self, s: GatewaySettings) -> tuple[Any, list[str]]: ...
+
+
+def check_container(fmt: ClientFormat, path: Path, doc: Any) -> None:
+    """The object holding the entries must be one (Codex's `[[mcp_servers]]` is an array)."""
+    holder: Any = doc
+    for key in fmt.container:
+        holder = holder.get(key) if isinstance(holder, Mapping) else None
+    if holder is None or isinstance(holder, Mapping):
+        return
+    where = ".".join(fmt.container)
+    if fmt.name == "codex" and isinstance(holder, list):
+        raise InvalidResource(f"{path}: [[{where}]] is an array of tables; Codex reads one [{where}.NAME] "
+                              "table per server", hint=f"rewrite each [[{where}]] block as [{where}.NAME] "
+                              "(NAME: the server's name) and run the command again; the file is unchanged")
+    raise InvalidResource(f"{path}: {where} is a {type(holder).__name__}, not an object of servers",
+                          hint=f"fix the file ({fmt.title} keeps its servers under {where} by name); "
+                               "it is unchanged")
 
 
 def workspace_of(path: Path, folder: str) -> Path | None:

@@ -15,12 +15,14 @@ from typing import Any
 
 from mcpctl.clients.base import (
     TOKEN_ENV,
+    Editor,
     GatewaySettings,
     RawEntry,
     Skipped,
     TomlEditor,
     Translation,
     Unsupported,
+    check_container,
     sse_reason,
 )
 
@@ -53,8 +55,8 @@ def _table(value: Any, where: str) -> dict[str, str]:
 class Codex:
     name = "codex"
     title = "Codex"
-    container = ("mcp_servers",)
-    editor = TomlEditor()
+    container: tuple[str, ...] = ("mcp_servers",)
+    editor: Editor = TomlEditor()
     http = True
 
     def default_path(self) -> Path:
@@ -62,6 +64,7 @@ class Codex:
         return (Path(base).expanduser() if base else Path.home() / ".codex") / "config.toml"
 
     def entries(self, doc: Any, path: Path) -> tuple[list[RawEntry], list[Skipped]]:
+        check_container(self, path, doc)
         servers = doc.get("mcp_servers") if isinstance(doc, Mapping) else None
         if not isinstance(servers, Mapping):
             return [], []

@@ -11,7 +11,8 @@ command when installed (it rewrites `~/.claude.json` itself), unless `--file` na
 
 `disconnect` undoes it from the record `connect` left (`state.connections_path()`): when the file
 is as `connect` left it, the original bytes come back exactly; when it changed since, the gateway
-entry is removed and the removed entries are put back, keeping the other changes.
+entry is removed (if it is still the one `connect` wrote) and the removed entries are put back,
+keeping the other changes. The file method lives in `connect_file`, the shared parts in `connection`.
 """
 
 from __future__ import annotations
@@ -19,45 +20,25 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcpctl import paths
-from mcpctl.clients import claude_code, state
-from mcpctl.clients.base import TOKEN_ENV, ClientFormat, GatewaySettings, RawEntry
-from mcpctl.clients.importer import read_client_file, resolve_path
-from mcpctl.clients.jsonc import JsoncError
+from mcpctl.clients import claude_code, fileio, state
+from mcpctl.clients.base import TOKEN_ENV, ClientFormat, GatewaySettings
+from mcpctl.clients.connect_file import backup, connect_file, disconnect_file
+from mcpctl.clients.connection import ConnectReport, find_record, get, is_gateway_entry, ours, replaceable
+from mcpctl.clients.importer import resolve_path
 from mcpctl.clients.registry import get_client
-from mcpctl.clients.tomledit import TomlEditError
 from mcpctl.errors import Conflict, MCPCtlError, NotFound
 from mcpctl.resources.kinds import SECRET_REF_RE, ProjectSpec, ServerSpec
 from mcpctl.resources.store import Store
 
+__all__ = ["ConnectReport", "connect", "disconnect", "gateway_settings", "is_gateway_entry"]
+
 TRANSPORTS = ("stdio", "http")
 DEFAULT_NAME = "mcpctl"
 DEFAULT_PORT = 8765
-
-
-@dataclass
-class ConnectReport:
-    client: str
-    title: str
-    file: Path
-    name: str
-    action: str                    # created | configured | unchanged | restored | removed
-    method: str = "file"           # file | claude (the `claude mcp` command line)
-    project: str | None = None
-    transport: str | None = None
-    entry: Any = None
-    dry_run: bool = False
-    backup: Path | None = None
-    removed: list[str] = field(default_factory=list)     # connect: entries removed; disconnect: put back
-    kept: list[str] = field(default_factory=list)        # entries left in place, and why
-    commands: list[str] = field(default_factory=list)    # `claude mcp …` run (or to run, dry run)
-    warnings: list[str] = field(default_factory=list)
-    hints: list[str] = field(default_factory=list)
 
 
 # -- what the entry carries -------------------------------------------------------------------------
@@ -115,68 +96,6 @@ def gateway_settings(project: str, transport: str, *, host: str = "127.0.0.1", p
                            env_references(store, spec), url, token_file)
 
 
-def is_gateway_entry(value: Any) -> bool:
-    """Whether a client entry looks like one `connect` wrote (for a disconnect without a record)."""
-    if not isinstance(value, Mapping):
-        return False
-    args = value.get("args") or []
-    if isinstance(value.get("command"), str) and isinstance(args, list) and "serve" in args:
-        return "mcpctl" in value["command"] or "mcpctl" in args
-    text = str(value.get("headersHelper", "")) + str(value.get("headers", "")) + str(value.get("bearer_token_env_var", ""))
-    return str(value.get("url", "")).endswith("/mcp") and ("mcpctl" in text or TOKEN_ENV in text)
-
-
-# -- helpers ------------------------------------------------------------------------------------------
-
-
-def _get(doc: Any, keys: Sequence[str]) -> Any:
-    cur = doc
-    for k in keys:
-        if not isinstance(cur, Mapping) or k not in cur:
-            return None
-        cur = cur[k]
-    return cur
-
-
-def _edit_error(path: Path, e: Exception) -> MCPCtlError:
-    return MCPCtlError(f"{path}: {e}", hint="edit the file by hand (mcpctl printed nothing into it), "
-                       "or fix what is reported and run the command again")
-
-
-def _imported(fmt: ClientFormat, path: Path, entries: list[RawEntry]) -> list[tuple[RawEntry, str]]:
-    records = state.load(state.imports_path())
-    out = []
-    for e in entries:
-        server = records.get(state.source_key(fmt.name, path, e.pointer))
-        if isinstance(server, str):
-            out.append((e, server))
-    return out
-
-
-def _replaceable(fmt: ClientFormat, path: Path, doc: Any, name: str, store: Store, project: ProjectSpec,
-                 report: ConnectReport) -> list[tuple[RawEntry, str]]:
-    """The imported entries `--replace-imported` removes; the report says which stay and why."""
-    entries, _ = fmt.entries(doc, path)
-    entries = [e for e in entries if not (e.name == name and e.container == fmt.container)]
-    imported = _imported(fmt, path, entries)
-    prefix = state.source_key(fmt.name, path, "")
-    if not any(k.startswith(prefix) for k in state.load(state.imports_path())):
-        report.warnings.append(f"no entry of {path} was imported; nothing to replace "
-                               f"(mcpctl import {fmt.name}{'' if path == fmt.default_path() else f' --file {path}'} first)")
-    out = []
-    done = {e.pointer for e, _ in imported}
-    for e, server in imported:
-        if store.find("Server", server) is None:
-            report.kept.append(f"{e.label}: server/{server} is no longer registered")
-        elif server not in project.servers:
-            report.kept.append(f"{e.label}: server/{server} is not in project {project.name!r} "
-                               f"(add it: mcpctl import {fmt.name} --project {project.name})")
-        else:
-            out.append((e, server))
-    report.kept += [f"{e.label}: not imported" for e in entries if e.pointer not in done]
-    return out
-
-
 # -- connect --------------------------------------------------------------------------------------------
 
 
@@ -198,7 +117,7 @@ def connect(client: str, project: str, *, file: str | Path | None = None, transp
         if claude:
             _connect_cli(claude, fmt, path, value, store, spec, replace_imported, report)
         else:
-            _connect_file(fmt, path, value, store, spec, replace_imported, report)
+            connect_file(fmt, path, value, store, spec, replace_imported, report)
     if transport == "http":
         report.hints.append(f"the HTTP gateway must be running: mcpctl serve --project {project} --transport http "
                             f"--port {port}")
@@ -211,61 +130,14 @@ def connect(client: str, project: str, *, file: str | Path | None = None, transp
     return report
 
 
-def _connect_file(fmt: ClientFormat, path: Path, value: Any, store: Store, project: ProjectSpec,
-                  replace_imported: bool, report: ConnectReport) -> None:
-    original = state.read_bytes(path)
-    text, doc = read_client_file(fmt, path, missing_ok=True)
-    conns = state.load(state.connections_path())
-    key = state.connection_key(fmt.name, path, report.name)
-    record = conns.get(key)
-    existing = _get(doc, (*fmt.container, report.name))
-    if existing is not None and record is None and existing != value:
-        raise Conflict(f"{path} already has an entry {report.name!r} that mcpctl did not write",
-                       hint="choose another entry name with --name, or remove that entry first")
-    try:
-        new_text = text if existing == value else fmt.editor.set(text, fmt.container, report.name, value)
-        removed: list[dict[str, Any]] = []
-        if replace_imported:
-            for e, server in _replaceable(fmt, path, fmt.editor.load(new_text), report.name, store, project, report):
-                raw = fmt.editor.raw(new_text, e.container, e.name)
-                if raw is None:
-                    continue
-                new_text = fmt.editor.remove(new_text, e.container, e.name)
-                removed.append({"container": list(e.container), "name": e.name, "raw": raw[0], "indent": raw[1],
-                                "label": e.label})
-                report.removed.append(f"{e.label} (now server/{server})")
-    except (JsoncError, TomlEditError) as e:
-        raise _edit_error(path, e) from None
-    report.action = "created" if existing is None else "unchanged" if existing == value else "configured"
-    if new_text == text or report.dry_run:
-        return
-    if original is not None:
-        report.backup = state.backup(fmt.name, path, original)
-    data = new_text.encode("utf-8")
-    state.write_client_file(path, data)
-    first = record or {
-        "original_backup": str(report.backup) if report.backup else None,
-        "original_sha": state.sha256(original),
-        "created_file": original is None,
-        "created_container": _get(doc, fmt.container) is None,
-        "removed": [],
-    }
-    conns[key] = {**first, "client": fmt.name, "file": str(path), "name": report.name, "method": "file",
-                  "project": report.project, "transport": report.transport, "after_sha": state.sha256(data),
-                  "removed": list(first.get("removed") or []) + removed}
-    state.save(state.connections_path(), conns)
-
-
 def _connect_cli(claude: str, fmt: ClientFormat, path: Path, value: Any, store: Store, project: ProjectSpec,
                  replace_imported: bool, report: ConnectReport) -> None:
     report.method = "claude"
-    original = state.read_bytes(path)
-    _, doc = read_client_file(fmt, path, missing_ok=True)
+    snap = fileio.read(fmt, path)
     conns = state.load(state.connections_path())
-    key = state.connection_key(fmt.name, path, report.name)
-    record = conns.get(key)
-    existing = _get(doc, (*fmt.container, report.name))
-    if existing is not None and record is None and existing != value:
+    key, record = find_record(conns, fmt, path, report.name)
+    existing = get(snap.doc, (*fmt.container, report.name))
+    if existing is not None and existing != value and not (record is not None and ours(existing, record)):
         raise Conflict(f"Claude Code already has a user-scope server {report.name!r} that mcpctl did not add",
                        hint="choose another entry name with --name, or remove it: claude mcp remove -s user "
                             f"{report.name}")
@@ -276,7 +148,7 @@ def _connect_cli(claude: str, fmt: ClientFormat, path: Path, value: Any, store: 
         steps.append((claude_code.add_json_args(report.name, value, "user"), None))
     removed: list[dict[str, Any]] = []
     if replace_imported:
-        for e, server in _replaceable(fmt, path, doc, report.name, store, project, report):
+        for e, server in replaceable(fmt, path, snap.doc, report.name, store, project, report):
             scope = "local" if e.cwd else "user"
             steps.append((claude_code.remove_args(e.name, scope), e.cwd))
             removed.append({"name": e.name, "scope": scope, "cwd": e.cwd, "value": e.data, "label": e.label})
@@ -285,15 +157,23 @@ def _connect_cli(claude: str, fmt: ClientFormat, path: Path, value: Any, store: 
     report.commands = [claude_code.display(args, cwd) for args, cwd in steps]
     if not steps or report.dry_run:
         return
-    if original is not None:
-        report.backup = state.backup(fmt.name, path, original)
-    for args, cwd in steps:
-        claude_code.run(claude, args, cwd)
+    report.backup = backup(fmt, snap)
     first = record or {"original_backup": str(report.backup) if report.backup else None, "removed": []}
-    conns[key] = {**first, "client": fmt.name, "file": str(path), "name": report.name, "method": "claude",
-                  "project": report.project, "transport": report.transport,
+    conns[key] = {**first, "client": fmt.name, "file": str(snap.target), "name": report.name, "method": "claude",
+                  "project": report.project, "transport": report.transport, "entry": value,
                   "removed": list(first.get("removed") or []) + removed}
-    state.save(state.connections_path(), conns)
+    state.save(state.connections_path(), conns)       # the intent first: a kill below loses nothing
+    for i, (args, cwd) in enumerate(steps):
+        try:
+            claude_code.run(claude, args, cwd)
+        except MCPCtlError:
+            if i == 0:                                 # nothing changed: the record goes back as it was
+                if record is None:
+                    conns.pop(key)
+                else:
+                    conns[key] = record
+                state.save(state.connections_path(), conns)
+            raise
 
 
 # -- disconnect -----------------------------------------------------------------------------------------
@@ -309,8 +189,7 @@ def disconnect(client: str, *, file: str | Path | None = None, name: str = DEFAU
 
 def _disconnect(fmt: ClientFormat, path: Path, name: str, dry_run: bool, *, default_file: bool) -> ConnectReport:
     conns = state.load(state.connections_path())
-    key = state.connection_key(fmt.name, path, name)
-    record = conns.get(key)
+    key, record = find_record(conns, fmt, path, name)
     report = ConnectReport(fmt.name, fmt.title, path, name, "removed", dry_run=dry_run)
     if record is not None:
         report.project, report.transport = record.get("project"), record.get("transport")
@@ -321,8 +200,10 @@ def _disconnect(fmt: ClientFormat, path: Path, name: str, dry_run: bool, *, defa
                               hint=f"put claude on PATH, or remove the entry by hand: claude mcp remove -s user {name}")
         _disconnect_cli(claude, fmt, path, record, report)
     else:
-        _disconnect_file(fmt, path, record, report)
+        disconnect_file(fmt, path, record, report)
     if not dry_run and record is not None:
+        conns = state.load(state.connections_path())
+        find_record(conns, fmt, path, name)
         conns.pop(key, None)
         state.save(state.connections_path(), conns)
     return report
@@ -331,88 +212,36 @@ def _disconnect(fmt: ClientFormat, path: Path, name: str, dry_run: bool, *, defa
 def _disconnect_cli(claude: str, fmt: ClientFormat, path: Path, record: dict[str, Any] | None,
                     report: ConnectReport) -> None:
     report.method = "claude"
-    _, doc = read_client_file(fmt, path, missing_ok=True)
-    existing = _get(doc, (*fmt.container, report.name))
+    snap = fileio.read(fmt, path)
+    doc = snap.doc
+    existing = get(doc, (*fmt.container, report.name))
     if record is None and not is_gateway_entry(existing):
         raise NotFound(f"Claude Code has no mcpctl entry {report.name!r} in its user scope",
                        hint="list them with: claude mcp list")
     if record is None:
         report.warnings.append("no record of mcpctl connect for this entry: removed it, nothing to put back")
     steps: list[tuple[list[str], str | None]] = []
-    if existing is not None:
+    # `claude mcp add-json` may store the entry in its own words: by its look, then
+    mine = ours(existing, record) or (record is not None and is_gateway_entry(existing))
+    if mine:
         steps.append((claude_code.remove_args(report.name, "user"), None))
+    elif existing is not None:
+        report.kept.append(f"{report.name!r}: not the entry mcpctl connect wrote (it changed since): left in place")
     for r in (record or {}).get("removed") or []:
-        scope_doc = doc if r["scope"] == "user" else _get(doc, ("projects", r["cwd"]))
-        if _get(scope_doc, ("mcpServers", r["name"])) is not None:
+        scope_doc = doc if r["scope"] == "user" else get(doc, ("projects", r["cwd"]))
+        if get(scope_doc, ("mcpServers", r["name"])) is not None:
             report.kept.append(f"{r['label']}: already there again")
             continue
         steps.append((claude_code.add_json_args(r["name"], r["value"], r["scope"]), r["cwd"]))
         report.removed.append(r["label"])
     report.commands = [claude_code.display(args, cwd) for args, cwd in steps]
-    report.action = "restored" if report.removed else "removed"
+    report.action = "restored" if report.removed else "removed" if mine else "kept"
     if existing is None:
         report.action = "restored" if report.removed else "unchanged"
         report.warnings.append(f"Claude Code has no user-scope server {report.name!r} any more")
     if report.dry_run:
         return
-    original = state.read_bytes(path)
-    if original is not None and steps:
-        report.backup = state.backup(fmt.name, path, original)
+    if steps:
+        report.backup = backup(fmt, snap)
     for args, cwd in steps:
         claude_code.run(claude, args, cwd)
-
-
-def _disconnect_file(fmt: ClientFormat, path: Path, record: dict[str, Any] | None, report: ConnectReport) -> None:
-    current = state.read_bytes(path)
-    text, doc = read_client_file(fmt, path, missing_ok=True)
-    existing = _get(doc, (*fmt.container, report.name))
-    if record is None:
-        if not is_gateway_entry(existing):
-            raise NotFound(f"{path} has no mcpctl entry {report.name!r}",
-                           hint="name the file with --file, or the entry with --name")
-        report.warnings.append("no record of mcpctl connect for this entry: removed it, nothing to put back")
-    untouched = record is not None and current is not None and state.sha256(current) == record.get("after_sha")
-    original: bytes | None = None
-    if untouched and record is not None:
-        if record.get("created_file"):
-            report.action = "restored"
-            report.removed = [r["label"] for r in record.get("removed") or []]
-            if not report.dry_run:
-                state.remove_file(path)
-            return
-        backup = record.get("original_backup")
-        original = state.read_bytes(Path(backup)) if backup else None
-        if original is not None and state.sha256(original) == record.get("original_sha"):
-            report.action = "restored"
-            report.removed = [r["label"] for r in record.get("removed") or []]
-            if not report.dry_run:
-                state.write_client_file(path, original)
-            return
-    if current is None:
-        report.action = "unchanged"
-        report.warnings.append(f"{path} no longer exists")
-        return
-    try:
-        new_text = fmt.editor.remove(text, fmt.container, report.name) if existing is not None else text
-        for r in (record or {}).get("removed") or []:
-            if _get(fmt.editor.load(new_text), (*r["container"], r["name"])) is not None:
-                report.kept.append(f"{r['label']}: already there again")
-                continue
-            new_text = fmt.editor.insert_raw(new_text, r["container"], r["name"], (r["raw"], r["indent"]))
-            report.removed.append(r["label"])
-        if record is not None and record.get("created_container") and _get(fmt.editor.load(new_text), fmt.container) == {}:
-            new_text = fmt.editor.remove(new_text, fmt.container[:-1], fmt.container[-1])
-    except (JsoncError, TomlEditError) as e:
-        raise _edit_error(path, e) from None
-    if record is not None:
-        report.warnings.append(f"{path} changed since mcpctl connect: removed the gateway entry"
-                               + (" and put back the entries it had replaced" if report.removed else "")
-                               + "; the other changes are kept")
-    if existing is None and not report.removed:
-        report.action = "unchanged"
-        return
-    report.action = "removed" if not report.removed else "restored"
-    if new_text == text or report.dry_run:
-        return
-    report.backup = state.backup(fmt.name, path, current)
-    state.write_client_file(path, new_text.encode("utf-8"))

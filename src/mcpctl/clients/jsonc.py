@@ -22,6 +22,7 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _BLANKS = re.compile("[ \t\r\n\ufeff]+")
+MAX_DEPTH = 200          # objects and arrays nested deeper than this are refused, not recursed into
 
 
 class JsoncError(ValueError):
@@ -61,6 +62,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.t = text
         self.i = 0
+        self.depth = 0
 
     def fail(self, message: str, at: int | None = None) -> JsoncError:
         line, col = _position(self.t, self.i if at is None else at)
@@ -89,17 +91,24 @@ class _Parser:
     def value(self) -> Node:
         self.skip()
         c = self.peek()
-        if c == "{":
-            return self.obj()
-        if c == "[":
-            return self.arr()
+        if c in "{[" and c:
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.fail(f"objects and arrays nested more than {MAX_DEPTH} deep")
+            node = self.obj() if c == "{" else self.arr()
+            self.depth -= 1
+            return node
         if c == '"':
             start = self.i
             return Node(start, self.i_after_string(), self.string_value(start))
         m = _NUMBER.match(self.t, self.i)
         if m and m.end() > self.i:
+            try:
+                number = json.loads(m.group())
+            except ValueError:      # an integer past Python's int_max_str_digits (4300)
+                raise self.fail(f"a number of {len(m.group())} characters, too long to read") from None
             self.i = m.end()
-            return Node(m.start(), m.end(), json.loads(m.group()))
+            return Node(m.start(), m.end(), number)
         for word, val in _LITERALS.items():
             if self.t.startswith(word, self.i):
                 start = self.i
@@ -282,6 +291,13 @@ def _end_of_line_after(text: str, i: int) -> int | None:
     return None
 
 
+def _comment_after(text: str, i: int) -> int | None:
+    """The offset of a comment that follows offset `i` on its line after blanks, or None."""
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    return i if text.startswith(("//", "/*"), i) else None
+
+
 def dump_value(value: Any, unit: str, indent: str, newline: str = "\n") -> str:
     """`value` as JSON laid out for a member line indented by `indent`."""
     return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", newline + indent)
@@ -418,8 +434,9 @@ def insert_raw_member(text: str, path: Sequence[str], key: str, raw: tuple[str, 
 
 
 def remove_member(text: str, path: Sequence[str], key: str) -> str:
-    """Remove member `key` of the object at `path` with its line(s) and same-line comment; the
-    text is returned unchanged when there is no such member."""
+    """Remove member `key` of the object at `path`: its key, value and comma, and its line(s) when
+    nothing else is on them. Comments outside the value stay (above it, before it, after it on its
+    last line); the text is returned unchanged when there is no such member."""
     root = parse(text)
     obj = find_object(root, path)
     m = _member(obj, key) if obj is not None else None
@@ -428,13 +445,13 @@ def remove_member(text: str, path: Sequence[str], key: str) -> str:
     expected = _expected(root.value, path, key, None, remove=True)
     index = obj.members.index(m)
     own = _own_line(text, m.key_start)
-    start = _line_start(text, m.key_start) if own else m.key_start
     after = m.comma + 1 if m.comma is not None else m.node.end
     eol = _end_of_line_after(text, after)
+    comment = _comment_after(text, after) if eol is not None else None
+    start = _line_start(text, m.key_start) if own and comment is None else m.key_start
     if own and eol is not None:
-        end = eol + (2 if text.startswith("\r\n", eol) else 1 if eol < len(text) else 0)
-    elif eol is not None and index < len(obj.members) - 1:
-        end = eol
+        # the member's lines go; a comment after it on its last line stays, where it was
+        end = comment if comment is not None else eol + (2 if text.startswith("\r\n", eol) else 1 if eol < len(text) else 0)
     else:
         end = after
         while end < len(text) and text[end] in " \t" and index < len(obj.members) - 1:

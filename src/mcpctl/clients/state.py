@@ -7,11 +7,12 @@
   undo it: the backup of the file as it was, the hash of the file as `connect` left it, and the
   entries it removed.
 - `backups/`: a copy of each client file taken before `connect` changes it.
+
+The client files themselves are read and replaced by `fileio`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import json
@@ -65,11 +66,21 @@ def sha256(data: bytes | None) -> str | None:
 
 
 def backup(client: str, file: Path, data: bytes) -> Path:
-    """Keep `data` (the file before mcpctl touched it) as a 0600 copy; returns its path."""
+    """Keep `data` (the file before mcpctl touched it) as a 0600 copy; returns its path. Not
+    fsync'd: whoever restores it checks it against the hash in the record first."""
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    target = clients_dir() / "backups" / f"{client}-{stamp}-{file.name}"
-    atomic_write(target, data, mode=0o600)
-    return target
+    folder = clients_dir() / "backups"
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 100):
+        target = folder / f"{client}-{stamp}{'' if n == 1 else f'-{n}'}-{file.name}"
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return target
+    raise FileExistsError(f"{folder}: no free backup name for {file.name} at {stamp}")
 
 
 def read_bytes(path: Path) -> bytes | None:
@@ -77,19 +88,3 @@ def read_bytes(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
-
-
-def write_client_file(path: Path, data: bytes) -> None:
-    """Replace a client's file atomically, keeping its mode; a symlink's target is written (a
-    dotfile managed elsewhere stays a link)."""
-    target = path.resolve() if path.is_symlink() else path
-    try:
-        mode = target.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o600
-    atomic_write(target, data, mode=mode)
-
-
-def remove_file(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)

@@ -4,8 +4,8 @@
 the user's comments and layout. mcpctl only ever needs whole tables (`[mcp_servers.NAME]` and its
 sub-tables such as `[mcp_servers.NAME.env]`), so this module finds table headers in the text (a
 line scanner that knows strings, multi-line strings, comments and multi-line arrays, so a `[` in a
-value is never taken for a header), removes a table's blocks with the comment lines attached
-above them, and appends new blocks at the end of the file. Every edit is checked by parsing the
+value is never taken for a header), removes a table's blocks (from its header through its last
+key line: comments above it, on its header line and after it stay), and appends new blocks at the end of the file. Every edit is checked by parsing the
 result with `tomllib` and comparing it with the intended document (`TomlEditError` otherwise).
 """
 
@@ -39,6 +39,10 @@ def loads(text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TomlEditError(str(e)) from None
+    except RecursionError:
+        raise TomlEditError("arrays or inline tables nested too deep to read") from None
+    except ValueError as e:           # an integer past Python's int_max_str_digits (4300)
+        raise TomlEditError(f"a value too long to read ({str(e).split(';')[0]})") from None
 
 
 # -- scanning -----------------------------------------------------------------------------------
@@ -173,26 +177,43 @@ def _is_comment(line: str) -> bool:
     return line.lstrip(" \t").startswith("#")
 
 
+def _is_blank_or_comment(line: str) -> bool:
+    return not line.strip() or _is_comment(line)
+
+
 def _block(text: str, table: Table) -> tuple[int, int]:
-    """The table's span extended up over the comment lines attached to its header and cut before
-    the comment lines attached to the next header (those belong to the next table)."""
-    start = table.start
-    while start > 0:
-        prev_start = text.rfind("\n", 0, start - 1) + 1
-        line = text[prev_start:start]
-        if not _is_comment(line):
-            break
-        start = prev_start
+    """The table's own text: its header line through its last line holding a key or value.
+    Comment and blank lines after that (and above its header) are not the table's."""
     end = table.end
-    if end < len(text):
-        cut = end
-        while cut > table.start:
-            prev_start = text.rfind("\n", 0, cut - 1) + 1
-            if prev_start <= table.start or not _is_comment(text[prev_start:cut]):
-                break
-            cut = prev_start
-        end = cut
-    return start, end
+    while end > table.start:
+        prev_start = text.rfind("\n", 0, end - 1) + 1
+        if prev_start <= table.start or not _is_blank_or_comment(text[prev_start:end]):
+            break
+        end = prev_start
+    if end == table.start:                      # header only (to the end of its line)
+        nl = text.find("\n", table.start)
+        end = len(text) if nl < 0 else nl + 1
+    return table.start, end
+
+
+def _header_comment(text: str, start: int) -> tuple[int, str]:
+    """For the header line at `start`: the offset where its trailing `# comment` begins (the
+    line's end when there is none) and that comment."""
+    nl = text.find("\n", start)
+    line_end = len(text) if nl < 0 else nl
+    line = text[start:line_end].rstrip("\r")
+    body = line.lstrip(" \t")
+    array = body.startswith("[[")
+    parsed = _parse_key(body, 2 if array else 1)
+    if parsed is None:
+        return line_end, ""
+    close = parsed[1] + (2 if array else 1)
+    rest = body[close:]
+    hash_at = rest.find("#")
+    if hash_at < 0:
+        return line_end, ""
+    offset = start + (len(line) - len(body)) + close
+    return offset, rest[hash_at:].rstrip()
 
 
 # -- writing values -------------------------------------------------------------------------------
@@ -248,13 +269,31 @@ def _verify(new_text: str, expected: Any) -> str:
 
 
 def table_text(text: str, key: Sequence[str]) -> str | None:
-    """The source text of table `key` and its sub-tables (with attached comments), or None."""
+    """The source text of table `key` and its sub-tables (without the comment on its first
+    header line, which `remove_table` leaves in place), or None."""
     spans = _spans(text, tuple(key))
-    return "".join(text[s:e] for s, e in spans) if spans else None
+    if not spans:
+        return None
+    parts = []
+    for s, e in spans:
+        cut, comment = _header_comment(text, s)
+        parts.append(text[s:cut].rstrip(" \t") + text[cut + len(comment):e] if comment else text[s:e])
+    return "".join(parts)
 
 
 def _spans(text: str, key: tuple[str, ...]) -> list[tuple[int, int]]:
-    return [_block(text, t) for t in find_tables(text) if t.key[:len(key)] == key]
+    """The blocks of table `key` and its sub-tables; blocks separated only by blank and comment
+    lines are one span (those comments are inside the entry)."""
+    spans: list[tuple[int, int]] = []
+    for t in find_tables(text):
+        if t.key[:len(key)] != key:
+            continue
+        s, e = _block(text, t)
+        if spans and all(_is_blank_or_comment(line) for line in text[spans[-1][1]:s].splitlines()):
+            spans[-1] = (spans[-1][0], e)
+        else:
+            spans.append((s, e))
+    return spans
 
 
 def remove_table(text: str, key: Sequence[str]) -> str:
@@ -273,11 +312,18 @@ def remove_table(text: str, key: Sequence[str]) -> str:
                             "table of its own (inline or dotted keys)")
     new = text
     for s, e in sorted(spans, reverse=True):
-        if e >= len(new) and new[:s].endswith("\n\n"):
+        # comments are not the table's: the one on its header line stays, on a line of its own
+        cut, comment = _header_comment(new, s)
+        keep = new[s:cut][:len(new[s:cut]) - len(new[s:cut].lstrip(" \t"))] + comment if comment else ""
+        if keep:
+            keep += "\r\n" if new[s:e].endswith("\r\n") else "\n"
+        elif e >= len(new) and new[:s].endswith("\n\n"):
             s -= 1                      # the blank line that separated it from the table before
         elif e >= len(new) and new[:s].endswith("\r\n\r\n"):
             s -= 2
-        new = new[:s] + new[e:]
+        elif (s == 0 or new[:s].endswith(("\n\n", "\n\r\n"))) and new.startswith(("\n", "\r\n"), e):
+            e += 1 if new.startswith("\n", e) else 2    # one blank line between neighbours, not two
+        new = new[:s] + keep + new[e:]
     expected = copy.deepcopy(doc)
     parent = _get(expected, key[:-1]) if len(key) > 1 else expected
     parent.pop(key[-1], None)
