@@ -300,7 +300,10 @@ def test_every_secret_shape_moves_to_0600_files_and_the_gateway_still_gets_the_o
     assert "SSE-only servers are not supported" in r.stdout.split("not imported:")[1].split("'events'")[1]
 
     params = stdio_params(ServerSpec.from_resource(db))        # what the gateway starts the server with
-    assert params.args == STDIO_ARGS and params.env == STDIO_ENV
+    from mcpctl.gateway.upstream_transport import LOCATION_ENV  # mcpctl's own dirs pass through too
+
+    assert params.args == STDIO_ARGS
+    assert {k: v for k, v in (params.env or {}).items() if k not in LOCATION_ENV} == STDIO_ENV
     remote = ServerSpec.from_resource(Store().get("Server", "remote"))
     assert secrets.resolve(remote.url or "", where="url") == HTTP_URL
     assert secrets.resolve_map(remote.headers, where="headers") == HTTP_HEADERS
