@@ -259,7 +259,7 @@ class View:
         if server in self.servers:
             return None
         return next((r for f in self.filters if (r := f.check_server(server, what)) is not None),
-                    GATED)   # pragma: no branch - a server outside `servers` was refused by a filter
+                    Refusal("denied", "NotPermitted", f"{what} is not served in this project"))
 
     def uses(self, server: str) -> bool:
         """Whether anything passes between this session and `server`: its requests to the
