@@ -270,3 +270,67 @@ async def test_over_stdio_the_profile_covers_every_surface_and_what_the_server_s
                 await _until(lambda: "docs: roots changed" in logs)
                 assert "vault: roots changed" not in logs
     assert kit.leftovers() == []
+
+
+def _collector() -> tuple[list[Any], Any]:
+    seen: list[Any] = []
+
+    async def on_message(msg: Any) -> None:
+        if isinstance(msg, t.ResourceUpdatedNotification):
+            seen.append(str(msg.params.uri))
+
+    return seen, on_message
+
+
+async def test_resource_updates_reach_only_sessions_whose_view_holds_the_resource(kit: Kit) -> None:
+    """A subscription outside the view is refused in both eras (a 2026 `subscriptions/listen`
+    stream's too, logged `denied`); one taken while the view held the resource stops receiving
+    updates once the profile no longer does."""
+    from mcpctl.audit.log import InvocationLog
+
+    kit.server("vault", "--ask-tools")
+    project = kit.project("p", ["vault"], profiles={"flex": {"allow": ["vault/*"]}, "no-vault": {"deny": ["vault/*"]}})
+    runner = CliRunner()
+    tokens = {p: runner.invoke(app, ["create", "token", p, "-p", "p", "--profile", p]).stdout.strip()
+              for p in ("flex", "no-vault")}
+    seen_flex, on_flex = _collector()
+    seen_full, on_full = _collector()
+    with http_gateway(kit, project) as (url, full_token):
+        async with http_client(url, tokens["flex"], "legacy", "flex", message_handler=on_flex) as flex, \
+                http_client(url, full_token, "legacy", "full", message_handler=on_full) as full, \
+                http_client(url, tokens["no-vault"], "auto", "nv") as nv, \
+                http_client(url, full_token, "auto", "full26") as full26:
+            await flex.subscribe_resource(RAW)          # first: it would be told first
+            await full.subscribe_resource(RAW)
+            res = kit.store.get("Project", "p")
+            res["spec"]["profiles"]["flex"] = {"deny": ["vault/*"]}
+            kit.store.put(res)
+            await _until_async(lambda: _no_resources(flex))        # the gateway applied the change
+            await _refused(lambda: flex.subscribe_resource(RAW), "is not permitted for this credential")
+            await nv.list_tools()
+            async with nv.listen(resource_subscriptions=[RAW]), \
+                    full26.listen(resource_subscriptions=[RAW]) as sub:
+                await full.call_tool("touch", {"uri": RAW})
+                with anyio.fail_after(10):
+                    event = await sub.__anext__()
+                assert getattr(event, "uri", None) == RAW
+                await _until(lambda: bool(seen_full))
+            assert seen_full == [RAW] and seen_flex == []
+    deadline = time.monotonic() + 10
+    rows: set[tuple[str, str | None]] = set()
+    while time.monotonic() < deadline and ("resources/subscribe " + RAW, "no-vault") not in rows:
+        with InvocationLog() as log:
+            rows = {(r.presented_name, r.profile) for r in log.query(project="p") if r.outcome == "denied"}
+        await anyio.sleep(0.1)
+    assert {("resources/subscribe " + RAW, "no-vault"), ("resources/subscribe " + RAW, "flex")} <= rows
+    assert kit.leftovers() == []
+
+
+async def _no_resources(c: Any) -> bool:
+    return not (await c.list_resources()).resources
+
+
+async def _until_async(pred: Callable[[], Awaitable[bool]]) -> None:
+    with anyio.fail_after(20):
+        while not await pred():
+            await anyio.sleep(0.1)
