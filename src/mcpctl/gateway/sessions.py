@@ -141,7 +141,7 @@ class Sessions:
         self._active: OrderedDict[str, str | None] = OrderedDict()
         self.stdio: Caller | None = None     # set by the stdio transport: its one session
         self.stdio_peer: Peer | None = None  # and its client, to ask and tell outside a call
-        # `subscriptions/listen` streams asking for resource updates: (session id, uris) on open and
+        # `subscriptions/listen` streams asking for resource updates: (the caller, uris) on open and
         # on close (set by the resource relay)
         self.on_listen_resources: Callable[[Caller, list[str], bool], Awaitable[None]] | None = None
 
