@@ -238,12 +238,13 @@ async def test_over_http_every_token_sees_and_hears_only_its_view_in_both_eras(k
 
 
 @contextlib.asynccontextmanager
-async def _stdio(kit: Kit, profile: str, mode: str, **kw: Any) -> AsyncIterator[Any]:
+async def _stdio(kit: Kit, profile: str | None, mode: str, **kw: Any) -> AsyncIterator[Any]:
     from mcp import Client
     from mcp.client.stdio import stdio_client
 
-    with open(kit.home / f"client-{profile}-{mode}.log", "w") as errlog:
-        async with Client(stdio_client(kit.params("p", "--profile", profile), errlog=errlog), mode=mode, **kw) as c:
+    extra = ("--profile", profile) if profile else ()
+    with open(kit.home / f"client-{profile}-{mode}.log", "a") as errlog:
+        async with Client(stdio_client(kit.params("p", *extra), errlog=errlog), mode=mode, **kw) as c:
             yield c
 
 
@@ -334,3 +335,15 @@ async def _until_async(pred: Callable[[], Awaitable[bool]]) -> None:
     with anyio.fail_after(20):
         while not await pred():
             await anyio.sleep(0.1)
+
+
+async def test_a_start_under_another_profile_never_replays_the_instructions_recorded_for_the_first(
+        kit: Kit, tmp_path: Path) -> None:
+    """The early stdio front answers `initialize` from the result recorded at the last start: a
+    record made under one profile is not replayed to a start under another."""
+    _setup(kit, tmp_path / "markers")
+    for profile, named in (("read-only", False), (None, True), ("read-only", False)):
+        async with _stdio(kit, profile, "legacy") as c:
+            assert c.instructions is not None and "favourite__echo" in c.instructions
+            assert ("favourite__delete_all" in c.instructions) == named, (profile, c.instructions)
+    assert kit.leftovers() == []
