@@ -9,8 +9,8 @@ Each stage is a small object with one job; `build_view` here runs them in that o
 each stage lives:
 
 - curation, credential view, session gate: the filters `Curation`, `CredentialView` and `Gate`
-  (`gateway.filters`). They answer `check(tool)`: forward they drop what they refuse, in reverse they refuse
-  the call with the reason.
+  (`gateway.filters`). They answer `check(tool)`: forward they drop what they refuse, in reverse
+  they refuse the call with the reason.
 - presentation: `gateway.presentations` (`PRESENTATIONS` picks one from the project spec)
   decides which slots a tool takes (`favourite`, `all`, `flat`) and whether a slot is listed or
   only reachable (the deferred mode's long tail).
