@@ -15,7 +15,8 @@ during the call (related to it, as the SDKs do); `log` emits log messages during
 `touch` announces `notifications/resources/updated` for a URI; `state` reports what the server saw
 (its logging level, its subscriptions, the roots it got outside any call). The server also answers
 `logging/setLevel`, `resources/subscribe|unsubscribe` and `completion/complete`, and lists the
-client's roots by itself when told they changed (`notifications/roots/list_changed`).
+client's roots by itself when told they changed (`notifications/roots/list_changed`), then writes
+what it got to `--marker-dir` (`roots-<name>-<n>`) and sends a log message outside any call.
 `--modern-only` refuses the initialize handshake (a 2026-07-28-only server); then `ask_input`
 answers with an input-required result until it gets the client's answers.
 """
@@ -270,6 +271,12 @@ async def roots_changed(ctx: ServerRequestContext, params: Any) -> None:
         SEEN["roots_outside"] = [str(r.uri) for r in got.roots]
     except Exception as e:
         SEEN["roots_outside"] = [f"error: {e}"]
+    if opts.marker_dir:         # what it got, for a test that cannot call this server
+        Path(opts.marker_dir, f"roots-{opts.name}-{SEEN['roots_changed']}").write_text(
+            "\n".join(SEEN["roots_outside"]))
+    # a log message outside any call
+    await ctx.session.send_notification(t.LoggingMessageNotification(params=t.LoggingMessageNotificationParams(
+        level="notice", data=f"{opts.name}: roots changed")))
 
 
 async def list_resources(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:

@@ -33,7 +33,8 @@ passed through to 2026 clients as they are (their retries reach the upstream wit
 
 **Roots outside a call** (an upstream listing roots on its own): over stdio the one client; over
 HTTP the handshake-era session that made a request most recently among those that declared roots
-(`Sessions.roots_peer`); none: the protocol's error.
+(`Sessions.roots_peer`); only a session whose view includes that upstream (`Surfaces.may_use`: a
+credential never hears from a server it may not use); none: the protocol's error.
 """
 
 from __future__ import annotations
@@ -264,9 +265,11 @@ class Asks:
                 f"{method} refused by mcpctl: several clients are calling {server!r} at once and the "
                 "request does not say whose call it belongs to"))
         if call is None:
-            peer = self.gw.sessions.roots_peer() if method == "roots/list" else None
+            peer = self.gw.sessions.roots_peer(
+                lambda sid, profile: self.gw.surfaces.may_use(sid, profile, server)) if method == "roots/list" else None
             if peer is None:
-                what = "no connected client offers roots" if method == "roots/list" else "outside a call"
+                what = "no connected client whose view includes this server offers roots" \
+                    if method == "roots/list" else "outside a call"
                 return t.ErrorData(code=INVALID_REQUEST, message=f"{feature(request)} not supported ({what})")
             bridge = None
         else:

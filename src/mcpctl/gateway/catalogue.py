@@ -89,7 +89,7 @@ class Catalogue:
         self.version = 0
         self._views: dict[SessionKey, View] = {}
         self._open: View | None = None
-        self._instructions: str | None = None
+        self._instructions: dict[SessionKey, str] = {}
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ class Catalogue:
         self.templates = templates
         self._views = {}
         self._open = None
-        self._instructions = None
+        self._instructions = {}
         self.version += 1
 
     # -- views ----------------------------------------------------------------------------------
@@ -188,19 +188,32 @@ class Catalogue:
 
     @property
     def instructions(self) -> str:
-        """The server instructions for this catalogue (every stage's text)."""
-        if self._instructions is None:
-            self._instructions = instructions(self.project_name, self.project, self.view())
-        return self._instructions
+        """The server instructions for this catalogue (every stage's text), for the full view."""
+        return self.instructions_for(None)
 
-    def prompt_list(self) -> list[dict[str, Any]]:
-        return [{**wire, "name": name} for name, (_, _, wire) in self.prompts.items()]
+    def instructions_for(self, profile: str | None) -> str:
+        """The instructions a session of this credential profile gets: they name only what its
+        view lists (a gated session gets those of its view once begun, with the gate's text)."""
+        key = SessionKey(False, profile)
+        text = self._instructions.get(key)
+        if text is None:
+            text = self._instructions[key] = instructions(self.project_name, self.project, self.view(key))
+        return text
 
-    def resource_list(self) -> list[dict[str, Any]]:
-        return [{**wire, "uri": uri} for uri, (_, _, wire) in self.resources.items()]
+    # The three other lists, each through the view's filters (by server: `View.servers`).
 
-    def template_list(self) -> list[dict[str, Any]]:
-        return [wire for _, wire in self.templates]
+    def prompt_list(self, view: View | None = None) -> list[dict[str, Any]]:
+        return [{**wire, "name": name} for name, (server, _, wire) in self.prompts.items() if _sees(view, server)]
+
+    def resource_list(self, view: View | None = None) -> list[dict[str, Any]]:
+        return [{**wire, "uri": uri} for uri, (server, _, wire) in self.resources.items() if _sees(view, server)]
+
+    def template_list(self, view: View | None = None) -> list[dict[str, Any]]:
+        return [wire for server, wire in self.templates if _sees(view, server)]
+
+    def template_owner(self, uri_template: str) -> str | None:
+        """The server that lists the template `uri_template`, if any."""
+        return next((s for s, wire in self.templates if wire.get("uriTemplate") == uri_template), None)
 
     def route_resource(self, uri: str) -> tuple[str, str] | None:
         """(server, upstream uri) for a presented or upstream URI, or None."""
@@ -217,6 +230,10 @@ class Catalogue:
             if prefix and uri.startswith(prefix):
                 return server, uri
         return None
+
+
+def _sees(view: View | None, server: str) -> bool:
+    return view is None or server in view.servers
 
 
 # -- a project's catalogue without a gateway (the CLI, the early stdio front) -----------------------

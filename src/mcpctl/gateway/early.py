@@ -220,7 +220,7 @@ class EarlyFront:
         # the same cache entries the gateway's catalogue starts from
         self.entries: dict[str, dict[str, Any] | None] = {
             name: cache.read_server_entry(name) for name, spec in self.servers.items() if isinstance(spec, ServerSpec)}
-        # the same pipeline as the gateway's: its instructions are part of what is recorded
+        # the same pipeline as the gateway's: its instructions (for this profile) are part of what is recorded
         self.catalogue = catalogue_from(project_name, self.project, self.servers, self.entries)
         self.capabilities = known_capabilities(store, self.servers)
         self._project_file = store.path_for("Project", project_name)
@@ -236,7 +236,7 @@ class EarlyFront:
 
     def fingerprint_for(self, capabilities: Iterable[str]) -> str:
         """The record's fingerprint when the gateway relays `capabilities` (`offered`)."""
-        return fingerprint(self._project_file, self.catalogue.instructions, capabilities)
+        return fingerprint(self._project_file, self.catalogue.instructions_for(self.profile), capabilities)
 
     def _read_record(self) -> dict[str, Any] | None:
         try:

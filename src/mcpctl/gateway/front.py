@@ -27,24 +27,24 @@ import mcp.types as t
 from mcp import MCPError
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.caching import CACHEABLE_METHODS, CacheHint
-from mcp.types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+from mcp.types.jsonrpc import INVALID_PARAMS
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import __version__
 from mcpctl.catalogue import cache
 from mcpctl.gateway import paging
-from mcpctl.gateway.asks import Asks, mrtr_params, retry_params
+from mcpctl.gateway.asks import Asks
 from mcpctl.gateway.builtins import (
     error_result,
 )
 from mcpctl.gateway.catalogue import Catalogue, cached_listing, tools_list_json
-from mcpctl.gateway.relay import Relay
-from mcpctl.gateway.router import Router, strip_upstream_meta
+from mcpctl.gateway.relay import LEGACY_ONLY_DROP, Relay
+from mcpctl.gateway.router import Router
 from mcpctl.gateway.sdk import initialize_accepted, set_middleware
 from mcpctl.gateway.search import ToolSearch
 from mcpctl.gateway.sessions import NOTIFIED_SECTIONS, Caller, Sessions, new_session_id
+from mcpctl.gateway.surfaces import Surfaces
 from mcpctl.gateway.upstream import SERVER_INFO_KEY, Listing, Upstream
-from mcpctl.gateway.upstream_errors import UpstreamTimeout, UpstreamUnavailable
 from mcpctl.gateway.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 
@@ -54,9 +54,6 @@ log = logging.getLogger("mcpctl.gateway")
 # first tools/list waits for it (its connect timeout, at most this long). A cached server never
 # delays a list, nor does one that failed on an earlier start (`failed_before`).
 FIRST_CONTACT_CAP: Final = 15.0
-_RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
-_LEGACY_ONLY_DROP: Final = ("resultType", "ttlMs", "cacheScope")
-_MAX_LOGGED_NAME: Final = 200   # an unknown name is the caller's text: log a bounded copy
 
 Recorder = Callable[..., None]
 __all__ = ["Caller", "Gateway", "error_result"]
@@ -89,6 +86,7 @@ class Gateway:
         self.sessions = Sessions()
         self.asks = Asks(self)
         self.relay = Relay(self, known_capabilities)
+        self.surfaces = Surfaces(self)
         self.sessions.on_listen_resources = self.relay.listen_resources
         self.search = ToolSearch(project.search.ranker) if project.search.enabled else None
         self.upstreams: dict[str, Upstream] = {}
@@ -303,9 +301,15 @@ class Gateway:
                 return self.envelope(listed, ctx.protocol_version)
         elif method in ("resources/list", "prompts/list") and initialize_accepted(ctx.session):
             self.sessions.identify(ctx)
-        elif (method == "initialize" or method == "server/discover") and not self._settled.is_set():
-            # capabilities follow the upstreams': wait for those never seen, as tools/list does
-            await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
+        elif method == "initialize" or method == "server/discover":
+            if not self._settled.is_set():
+                # capabilities follow the upstreams': wait for those never seen, as tools/list does
+                await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
+            result = await call_next(ctx)
+            profile = self.sessions.request_profile(ctx)
+            if profile is not None and isinstance(result, dict) and "instructions" in result:
+                result["instructions"] = self.catalogue.instructions_for(profile)   # its own view's
+            return result
         return await call_next(ctx)
 
     def envelope(self, result: dict[str, Any], version: str) -> dict[str, Any]:
@@ -315,7 +319,7 @@ class Gateway:
             result["_meta"] = {**meta, SERVER_INFO_KEY: self._stamp} if isinstance(meta, dict) else \
                 {SERVER_INFO_KEY: self._stamp}
         else:
-            for key in _LEGACY_ONLY_DROP:
+            for key in LEGACY_ONLY_DROP:
                 result.pop(key, None)
         return result
 
@@ -405,63 +409,24 @@ class Gateway:
                                          params.model_dump(by_alias=True, exclude_none=True)), ctx)
 
     async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
-        await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
-        return _era(self._listed("resources", self.catalogue.resource_list(), params), ctx)
+        return await self._list_surface(ctx, "resources", params)
 
     async def _list_templates(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
-        await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
-        return _era(self._listed("resourceTemplates", self.catalogue.template_list(), params), ctx)
+        return await self._list_surface(ctx, "resourceTemplates", params)
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
+        return await self._list_surface(ctx, "prompts", params)
+
+    async def _list_surface(self, ctx: ServerRequestContext[Any], section: str, params: Any) -> dict[str, Any]:
         await self._wait_settled(self._first_contact - (time.monotonic() - self._started))
-        return _era(self._listed("prompts", self.catalogue.prompt_list(), params), ctx)
-
-    async def relay_request(self, caller: Caller | None, server: str, method: str, params: dict[str, Any]
-                            ) -> dict[str, Any]:
-        """Relay one request other than tools/call to its upstream, as a call of `caller` (what
-        the upstream asks meanwhile reaches that client); the result without the era envelope."""
-        up = self.upstreams.get(server)
-        if up is None:
-            raise MCPError(code=INTERNAL_ERROR, message=f"upstream server {server!r} is unavailable: "
-                           f"{self.unavailable.get(server, 'not configured')}")
-
-        async def send(p: dict[str, Any] = params) -> dict[str, Any]:
-            try:
-                return await up.request(method, p, timeout=up.spec.timeouts.call)
-            except (UpstreamTimeout, UpstreamUnavailable) as e:
-                raise MCPError(code=INTERNAL_ERROR, message=str(e)) from None
-
-        if caller is None:
-            result = await send()
-        else:
-            result = await self.asks.relay(caller, server, send)
-            if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
-                result = await self.asks.resolve(caller, result, lambda answers, state: self.asks.relay(
-                    caller, server, functools.partial(send, retry_params(params, answers, state))))
-        strip_upstream_meta(result)
-        if result.get("resultType") != "input_required":
-            for key in _LEGACY_ONLY_DROP:
-                result.pop(key, None)
-        return result
+        return _era(self._listed(section, self.surfaces.lists(self.sessions.caller(ctx), section), params), ctx)
 
     async def _read_resource(self, ctx: ServerRequestContext[Any], params: t.ReadResourceRequestParams
                              ) -> dict[str, Any]:
-        uri = str(params.uri)
-        route = self.catalogue.route_resource(uri)
-        if route is None:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {uri}")
-        fwd = mrtr_params({"uri": route[1]}, params)
-        return _era(await self.relay_request(self.sessions.caller(ctx), route[0], "resources/read", fwd), ctx)
+        return _era(await self.surfaces.read_resource(self.sessions.caller(ctx), params), ctx)
 
     async def _get_prompt(self, ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams) -> dict[str, Any]:
-        hit = self.catalogue.prompts.get(params.name)
-        if hit is None:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
-        fwd: dict[str, Any] = {"name": hit[1]}
-        if params.arguments:
-            fwd["arguments"] = dict(params.arguments)
-        fwd = mrtr_params(fwd, params)
-        return _era(await self.relay_request(self.sessions.caller(ctx), hit[0], "prompts/get", fwd), ctx)
+        return _era(await self.surfaces.get_prompt(self.sessions.caller(ctx), params), ctx)
 
     # -- logging, subscriptions, completion, roots (`relay`) ---------------------------------------------
 
@@ -470,7 +435,7 @@ class Gateway:
         return {}
 
     async def _subscribe(self, ctx: ServerRequestContext[Any], params: t.SubscribeRequestParams) -> dict[str, Any]:
-        await self.relay.subscribe(self.sessions.caller(ctx).session_id, str(params.uri))
+        await self.relay.subscribe(self.sessions.caller(ctx), str(params.uri))
         return {}
 
     async def _unsubscribe(self, ctx: ServerRequestContext[Any], params: t.UnsubscribeRequestParams

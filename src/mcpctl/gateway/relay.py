@@ -17,6 +17,9 @@ completion, and the capabilities the gateway advertises for them.
   URI it subscribed with. Subscriptions are renewed when an upstream reconnects.
 - **`completion/complete`**: a prompt argument goes to the prompt's upstream under its own prompt
   name; a resource-template argument to the upstream that lists the template.
+- **The session's view** (`surfaces`): a subscription or a completion for an item outside it is
+  refused like a hidden tool's call; log messages outside calls and resource updates reach only the
+  sessions whose view includes the server they come from.
 - **Capabilities**: `logging`, `completions`, `resources.subscribe`, `prompts` and `resources` are
   advertised when at least one upstream offers them (as it did when last connected: the status
   the gateway keeps per server; `tools` always).
@@ -24,6 +27,7 @@ completion, and the capabilities the gateway advertises for them.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -32,11 +36,13 @@ import anyio
 import mcp.types as t
 from mcp import MCPError
 from mcp.server.subscriptions import ResourceUpdated
-from mcp.types.jsonrpc import INVALID_PARAMS
+from mcp.types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
-from mcpctl.gateway.asks import Relayed
+from mcpctl.gateway.asks import Relayed, retry_params
 from mcpctl.gateway.early import offered
 from mcpctl.gateway.peers import LOG_RANK, log_allowed
+from mcpctl.gateway.router import strip_upstream_meta
+from mcpctl.gateway.upstream_errors import UpstreamTimeout, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -46,6 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpctl.gateway")
 
 MAX_SUBSCRIPTIONS: Final = 4096          # (server, uri) pairs, each for any number of sessions
+LEGACY_ONLY_DROP: Final = ("resultType", "ttlMs", "cacheScope")   # 2026-only result fields
 
 
 class Relay:
@@ -54,7 +61,8 @@ class Relay:
     def __init__(self, gw: Gateway, known_capabilities: Mapping[str, dict[str, Any]] | None = None) -> None:
         self.gw = gw
         self.known = dict(known_capabilities or {})       # server -> capabilities when last connected
-        self.subs: dict[tuple[str, str], dict[str, str]] = {}   # (server, upstream uri) -> {session: uri}
+        # (server, upstream uri) -> {session: (the uri it subscribed with, its credential profile)}
+        self.subs: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
         self.level: str | None = None                     # applied upstream
 
     # -- capabilities ---------------------------------------------------------------------------------
@@ -79,6 +87,37 @@ class Relay:
             update["resources"] = caps.resources.model_copy(update={"subscribe": None})
         return caps.model_copy(update=update) if update else caps
 
+    # -- requests -----------------------------------------------------------------------------------
+
+    async def request(self, caller: Caller | None, server: str, method: str, params: dict[str, Any]
+                      ) -> dict[str, Any]:
+        """Relay one request other than tools/call to its upstream, as a call of `caller` (what
+        the upstream asks meanwhile reaches that client); the result without the era envelope."""
+        up = self.gw.upstreams.get(server)
+        if up is None:
+            raise MCPError(code=INTERNAL_ERROR, message=f"upstream server {server!r} is unavailable: "
+                           f"{self.gw.unavailable.get(server, 'not configured')}")
+
+        async def send(p: dict[str, Any] = params) -> dict[str, Any]:
+            try:
+                return await up.request(method, p, timeout=up.spec.timeouts.call)
+            except (UpstreamTimeout, UpstreamUnavailable) as e:
+                raise MCPError(code=INTERNAL_ERROR, message=str(e)) from None
+
+        asks = self.gw.asks
+        if caller is None:
+            result = await send()
+        else:
+            result = await asks.relay(caller, server, send)
+            if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
+                result = await asks.resolve(caller, result, lambda answers, state: asks.relay(
+                    caller, server, functools.partial(send, retry_params(params, answers, state))))
+        strip_upstream_meta(result)
+        if result.get("resultType") != "input_required":
+            for key in LEGACY_ONLY_DROP:
+                result.pop(key, None)
+        return result
+
     # -- upstream events ---------------------------------------------------------------------------------
 
     def hooks(self, server: str) -> dict[str, Any]:
@@ -96,7 +135,7 @@ class Relay:
                     return
             finally:
                 call.delivered()
-        await self._log_to_listeners(params)
+        await self._log_to_listeners(server, params)
 
     async def _log_to_call(self, caller: Caller, params: t.LoggingMessageNotificationParams) -> bool:
         peer = caller.peer
@@ -112,14 +151,14 @@ class Relay:
                 log.debug("a log message for %s was not delivered: %s", caller.session_id, e)
         return True
 
-    async def _log_to_listeners(self, params: t.LoggingMessageNotificationParams) -> None:
+    async def _log_to_listeners(self, server: str, params: t.LoggingMessageNotificationParams) -> None:
         sessions = self.gw.sessions
         if sessions.stdio is not None:
             targets = {sessions.stdio.session_id: sessions.level_of(sessions.stdio.session_id)}
         else:
             targets = dict(sessions.levels())
         for sid, level in targets.items():
-            if not log_allowed(params.level, level):
+            if not log_allowed(params.level, level) or not self.gw.surfaces.session_uses(sid, server):
                 continue
             peer = sessions.peer_of(sid)
             if peer is None or peer.modern:       # 2026: log messages only on a request's stream
@@ -175,25 +214,20 @@ class Relay:
 
     # -- resources ----------------------------------------------------------------------------------------
 
-    def _route(self, uri: str) -> tuple[str, str]:
-        route = self.gw.catalogue.route_resource(uri)
-        if route is None:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {uri}")
-        return route
-
-    async def subscribe(self, session_id: str, uri: str) -> None:
-        server, up_uri = self._route(uri)
+    async def subscribe(self, caller: Caller, uri: str) -> None:
+        server, up_uri = self.gw.surfaces.route_resource(uri)
+        self.gw.surfaces.admit(caller, server, "resources/subscribe", uri)
         key = (server, up_uri)
         subs = self.subs.get(key)
         if subs is None:
             if len(self.subs) >= MAX_SUBSCRIPTIONS:
                 raise MCPError(code=INVALID_PARAMS, message="too many resource subscriptions")
-            await self.gw.relay_request(None, server, "resources/subscribe", {"uri": up_uri})
+            await self.request(None, server, "resources/subscribe", {"uri": up_uri})
             subs = self.subs.setdefault(key, {})
-        subs[session_id] = uri
+        subs[caller.session_id] = (uri, caller.profile)
 
     async def unsubscribe(self, session_id: str, uri: str) -> None:
-        server, up_uri = self._route(uri)
+        server, up_uri = self.gw.surfaces.route_resource(uri)
         key = (server, up_uri)
         subs = self.subs.get(key)
         if subs is None or subs.pop(session_id, None) is None:
@@ -204,14 +238,14 @@ class Relay:
             if up is not None and up.state == "up":
                 await self._send(up, "resources/unsubscribe", {"uri": up_uri})
 
-    async def listen_resources(self, session_id: str, uris: list[str], opening: bool) -> None:
+    async def listen_resources(self, caller: Caller, uris: list[str], opening: bool) -> None:
         """A 2026-07-28 `subscriptions/listen` stream asking for resource updates opens or closes."""
         for uri in uris:
             try:
                 if opening:
-                    await self.subscribe(session_id, uri)
+                    await self.subscribe(caller, uri)
                 else:
-                    await self.unsubscribe(session_id, uri)
+                    await self.unsubscribe(caller.session_id, uri)
             except Exception as e:
                 log.info("listen stream: resource subscription %s %s: %s", "for" if opening else "end of", uri, e)
 
@@ -220,7 +254,9 @@ class Relay:
         if not subs:
             return
         sessions = self.gw.sessions
-        for sid, presented in list(subs.items()):
+        for sid, (presented, profile) in list(subs.items()):
+            if self.gw.surfaces.view_of(sid, profile).admit(server, uri) is not None:
+                continue                              # its view no longer holds the resource
             await sessions.publish(sid, ResourceUpdated(uri=presented))
             peer = sessions.peer_of(sid)
             if peer is None or peer.modern:       # 2026: through its listen streams (above)
@@ -245,20 +281,22 @@ class Relay:
             hit = self.gw.catalogue.prompts.get(str(ref.get("name")))
             if hit is None:
                 raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {ref.get('name')}")
-            server, fwd_ref = hit[0], {**ref, "name": hit[1]}
+            server, fwd_ref, named = hit[0], {**ref, "name": hit[1]}, f"prompt {ref.get('name')}"
         elif kind == "ref/resource":
             uri = str(ref.get("uri"))
-            owner = next((s for s, wire in self.gw.catalogue.templates if wire.get("uriTemplate") == uri), None)
+            owner = self.gw.catalogue.template_owner(uri)
             if owner is not None:
                 server, fwd_ref = owner, ref
             else:
-                server, up_uri = self._route(uri)
+                server, up_uri = self.gw.surfaces.route_resource(uri)
                 fwd_ref = {**ref, "uri": up_uri}
+            named = f"resource {uri}"
         else:
             raise MCPError(code=INVALID_PARAMS, message=f"completion/complete: unknown ref type {kind!r}")
+        self.gw.surfaces.admit(caller, server, "completion/complete", named)
         fwd = {k: v for k, v in params.items() if k != "_meta"}
         fwd["ref"] = fwd_ref
-        return await self.gw.relay_request(caller, server, "completion/complete", fwd)
+        return await self.request(caller, server, "completion/complete", fwd)
 
 
 def _has(caps: dict[str, Any] | None, key: str) -> bool:

@@ -66,7 +66,7 @@ class Router:
         name = params.get("name") if isinstance(params, dict) else None
         args = params.get("arguments") if isinstance(params, dict) else None
         if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
-            self._log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
+            self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
         if "requestState" in params and self.gw.asks.owns(params):
             return await self._resume(caller, ts, t0, name, params)
@@ -75,16 +75,16 @@ class Router:
             return await self._builtin(caller, ts, t0, view, name, args)
         if view.session.gated and name in self.gw.catalogue.view(replace(view.session, gated=False)).builtins:
             # a built-in the session gets once it has begun: the gate's refusal, not "unknown tool"
-            self._log_call(caller, ts, t0, name, _BUILTIN_IDS[name], GATED.outcome, GATED.error_class)
+            self.log_call(caller, ts, t0, name, _BUILTIN_IDS[name], GATED.outcome, GATED.error_class)
             return error_result(GATED.message)
         hit = view.resolve(name)
         if hit is None and not self.gw.settled:
             hit = await self._resolve_later(caller, name)
         if hit is None:
-            self._log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "UnknownTool")
+            self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "UnknownTool")
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {_bounded(name)}")
         if isinstance(hit, Refusal):
-            self._log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
+            self.log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
             return error_result(hit.message)
         meta = params.get("_meta")
         return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
@@ -103,7 +103,7 @@ class Router:
         up = self.gw.upstreams.get(server)
         if up is None:
             why = self.gw.unavailable.get(server, "not configured")
-            self._log_call(caller, ts, t0, presented, cid, "upstream_down", "UpstreamUnavailable")
+            self.log_call(caller, ts, t0, presented, cid, "upstream_down", "UpstreamUnavailable")
             return error_result(f"upstream server {server!r} is unavailable: {why}")
         fwd: dict[str, Any] = {"name": tool}
         if args is not None:
@@ -130,17 +130,17 @@ class Router:
                 result = await self.gw.asks.resolve(caller, result, lambda answers, state: self.gw.asks.relay(
                     caller, server, partial(send, retry_params(fwd, answers, state))))
         except (UpstreamTimeout, UpstreamUnavailable) as e:
-            self._log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
+            self.log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
             return error_result(str(e))
         except MCPError as e:
-            self._log_call(caller, ts, t0, presented, cid, "protocol_error", f"MCPError{e.code}")
+            self.log_call(caller, ts, t0, presented, cid, "protocol_error", f"MCPError{e.code}")
             raise
         except anyio.get_cancelled_exc_class():
-            self._log_call(caller, ts, t0, presented, cid, "protocol_error", "Cancelled")
+            self.log_call(caller, ts, t0, presented, cid, "protocol_error", "Cancelled")
             raise
         except Exception as e:
             log.exception("relaying %s failed", cid)
-            self._log_call(caller, ts, t0, presented, cid, "protocol_error", type(e).__name__)
+            self.log_call(caller, ts, t0, presented, cid, "protocol_error", type(e).__name__)
             return error_result(f"mcpctl could not relay the call to {server!r}: {describe_error(e)}")
         return self._answered(caller, ts, t0, presented, cid, server, result)
 
@@ -149,15 +149,15 @@ class Router:
         rt = result.get("resultType")
         if rt == "input_required":
             strip_upstream_meta(result)
-            self._log_call(caller, ts, t0, presented, cid, "ok", "InputRequired")
+            self.log_call(caller, ts, t0, presented, cid, "ok", "InputRequired")
             return result
         if rt not in (None, "complete"):
-            self._log_call(caller, ts, t0, presented, cid, "protocol_error", "UnknownResultType")
+            self.log_call(caller, ts, t0, presented, cid, "protocol_error", "UnknownResultType")
             return error_result(f"upstream server {server!r} answered with a result of type {rt!r}, which "
                                 "mcpctl cannot relay")
         strip_upstream_meta(result)
         failed = bool(result.get("isError"))
-        self._log_call(caller, ts, t0, presented, cid, "tool_error" if failed else "ok",
+        self.log_call(caller, ts, t0, presented, cid, "tool_error" if failed else "ok",
                        "ToolError" if failed else None)
         return result
 
@@ -171,10 +171,10 @@ class Router:
         try:
             result = await self.gw.asks.resume(caller, params)
         except MCPError as e:
-            self._log_call(caller, ts, t0, name, cid, "protocol_error", f"MCPError{e.code}")
+            self.log_call(caller, ts, t0, name, cid, "protocol_error", f"MCPError{e.code}")
             raise
         except (UpstreamTimeout, UpstreamUnavailable) as e:
-            self._log_call(caller, ts, t0, name, cid, e.outcome, type(e).__name__)
+            self.log_call(caller, ts, t0, name, cid, e.outcome, type(e).__name__)
             return error_result(str(e))
         return self._answered(caller, ts, t0, name, cid, server, result)
 
@@ -190,7 +190,7 @@ class Router:
                 return await self._begin_session(caller, ts, t0, args)
             return await self._call_by_name(caller, ts, t0, view, args)
         except BuiltinError as e:
-            self._log_call(caller, ts, t0, name, cid, "tool_error", "InvalidArguments")
+            self.log_call(caller, ts, t0, name, cid, "tool_error", "InvalidArguments")
             return error_result(str(e))
 
     async def _search(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
@@ -198,7 +198,7 @@ class Router:
             return error_result("search_tools is disabled in this project (search.enabled: false)")
         query, top_k = parse_arguments(args if args is not None else {}, self.gw.project.search.top_k)
         payload = await self.gw.search.search(self.gw.catalogue.version, view, query, top_k)
-        self._log_call(caller, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "ok",
+        self.log_call(caller, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "ok",
                        query=query if self.gw.project.search.record_queries else None)
         return search_result(payload)
 
@@ -223,7 +223,7 @@ class Router:
             lines.append(f"Best matches for the task {task!r}:")
             lines += [f"- {m['name']}: {_first_line(m['description'])}" for m in matches]
         lines.append("Your full tool list is now available." if was_gated else "This session had already begun.")
-        self._log_call(caller, ts, t0, BEGIN_SESSION, BEGIN_SESSION_CANONICAL_ID, "ok",
+        self.log_call(caller, ts, t0, BEGIN_SESSION, BEGIN_SESSION_CANONICAL_ID, "ok",
                        query=task if self.gw.project.search.record_queries else None)
         if was_gated:
             await self.gw.sessions.notify({"tools"}, only=caller.session_id)
@@ -239,15 +239,15 @@ class Router:
         if hit is None and not self.gw.settled:
             hit = await self._resolve_later(caller, name)
         if hit is None:
-            self._log_call(caller, ts, t0, _bounded(name), None, "tool_error", "UnknownTool")
+            self.log_call(caller, ts, t0, _bounded(name), None, "tool_error", "UnknownTool")
             return error_result(f"no tool named {_bounded(name)!r} in this project; call search_tools to find one")
         if isinstance(hit, Refusal):
-            self._log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
+            self.log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
             return error_result(hit.message)
         return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
                                       tool_args, None)
 
-    def _log_call(self, caller: Caller, ts: float, t0: float, presented: str,
+    def log_call(self, caller: Caller, ts: float, t0: float, presented: str,
                   canonical: str | None, outcome: str, error_class: str | None = None,
                   query: str | None = None) -> None:
         record = self.gw.record

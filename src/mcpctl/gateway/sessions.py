@@ -139,12 +139,13 @@ class Sessions:
         self._begun: OrderedDict[str, None] = OrderedDict()
         self._notifiers: list[Callable[[str], None]] = []
         self._levels: OrderedDict[str, str] = OrderedDict()    # id -> logging/setLevel of the session
-        self._active: OrderedDict[str, None] = OrderedDict()   # handshake sessions, least recent first
+        # handshake sessions, least recent first, with the profile their last request presented
+        self._active: OrderedDict[str, str | None] = OrderedDict()
         self.stdio: Caller | None = None     # set by the stdio transport: its one session
         self.stdio_peer: Peer | None = None  # and its client, to ask and tell outside a call
-        # `subscriptions/listen` streams asking for resource updates: (session id, uris) on open and
+        # `subscriptions/listen` streams asking for resource updates: (the caller, uris) on open and
         # on close (set by the resource relay)
-        self.on_listen_resources: Callable[[str, list[str], bool], Awaitable[None]] | None = None
+        self.on_listen_resources: Callable[[Caller, list[str], bool], Awaitable[None]] | None = None
 
     # -- identity ---------------------------------------------------------------------------------
 
@@ -214,15 +215,20 @@ class Sessions:
                 progress = _progress_to(ctx.session, token, ctx.request_id)
             level = meta.get(LOG_LEVEL_META)
             log_level = level if isinstance(level, str) else None
-        if self.stdio is not None:
-            profile = self.stdio.profile
-        else:     # HTTP: the profile of the token this request presented (set by the bearer check)
-            scope = getattr(getattr(ctx, "request", None), "scope", None)
-            state = scope.get("state") if isinstance(scope, dict) else None
-            profile = state.get(PROFILE_STATE) if isinstance(state, dict) else None
-            if session_id in self._legacy:
-                self._remember(self._active, session_id, None)
+        profile = self.request_profile(ctx)
+        if self.stdio is None and session_id in self._legacy:
+            self._remember(self._active, session_id, profile)
         return Caller(session_id, client_name, client_version, progress, profile, CallPeer(ctx), log_level)
+
+    def request_profile(self, ctx: ServerRequestContext[Any]) -> str | None:
+        """The credential profile of the request in `ctx` (None: the full view): over stdio
+        `serve --profile`; over HTTP the profile of the token it presented (the bearer check)."""
+        if self.stdio is not None:
+            return self.stdio.profile
+        scope = getattr(getattr(ctx, "request", None), "scope", None)
+        state = scope.get("state") if isinstance(scope, dict) else None
+        profile = state.get(PROFILE_STATE) if isinstance(state, dict) else None
+        return profile if isinstance(profile, str) else None
 
     # -- the client behind a session, outside its requests ----------------------------------------
 
@@ -234,15 +240,24 @@ class Sessions:
         session = self._legacy.get(session_id)
         return SessionPeer(session) if session is not None else None
 
-    def roots_peer(self) -> Peer | None:
+    def profile_of(self, session_id: str) -> tuple[bool, str | None]:
+        """(known, the credential profile the session presented last): stdio's `serve --profile`,
+        or a handshake-era HTTP session's last request; (False, None) for any other session."""
+        if self.stdio is not None:
+            return (True, self.stdio.profile) if self.stdio.session_id == session_id else (False, None)
+        return (True, self._active[session_id]) if session_id in self._active else (False, None)
+
+    def roots_peer(self, may: Callable[[str, str | None], bool] | None = None) -> Peer | None:
         """Whose roots an upstream gets outside a call: over stdio the one client; over HTTP the
         handshake-era session that made a request most recently among those that declared
-        `roots` (2026-07-28 clients cannot be asked)."""
+        `roots` (2026-07-28 clients cannot be asked). `may(session id, profile)`: whether that
+        session may be asked at all (its view includes the upstream)."""
         if self.stdio is not None:
-            return self.stdio_peer
-        for sid in reversed(self._active):
+            s = self.stdio
+            return self.stdio_peer if may is None or may(s.session_id, s.profile) else None
+        for sid, profile in reversed(self._active.items()):
             session = self._legacy.get(sid)
-            if session is None:
+            if session is None or (may is not None and not may(sid, profile)):
                 continue
             caps = session.client_capabilities
             if caps is not None and caps.roots is not None:
@@ -295,7 +310,8 @@ class Sessions:
 
     async def listen(self, ctx: ServerRequestContext[Any], params: Any) -> Any:
         """`subscriptions/listen`: the stream joins its session's own bus."""
-        sid = self.identify(ctx)[0]
+        caller = self.caller(ctx)
+        sid = caller.session_id
         sb = self._buses.get(sid)
         if sb is None:
             sb = _SessionBus()
@@ -307,13 +323,13 @@ class Sessions:
         watch = self.on_listen_resources if uris else None
         try:
             if watch is not None:
-                await watch(sid, uris, True)
+                await watch(caller, uris, True)
             return await sb.handler(ctx, params)
         finally:
             sb.listening -= 1
             if watch is not None:
                 with anyio.CancelScope(shield=True):
-                    await watch(sid, uris, False)
+                    await watch(caller, uris, False)
 
     async def notify(self, sections: set[str], only: str | None = None) -> None:
         """Tell every session (or the session `only`) that these lists changed."""

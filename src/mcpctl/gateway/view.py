@@ -8,9 +8,9 @@ the early stdio front and the CLI (`tools list`, `favourites list`) alike:
 Each stage is a small object with one job; `build_view` here runs them in that order. Where
 each stage lives:
 
-- curation, credential view, session gate: the filters `Curation`, `CredentialView` and `Gate`,
-  here. They answer `check(tool)`: forward they drop what they refuse, in reverse they refuse
-  the call with the reason.
+- curation, credential view, session gate: the filters `Curation`, `CredentialView` and `Gate`
+  (`gateway.filters`). They answer `check(tool)`: forward they drop what they refuse, in reverse
+  they refuse the call with the reason.
 - presentation: `gateway.presentations` (`PRESENTATIONS` picks one from the project spec)
   decides which slots a tool takes (`favourite`, `all`, `flat`) and whether a slot is listed or
   only reachable (the deferred mode's long tail).
@@ -21,16 +21,22 @@ each stage lives:
 
 A call walks it backwards: presented name (any style or slot form, or the canonical id) ->
 canonical `server/tool` -> every filter checked again -> route. `View` is computed once per
-catalogue version and session key (gated or not; later, the credential's profile).
+catalogue version and session key (gated or not, and the credential's profile).
+
+Prompts, resources and resource templates go through the same filters, by server: a server's
+items go by the id `server/*` (`server_items`), so the rules that cover the whole server (`vault/*`,
+`*`) decide them and a rule naming some of its tools (`vault/read_doc`) does not. The read-only
+profile admits them (reading a resource or getting a prompt changes nothing); the gate hides them
+until the session has begun. `View.servers` are the servers whose items a session sees,
+`View.uses(server)` whether anything passes between the session and that server at all.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-from mcpctl.catalogue.curation import is_enabled, matches_any
 from mcpctl.gateway import names as nm
 from mcpctl.gateway.builtins import (
     ALWAYS_LOAD,
@@ -41,6 +47,16 @@ from mcpctl.gateway.builtins import (
     begin_session_definition,
     call_tool_definition,
     search_tool_definition,
+)
+from mcpctl.gateway.filters import (
+    GATED,
+    CredentialView,
+    Curation,
+    Filter,
+    Gate,
+    Refusal,
+    read_only,
+    server_items,
 )
 from mcpctl.gateway.presentations import DEFERRED, FLAT, PRESENTATIONS
 from mcpctl.resources.kinds import ProjectSpec
@@ -74,87 +90,9 @@ GATED_SESSION: Final = SessionKey(gated=True)
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why a call may not go through, for the caller (`message`) and the log (outcome, class)."""
-
-    outcome: str
-    error_class: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class Route:
     tool: CatalogueTool
     presented: str                  # the name the call used
-
-
-# -- filters: forward they drop, in reverse they refuse ----------------------------------------------
-
-
-class Filter(Protocol):
-    def check(self, tool: CatalogueTool) -> Refusal | None: ...
-
-
-@dataclass(frozen=True)
-class Curation:
-    """`tools.disabled` / `tools.enabled`."""
-
-    project_name: str
-    project: ProjectSpec
-
-    def check(self, tool: CatalogueTool) -> Refusal | None:
-        if is_enabled(tool.canonical_id, self.project):
-            return None
-        cid, p = tool.canonical_id, self.project_name
-        return Refusal("denied", "ToolDisabled", f"tool {cid!r} is disabled in project {p!r} (tools.disabled); "
-                       f"enable it with: mcpctl tools enable --project {p} {cid}")
-
-
-def read_only(tool: CatalogueTool) -> bool:
-    """Annotated read-only and not destructive (annotations are the upstream's hints)."""
-    ann = tool.wire.get("annotations")
-    return isinstance(ann, Mapping) and ann.get("readOnlyHint") is True and ann.get("destructiveHint") is not True
-
-
-@dataclass(frozen=True)
-class CredentialView:
-    """The credential's view of the project: the profile its token (or `serve --profile`)
-    selects. No profile: the full view. A profile the project does not define sees nothing."""
-
-    project_name: str
-    project: ProjectSpec
-    profile: str | None = None
-
-    def check(self, tool: CatalogueTool) -> Refusal | None:
-        if self.profile is None:
-            return None
-        p = self.project.profile(self.profile)
-        cid = tool.canonical_id
-        if p is not None and not matches_any(cid, p.deny):
-            if p.read_only and (read_only(tool) or matches_any(cid, p.allow)):
-                return None
-            if not p.read_only and (not p.allow or matches_any(cid, p.allow)):
-                return None
-        why = "it is not defined in the project" if p is None else \
-            "read-only, and the tool is not annotated read-only" if p.read_only and not matches_any(cid, p.deny) \
-            else "denied or not allowed there"
-        return Refusal("denied", "NotPermitted", f"tool {cid!r} is not permitted for this credential "
-                       f"(profile {self.profile!r} of project {self.project_name!r}: {why})")
-
-
-GATED: Final = Refusal("denied", "SessionGated",
-                       "this session has not begun: call begin_session with your task first; it returns the "
-                       "project's instructions and tools, and then every tool can be called")
-
-
-@dataclass(frozen=True)
-class Gate:
-    """While a session is gated it sees and may call only `begin_session`."""
-
-    gated: bool
-
-    def check(self, tool: CatalogueTool) -> Refusal | None:
-        return GATED if self.gated else None
 
 
 # -- names: every slot of every catalogue tool, once per catalogue version ------------------------------
@@ -286,6 +224,8 @@ class View:
     filters: tuple[Filter, ...]
     _present: dict[str, str] = field(default_factory=dict)    # cid -> the name to call it by
     _visible: frozenset[str] = frozenset()                    # ids every content filter passed
+    servers: frozenset[str] = frozenset()     # servers whose prompts, resources, templates it sees
+    _uses: frozenset[str] = frozenset()       # servers it sees anything of
 
     @property
     def listed_names(self) -> list[str]:
@@ -314,6 +254,19 @@ class View:
             if refusal is not None:
                 return refusal
         return Route(tool, name)
+
+    def admit(self, server: str, what: str) -> Refusal | None:
+        """Whether the session may reach `server`'s prompt, resource or template `what` (its
+        list, read, get, completion or subscription): None, or the refusal, as for a tool."""
+        if server in self.servers:
+            return None
+        return next((r for f in self.filters if (r := f.check_server(server, what)) is not None),
+                    Refusal("denied", "NotPermitted", f"{what} is not served in this project"))
+
+    def uses(self, server: str) -> bool:
+        """Whether anything passes between this session and `server`: its requests to the
+        client (roots, sampling, elicitation), log messages and resource updates."""
+        return server in self._uses
 
 
 def build_view(project_name: str, project: ProjectSpec, table: NameTable, session: SessionKey,
@@ -352,8 +305,11 @@ def build_view(project_name: str, project: ProjectSpec, table: NameTable, sessio
             payload.append(_pointer(slot.tool, name, present[slot.tool.canonical_id]))
         elif slot.listed:
             payload.append(_listed(slot.tool, name, always_load=False))
+    servers = frozenset() if gated else \
+        frozenset(s for s in project.servers if all(f.check_server(s, "") is None for f in content_filters))
+    uses = frozenset() if gated else servers | {t.server for t in searchable}
     return View(pres.mode, session, payload, favourites, searchable, callable_builtins, table, filters, present,
-                frozenset(visible_ids))
+                frozenset(visible_ids), servers, uses)
 
 
 def _favourites(project: ProjectSpec, table: NameTable, filters: Sequence[Filter], visible: set[str],
@@ -443,15 +399,24 @@ def instructions(project_name: str, project: ProjectSpec, view: View) -> str:
         parts.append(f"Call {BEGIN_SESSION} with your task before anything else: until then it is your only "
                      "tool. It returns this project's instructions, its favourite tools and the best matches "
                      "for the task, and then unlocks the full list.")
-    # favourites of servers not listed yet are named too: the instructions are sent once, at
-    # initialize, often before a first start has listed anything
-    fav_names = [f.name for f in view.favourites if (f.listed or f.pending) and f.name]
+    # favourites of servers not listed yet are named too (the instructions are sent once, at
+    # initialize, often before a first start has listed anything) when the view could list them
+    fav_names = [f.name for f in view.favourites if f.name and (f.listed or (f.pending and _may_list(view, f)))]
     parts.append(view.table.presentation.instructions(view.table.namer, fav_names, project.search.enabled))
     return " ".join(parts)
 
 
+def _may_list(view: View, fav: Favourite) -> bool:
+    """Whether a favourite of a server not listed yet could be listed in this view (its annotations
+    are not known: the read-only profile admits it only when allowed by name)."""
+    server, _, name = fav.canonical_id.partition("/")
+    tool = CatalogueTool(fav.canonical_id, server, name, {})
+    return all(f.check(tool) is None for f in view.filters[1:])
+
+
 __all__ = [
     "CALL_TOOL",
+    "GATED",
     "SEARCH_TOOL",
     "CatalogueTool",
     "CredentialView",
@@ -466,4 +431,6 @@ __all__ = [
     "View",
     "build_view",
     "instructions",
+    "read_only",
+    "server_items",
 ]
