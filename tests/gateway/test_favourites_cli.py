@@ -85,11 +85,15 @@ async def test_suggest_counts_every_presented_form_once_and_its_line_changes_onl
     assert tools["alpha/echo"]["pinned"] is True and tools["alpha/echo"]["suggested"] is True
     assert tools["alpha/fail"]["calls"] == 3 and tools["alpha/fail"]["flag"].startswith("mostly fails")
     assert tools["alpha/delete_all"]["flag"] == "disabled in the project"
-    assert report["suggested"] == ["alpha/echo", "beta/add"]
+    # the floor (3 calls in 2 sessions by default): beta/add, called once, is not worth its definition
+    assert report["suggested"] == ["alpha/echo"]
+    assert tools["beta/add"]["belowFloor"] == ("below the floor: 1 call(s) in 1 session(s) "
+                                               "(--min-calls 3, --min-sessions 2)")
     assert report["pinnedUnused"] == ["alpha/add"]
     assert report["calls"] == 10 and report["sessions"] == 2
 
-    table = run(runner, "favourites", "suggest", "-p", "p", "--window", str(window))
+    table = run(runner, "favourites", "suggest", "-p", "p", "--window", str(window), "--min-calls", "1",
+                "--min-sessions", "1")
     assert table.exit_code == 0, table.output
     star_line = next(line for line in table.stdout.splitlines() if "alpha/echo" in line)
     assert "★" in star_line and "beta/add" in table.stdout
@@ -124,8 +128,15 @@ async def test_suggest_apply_shows_the_diff_and_writes_it(kit: Kit, runner: CliR
     await _calls(kit, "q", [("all__alpha__add", {"a": 1, "b": 2})] * 2 + [("favourite__echo", {"text": "y"})])
     _rows("q", 3)
     r = run(runner, "favourites", "suggest", "-p", "q", "--top", "1", "--apply")
+    assert r.exit_code == 0 and "No tool qualifies" in r.stderr, r.output       # 2 calls in 1 session
+    assert kit.store.get("Project", "q")["spec"]["favouriteIndex"]["tools"] == ["alpha/echo"]
+    r = run(runner, "favourites", "suggest", "-p", "q", "--top", "1", "--apply", "--min-calls", "2",
+            "--min-sessions", "1")
     assert r.exit_code == 0, r.output
     assert "-    - alpha/echo" in r.stderr and "+    - alpha/add" in r.stderr
+    # the list's size before and after, against flat; one favourite on a 15-tool server costs more
+    assert "favourite-index list: 16 tools ≈" in r.stderr and "(flat: 15 tools ≈" in r.stderr, r.stderr
+    assert "the favourites now cost more than they save" in r.stderr
     assert r.stdout.strip().endswith("project/q configured")
     spec = kit.store.get("Project", "q")["spec"]
     assert spec["favouriteIndex"]["tools"] == ["alpha/add"]
@@ -146,7 +157,7 @@ async def test_the_suggested_line_run_by_a_shell_keeps_profiles_and_does_what_ap
     await _calls(kit, "p", [("alpha/get pods", {})] * 3 + [("all__alpha__add", {"a": 1, "b": 2})] * 2)
     _rows("p", 5)
 
-    table = run(runner, "favourites", "suggest", "-p", "p")
+    table = run(runner, "favourites", "suggest", "-p", "p", "--min-sessions", "1", "--min-calls", "2")
     assert table.exit_code == 0, table.output
     line = table.stdout.strip().splitlines()[-1]
     assert line == "mcpctl favourites set --project p 'alpha/get pods' alpha/add"
@@ -160,7 +171,7 @@ async def test_the_suggested_line_run_by_a_shell_keeps_profiles_and_does_what_ap
 
     kit.project("p", ["alpha"], **spec)                      # back to the start, then --apply
     assert canonical_spec("Project", kit.store.get("Project", "p")["spec"]) == original
-    r = run(runner, "favourites", "suggest", "-p", "p", "--apply")
+    r = run(runner, "favourites", "suggest", "-p", "p", "--apply", "--min-sessions", "1", "--min-calls", "2")
     assert r.exit_code == 0 and r.stdout.endswith("project/p configured\n"), r.output
     assert canonical_spec("Project", kit.store.get("Project", "p")["spec"]) == by_line
 

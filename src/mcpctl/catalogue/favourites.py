@@ -130,11 +130,30 @@ def collapse(rows: Iterable[UsageRow], resolve: Callable[[str], str | None]) -> 
 
 
 @dataclass(frozen=True)
+class Floor:
+    """The least use that earns a favourite: a tool called once, or in one session only, costs
+    its whole definition in every request and has not shown it will be called again."""
+
+    calls: int = 3
+    sessions: int = 2
+
+    def below(self, use: ToolUse) -> str | None:
+        if use.calls >= self.calls and use.sessions >= self.sessions:
+            return None
+        return (f"below the floor: {use.calls} call(s) in {use.sessions} session(s) "
+                f"(--min-calls {self.calls}, --min-sessions {self.sessions})")
+
+
+DEFAULT_FLOOR: Final = Floor()
+
+
+@dataclass(frozen=True)
 class Candidate:
     use: ToolUse
     pinned: bool
     suggested: bool
-    flag: str | None                     # why a used tool is not suggested
+    flag: str | None                     # why a used tool is not suggested (it fails, is disabled, ...)
+    below: str | None = None             # why it is not suggested yet: under the floor of use
 
 
 @dataclass
@@ -149,9 +168,11 @@ class Suggestions:
 
 def suggest(rows: Iterable[UsageRow], *, pinned: Sequence[str], top: int,
             resolve: Callable[[str], str | None] = lambda name: None,
-            ineligible: Callable[[str], str | None] = lambda cid: None) -> Suggestions:
+            ineligible: Callable[[str], str | None] = lambda cid: None,
+            floor: Floor = DEFAULT_FLOOR) -> Suggestions:
     """Rank the tools used in the window: calls, then distinct sessions, then the most recent
-    use. The first `top` that are eligible and do not mostly fail are suggested."""
+    use. The first `top` that are eligible, do not mostly fail and reach the `floor` of use are
+    suggested."""
     rows = list(rows)
     uses = sorted(collapse(rows, resolve), key=lambda u: (-u.calls, -u.sessions, -u.last_ts, u.canonical_id))
     pinned_set = set(pinned)
@@ -161,10 +182,11 @@ def suggest(rows: Iterable[UsageRow], *, pinned: Sequence[str], top: int,
         flag = ineligible(use.canonical_id)
         if flag is None and use.error_rate > MOSTLY_FAILS:
             flag = f"mostly fails ({use.errors} of {use.calls} calls failed)"
-        ok = flag is None and len(suggested) < top
+        below = floor.below(use) if flag is None else None
+        ok = flag is None and below is None and len(suggested) < top
         if ok:
             suggested.append(use.canonical_id)
-        candidates.append(Candidate(use, use.canonical_id in pinned_set, ok, flag))
+        candidates.append(Candidate(use, use.canonical_id in pinned_set, ok, flag, below))
     used = {u.canonical_id for u in uses}
     sessions = {r.session_id for r in rows if r.canonical_id or resolve(r.presented_name)}
     return Suggestions(candidates, suggested, [p for p in pinned if p not in used],

@@ -23,10 +23,15 @@ from typing import Annotated, Any
 
 import typer
 
+from mcpctl.catalogue.favourites import Floor
+
 from ._common import cli_errors, err, out
 
 PROJECT = "demo"
 EXAMPLE_SERVERS = ("notes", "calc", "textkit")
+# The demo's one short session is all the log holds: it suggests from any call (by default
+# `favourites suggest` wants 3 calls in 2 sessions, --min-calls and --min-sessions).
+DEMO_FLOOR = Floor(calls=1, sessions=1)
 OWNER_LABEL = ("source", "mcpctl-examples")
 DISABLED = "notes/delete_note"
 FAVOURITES = ("notes/create_note", "notes/search_notes", "calc/add")
@@ -285,7 +290,7 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
         from .favourites import render_suggest
 
         out.print("\n[bold]6. Favourites from this run's calls[/bold] (mcpctl favourites suggest --project demo)")
-        render_suggest(PROJECT, suggested[0], "in this run")
+        render_suggest(PROJECT, suggested[0], "in this run", DEMO_FLOOR)
         if suggested[1]:
             out.print("   To make them the favourites (nothing else changes):")
             out.print(f"   {escape(suggested[1])}")
@@ -368,7 +373,7 @@ def register(app: typer.Typer) -> None:
                 log_path = log.path
             from .favourites import set_command, suggestions
 
-            found, _, _ = suggestions(PROJECT, 5, started)
+            found, _, _ = suggestions(PROJECT, 5, started, DEMO_FLOOR)
             line = set_command(PROJECT, found.suggested) if found.suggested else None
             note = f"(MCPCTL_HOME={os.environ['MCPCTL_HOME']})" if os.environ.get("MCPCTL_HOME") \
                 else f"(store: {paths.resources_dir()})"

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from mcpctl.catalogue.favourites import DEFAULT_FLOOR, Floor
+
 from ._common import (
     check_format,
     cli_errors,
@@ -182,7 +184,8 @@ def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def suggestions(project: str, top: int, since: float) -> tuple[Suggestions, CachedCatalogue, int]:
+def suggestions(project: str, top: int, since: float, floor: Floor | None = None
+                ) -> tuple[Suggestions, CachedCatalogue, int]:
     """Favourites suggested from the calls of `project` since `since` (unix seconds), the cached
     catalogue they were judged against, and (when there were none) how many calls the log holds."""
     from mcpctl.catalogue import favourites as fv
@@ -213,7 +216,8 @@ def suggestions(project: str, top: int, since: float) -> tuple[Suggestions, Cach
         return None
 
     pinned = list(cached.project.favourite_index.tools)
-    return fv.suggest(rows, pinned=pinned, top=top, resolve=resolve, ineligible=ineligible), cached, ever
+    return fv.suggest(rows, pinned=pinned, top=top, resolve=resolve, ineligible=ineligible,
+                      floor=floor or fv.DEFAULT_FLOOR), cached, ever
 
 
 def _suggest_json(project: str, s: Suggestions, window: float, since: float, command: str | None) -> dict[str, Any]:
@@ -222,18 +226,20 @@ def _suggest_json(project: str, s: Suggestions, window: float, since: float, com
         "suggested": s.suggested,
         "tools": [{"id": c.use.canonical_id, "calls": c.use.calls, "sessions": c.use.sessions,
                    "errors": c.use.errors, "errorRate": round(c.use.error_rate, 4), "lastUse": c.use.last_ts,
-                   "pinned": c.pinned, "suggested": c.suggested, "flag": c.flag, "names": list(c.use.names)}
+                   "pinned": c.pinned, "suggested": c.suggested, "flag": c.flag, "belowFloor": c.below,
+                   "names": list(c.use.names)}
                   for c in s.candidates],
         "pinnedUnused": s.pinned_unused,
         "command": command,
     }
 
 
-def render_suggest(project: str, s: Suggestions, period: str) -> None:
+def render_suggest(project: str, s: Suggestions, period: str, floor: Floor | None = None) -> None:
     from rich.table import Table
 
+    floor = floor or DEFAULT_FLOOR
     out.print(f"Favourites for project {project}: {s.calls} calls in {s.sessions} session(s) {period}; "
-              "★ = pinned now", markup=False)
+              f"suggested from {floor.calls} calls in {floor.sessions} sessions; ★ = pinned now", markup=False)
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("#", "", "TOOL", "CALLS", "SESSIONS", "ERRORS", "LAST USE", "NOTE"):
         table.add_column(col, justify="right" if col in ("#", "CALLS", "SESSIONS", "ERRORS") else "left", no_wrap=True)
@@ -241,7 +247,7 @@ def render_suggest(project: str, s: Suggestions, period: str) -> None:
     for c in s.candidates:
         if c.suggested:
             rank += 1
-        note = f"flagged: {c.flag}" if c.flag else ("" if c.suggested else "below --top")
+        note = f"flagged: {c.flag}" if c.flag else c.below or ("" if c.suggested else "below --top")
         table.add_row(str(rank) if c.suggested else "-", "★" if c.pinned else "", safe(c.use.canonical_id),
                       str(c.use.calls), str(c.use.sessions), f"{c.use.error_rate:.0%}", _when(c.use.last_ts),
                       safe(note))
@@ -249,6 +255,36 @@ def render_suggest(project: str, s: Suggestions, period: str) -> None:
     if s.pinned_unused:
         out.print(f"Pinned but not called in the window (dropped by the line below): {safe(', '.join(s.pinned_unused), markup=False)}",
                   markup=False)
+
+
+def _list_cost(cached: CachedCatalogue) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(listed, ≈tokens) of the project's tools/list as presented, and of the flat list."""
+    from mcpctl.catalogue.surface import FLAT, mode_catalogues
+    from mcpctl.catalogue.tokens import definition_text, token_counter
+
+    count = token_counter().count
+    cats = mode_catalogues(cached.catalogue)
+    costs = []
+    for cat in (cats[cached.project.presentation], cats[FLAT]):
+        tools = cat.view().tools
+        costs.append((len(tools), sum(count(definition_text(t)) for t in tools)))
+    return costs[0], costs[1]
+
+
+def _report_cost(project: str, before: CachedCatalogue) -> None:
+    """What the change did to the list's size, and a warning when favourites cost more than they
+    save (each favourite is listed in full: past a point the list outgrows the flat one)."""
+    from mcpctl.gateway.catalogue import cached_catalogue
+
+    (n0, t0), _ = _list_cost(before)
+    after = cached_catalogue(project)
+    (n1, t1), (nf, tf) = _list_cost(after)
+    mode = after.project.presentation
+    err.print(f"{mode} list: {n0} tools ≈{t0:,} tokens -> {n1} tools ≈{t1:,} tokens (flat: {nf} tools "
+              f"≈{tf:,} tokens)", markup=False)
+    if mode != "flat" and t1 > tf:
+        warn(f"the favourites now cost more than they save: the {mode} list is {t1 / tf:.0%} of flat; pin fewer "
+             f"(--top, or mcpctl favourites remove --project {project} …) or present deferred")
 
 
 def _spec_diff(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
@@ -364,13 +400,18 @@ def register(app: typer.Typer) -> None:
         window: Annotated[float, typer.Option("--window", min=0.001, help="Days of the invocation log to count.")] = 30.0,
         apply: Annotated[bool, typer.Option("--apply", help="Show the change and write it.")] = False,
         output: Annotated[str, output_option(("table", "json"))] = "table",
+        min_calls: Annotated[int, typer.Option("--min-calls", min=1, help="Suggest only tools called at least "
+                                               "this often in the window.")] = DEFAULT_FLOOR.calls,
+        min_sessions: Annotated[int, typer.Option("--min-sessions", min=1, help="... and in at least this many "
+                                                  "sessions.")] = DEFAULT_FLOOR.sessions,
     ) -> None:
         """Suggest favourites from the invocation log: tools ranked by calls (every presented form counted as
         its canonical id), with distinct sessions, error rate and last use; tools that mostly fail are flagged,
         not suggested. Ends with a ready-to-run `mcpctl favourites set` line (what --apply runs)."""
         check_format(output, ("table", "json"))
         since = _now() - window * 86400.0
-        s, _, ever = suggestions(project, top, since)
+        floor = Floor(min_calls, min_sessions)
+        s, before, ever = suggestions(project, top, since, floor)
         command: str | None = None
         if s.suggested:
             command = set_command(project, s.suggested)
@@ -383,16 +424,18 @@ def register(app: typer.Typer) -> None:
             err.print(f"  Serve the project to an agent (mcpctl serve --project {project}) and let it work, or "
                       "widen --window.", markup=False)
         else:
-            render_suggest(project, s, f"over the last {window:g} days (since {_when(since)})")
+            render_suggest(project, s, f"over the last {window:g} days (since {_when(since)})", floor)
             if command:
                 out.print("\nTo make these the favourites (changes nothing else in the project):", markup=False)
                 write_stdout(safe(command, markup=False) + "\n")
             else:
-                err.print("No tool qualifies (every used tool is flagged).", markup=False)
+                err.print("No tool qualifies: every used tool is flagged or below the floor (--min-calls, "
+                          "--min-sessions).", markup=False)
         if apply and s.suggested:
             result = set_favourites_of(project, s.suggested)
             if result.changed:
                 err.print(_spec_diff(result.before, result.after, f"project/{project}"), markup=False, end="")
+                _report_cost(project, before)
             write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
 
     app.add_typer(favourites_app, name="favourites", rich_help_panel="Gateway")

@@ -69,8 +69,7 @@ def backup(client: str, file: Path, data: bytes) -> Path:
     """Keep `data` (the file before mcpctl touched it) as a 0600 copy; returns its path. Not
     fsync'd: whoever restores it checks it against the hash in the record first."""
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    folder = clients_dir() / "backups"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = paths.private_dir(clients_dir() / "backups")      # backups hold the client's secrets: 0700
     for n in range(1, 100):
         target = folder / f"{client}-{stamp}{'' if n == 1 else f'-{n}'}-{file.name}"
         try:
