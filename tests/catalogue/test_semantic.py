@@ -190,7 +190,7 @@ def test_build_ranker_hybrid_uses_the_model_and_caches_tool_vectors(
     hits = ranker.search("weather forecast", 3)
     assert hits[0][0] == "wx/forecast"
     assert len(hits) == 3 and hits[0][1] >= hits[1][1] >= hits[2][1]
-    assert list((tmp_home / "state" / "embeddings").glob("*.npz"))
+    assert list((tmp_home / "state" / "catalogue" / "embeddings").glob("*.npz"))
     # A second build over the same catalogue embeds no tool text again.
     calls: list[int] = []
     original = MiniLM.embed

@@ -174,6 +174,7 @@ class Gateway:
         for up in self.upstreams.values():
             self._status(up.name, {"state": "connecting", "lastError": None})
             tg.start_soon(self._supervise, up)
+        self._index_soon()
 
     def stopping(self) -> None:
         """The gateway is shutting down: keep each server's last known status as it is."""
@@ -267,7 +268,23 @@ class Gateway:
         self._settle(up.name)
         if changed:
             log.info("catalogue of %s changed (%s); notifying clients", up.name, ", ".join(sorted(changed)))
+            if "tools" in changed:
+                self._index_soon()
             await self.sessions.notify(changed)
+
+    def _index_soon(self) -> None:
+        """Index the catalogue for search_tools now, in the background, not at the first search
+        (`ToolSearch.warm`: its tool vectors are computed meanwhile)."""
+        import asyncio
+
+        search = self.search
+        if search is None:
+            return
+        with contextlib.suppress(RuntimeError):     # no loop: nothing to index for
+            task = asyncio.get_running_loop().create_task(search.warm(
+                lambda: (self.catalogue.version, self.catalogue.view(SessionKey(profile=self.stdio_profile)))))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     # -- sessions ----------------------------------------------------------------------------------
 
