@@ -63,7 +63,7 @@ def test_a_fresh_gateway_on_a_cold_embedding_cache_answers_its_first_search_with
     kit.project("p", _examples(kit), search={"ranker": "auto"})
     assert not _embeddings()                      # nothing listed, nothing embedded
     query = "add two numbers"
-    got = _search(kit, "p", query, 3)
+    got = _search(kit, "p", query, {"calc__add", "textkit__word_count"})   # both listed
     structured = got["structured"]
     assert set(structured) == {"tools", "total_searched"}
     assert len(got["texts"]) == 1, got["texts"]   # no keyword-only note
@@ -83,7 +83,7 @@ def test_a_large_catalogue_first_answer_says_it_is_keyword_only_while_the_index_
                                   command=sys.executable))
         total += n
     kit.project("big", servers, search={"ranker": "auto"})
-    got = _search(kit, "big", "create a bar chart", total)
+    got = _search(kit, "big", "create a bar chart", total + 1)      # and search_tools
     structured = got["structured"]
     assert set(structured) == {"tools", "total_searched"} and structured["total_searched"] == total
     assert structured["tools"], structured

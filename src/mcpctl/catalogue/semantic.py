@@ -217,10 +217,16 @@ class VectorCache:
             tmp.unlink(missing_ok=True)
 
 
-# One embedding computation at a time per process: the gateway indexes each catalogue version
+# One embedding computation at a time per cache file: the gateway indexes each catalogue version
 # as upstreams connect, and a second computation waits for the first and then finds its vectors
 # in the cache instead of embedding the same tools again (on 2 cores, in parallel, at that).
-_compute_lock = threading.Lock()
+_compute_locks: dict[Path, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+def _compute_lock(path: Path) -> threading.Lock:
+    with _locks_lock:
+        return _compute_locks.setdefault(path, threading.Lock())
 
 
 def uncached(model_key: str, texts: Sequence[str], cache: VectorCache | None = None) -> int:
@@ -242,7 +248,7 @@ def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: Vect
     if missing and not compute:
         return None
     if missing:
-        with _compute_lock:
+        with _compute_lock(cache.path):
             return _compute(model, texts, keys, cache)
     return _normalised(model, stored, keys)
 

@@ -262,9 +262,10 @@ class Gateway:
         before = {s: self.catalogue.listings.get(up.name, {}).get(s) for s in listing}
         changed = {s for s, items in listing.items() if before.get(s) != items}
         if changed:
-            self._catalogue_changed(lambda: self.catalogue.set_listing(up.name, listing))
+            # the cache first: search reads each server's about text from it for the new version
             await anyio.to_thread.run_sync(cache.write_server_entry, up.name, dict(listing),
                                            limiter=self._disk)
+            self._catalogue_changed(lambda: self.catalogue.set_listing(up.name, listing))
         self._settle(up.name)
         if changed:
             log.info("catalogue of %s changed (%s); notifying clients", up.name, ", ".join(sorted(changed)))
@@ -282,7 +283,7 @@ class Gateway:
             return
         with contextlib.suppress(RuntimeError):     # no loop: nothing to index for
             task = asyncio.get_running_loop().create_task(search.warm(
-                lambda: (self.catalogue.version, self.catalogue.view(SessionKey(profile=self.stdio_profile)))))
+                self.catalogue.version, self.catalogue.view(SessionKey(profile=self.stdio_profile))))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 

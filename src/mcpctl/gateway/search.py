@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ log = logging.getLogger("mcpctl.gateway")
 # the shared 2-core machine (docs/ranking.md), so 64 texts are 1.5-4 s, plus the model's first
 # load (0.4-1.5 s). It waits at most FIRST_SEARCH_WAIT_S, then answers keyword-only and says so.
 FIRST_SEARCH_WAIT_TOOLS: Final = 64
-FIRST_SEARCH_WAIT_S: Final = 8.0
+FIRST_SEARCH_WAIT_S: Final = 10.0
 WARMING_NOTE: Final = ("This answer is keyword-only (BM25F): semantic search is still indexing this project's "
                        "{total} tools ({pending} to embed), and ranks by meaning from a later search once that "
                        "is done. If no tool here fits, search again in a moment.")
@@ -86,7 +86,7 @@ class ToolSearch:
         self._built: tuple[int, str | None] | None = None
         self._said: str | None = None
         self._warming = False
-        self._again = False
+        self._next: tuple[int, View] | None = None
         import anyio  # (not at module level: the early stdio front must not import anyio)
 
         self._lock = anyio.Lock()
@@ -124,19 +124,20 @@ class ToolSearch:
                 self._said = said
                 log.info("%s", said)
 
-    async def warm(self, current: Callable[[], tuple[int, View]]) -> None:
-        """Build the index of the current catalogue now (the gateway calls this whenever a listing
-        changes it), so that its vectors are computed before the first search. Calls made while
-        one runs coalesce into one more build, of the catalogue as it is then."""
+    async def warm(self, version: int, view: View) -> None:
+        """Build the index of catalogue `version` now (the gateway calls this once a listing that
+        changed the catalogue is in the cache, about texts included), so that its vectors are
+        computed before the first search. Calls made while one runs coalesce: the latest is
+        built next."""
+        self._next = (version, view)
         if self._warming:
-            self._again = True
             return
         self._warming = True
         try:
-            self._again = True
-            while self._again:
-                self._again = False
-                await self.ensure(*current())
+            while self._next is not None:
+                target, self._next = self._next, None
+                if self._built is None or target[0] >= self._built[0]:   # never an older catalogue
+                    await self.ensure(*target)
         except Exception:   # search builds it again at the first query, and reports there
             log.exception("building the search index failed")
         finally:
