@@ -87,18 +87,26 @@ _model_key: str = ""
 _model_lock = threading.Lock()
 
 
+def model_key(model_dir: Path | None = None) -> str:
+    """The cache key of the installed model (a digest of its weights file), without loading it."""
+    if _model_key and model_dir is None:
+        return _model_key
+    weights = (model_dir or find_model_dir()) / "model.safetensors"
+    with weights.open("rb") as fh:
+        head = fh.read(1 << 16)
+    digest = hashlib.sha256(head + str(weights.stat().st_size).encode()).hexdigest()[:16]
+    return f"{MODEL_NAME}-{digest}"
+
+
 def load_model() -> tuple[MiniLM, str]:
     """The process-wide model and its cache key (loaded once, ~0.2 s)."""
     global _model, _model_key
     with _model_lock:
         if _model is None:
             model_dir = find_model_dir()
-            weights = model_dir / "model.safetensors"
-            with weights.open("rb") as fh:
-                head = fh.read(1 << 16)
-            digest = hashlib.sha256(head + str(weights.stat().st_size).encode()).hexdigest()[:16]
+            key = model_key(model_dir)
             _model = MiniLM(model_dir)
-            _model_key = f"{MODEL_NAME}-{digest}"
+            _model_key = key
             log.info("loaded %s from %s", MODEL_NAME, model_dir)
         return _model, _model_key
 
@@ -425,11 +433,11 @@ def warm(docs: Sequence[ToolDoc], with_server: bool | None = None) -> int:
     """Compute and cache now the vectors a hybrid ranker over `docs` needs (what is listed is
     indexed where it is listed, so that a search finds its vectors ready); returns how many texts
     were embedded. Raises ImportError without the model."""
-    model, model_key = load_model()
     texts, _ = index_texts(docs, ABOUT_WEIGHT, with_server)
-    todo = uncached(model_key, texts)
+    todo = uncached(model_key(), texts)     # all cached: the model is not even loaded
     if todo:
-        embed_texts(model, model_key, texts)
+        model, key = load_model()
+        embed_texts(model, key, texts)
     return todo
 
 
