@@ -182,6 +182,22 @@ DOCS = [
 ]
 
 
+def test_vectors_cached_where_earlier_versions_kept_them_are_moved_beside_the_catalogue_and_reused(
+    use_tiny_model: Path, monkeypatch: pytest.MonkeyPatch, tmp_home: Path
+) -> None:
+    build_ranker(DOCS, "hybrid")
+    new_dir = tmp_home / "state" / "catalogue" / "embeddings"
+    (kept,) = new_dir.glob("*.npz")
+    old_dir = tmp_home / "state" / "embeddings"
+    old_dir.mkdir(parents=True)
+    kept.rename(old_dir / kept.name)                  # as an earlier mcpctl left it
+    calls: list[int] = []
+    original = MiniLM.embed
+    monkeypatch.setattr(MiniLM, "embed", lambda self, texts, **kw: calls.append(len(texts)) or original(self, texts))
+    build_ranker(DOCS, "hybrid")
+    assert calls == [] and (new_dir / kept.name).is_file() and not (old_dir / kept.name).exists()
+
+
 def test_build_ranker_hybrid_uses_the_model_and_caches_tool_vectors(
     use_tiny_model: Path, monkeypatch: pytest.MonkeyPatch, tmp_home: Path
 ) -> None:
@@ -190,7 +206,7 @@ def test_build_ranker_hybrid_uses_the_model_and_caches_tool_vectors(
     hits = ranker.search("weather forecast", 3)
     assert hits[0][0] == "wx/forecast"
     assert len(hits) == 3 and hits[0][1] >= hits[1][1] >= hits[2][1]
-    assert list((tmp_home / "state" / "embeddings").glob("*.npz"))
+    assert list((tmp_home / "state" / "catalogue" / "embeddings").glob("*.npz"))
     # A second build over the same catalogue embeds no tool text again.
     calls: list[int] = []
     original = MiniLM.embed

@@ -124,3 +124,16 @@ def test_search_empty_query_is_a_clear_error(app: typer.Typer, runner: CliRunner
     assert result.exit_code == 1
     assert "QUERY is empty" in result.stderr
     assert result.stdout == ""
+
+
+def test_ranker_option_ranks_one_query_with_another_ranker(app: typer.Typer, runner: CliRunner, project: str) -> None:
+    before = Store().get("Project", project)["spec"]
+    result = runner.invoke(app, ["tools", "search", "--project", project, "open an issue"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip().endswith("(bm25 ranker)")   # the project's search.ranker (the default)
+    result = runner.invoke(app, ["tools", "search", "--project", project, "open an issue", "--ranker", "auto"])
+    assert result.exit_code == 0, result.output
+    assert "(auto: " in result.stderr and "github__create_issue" in result.stdout
+    assert Store().get("Project", project)["spec"] == before   # for this query only
+    result = runner.invoke(app, ["tools", "search", "--project", project, "open an issue", "--ranker", "fuzzy"])
+    assert result.exit_code == 2 and "'fuzzy' is not one of" in result.output

@@ -5,7 +5,8 @@ reads it without starting anything. One JSON file per server under
 `paths.catalogue_cache_dir()`, holding wire-format (camelCase) dicts exactly as the upstream
 sent them, and the server's own `about` section (its name, title, description and instructions from
 the initialize/discover reply, `[{...}]` or `[]`), which search ranks as a low-weight field of
-each of its tools. No `mcp` import: the gateway converts to and from these dicts.
+each of its tools. No `mcp` import: the gateway converts to and from these dicts. The tools'
+sentence vectors for semantic search live beside them (`embeddings_dir()`, one `.npz` per model).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ ABOUT_FIELDS: Final = ("name", "title", "description", "instructions")
 
 def cache_path(server: str) -> Path:
     return paths.catalogue_cache_dir() / f"{server}.json"
+
+
+def embeddings_dir() -> Path:
+    """Where the tools' sentence vectors are kept (`semantic.VectorCache`), beside their listings:
+    computed where the catalogue is listed, read by every search."""
+    return paths.catalogue_cache_dir() / "embeddings"
 
 
 def read_server_entry(server: str) -> dict[str, Any] | None:

@@ -137,6 +137,24 @@ def build_ranker(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, wait: boo
     return lexical
 
 
+def warm_index(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, with_server: bool | None = None) -> int | None:
+    """Compute and cache now the tool vectors a `kind` ranker over `docs` will need, so that its
+    first search is semantic (called where a catalogue is listed). Returns how many texts were
+    embedded, or None when `kind` needs none or the model is not there (which search reports).
+    Never raises for the model: a failure is logged and left to search's fallback."""
+    if kind == "bm25" or not docs:
+        return None
+    try:
+        from mcpctl.catalogue import semantic
+
+        return semantic.warm(docs, with_server)
+    except ImportError:
+        return None
+    except Exception as e:   # a broken model must never break a listing
+        log.warning("indexing %d tools for semantic search failed (%s: %s)", len(docs), type(e).__name__, e)
+        return None
+
+
 def describe(ranker: Ranker, requested: str) -> str:
     """What runs for a requested kind, for people: `hybrid`, `auto: hybrid`,
     `auto: bm25 (semantic search is not installed (...))`."""

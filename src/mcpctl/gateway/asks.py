@@ -250,9 +250,8 @@ class Asks:
         async def roots(ctx: Any) -> Any:
             return await self.ask(server, t.ListRootsRequest())
 
-        return {"sampling_callback": sampling, "elicitation_callback": elicitation, "list_roots_callback": roots,
-                "sampling_capabilities": t.SamplingCapability(context=t.SamplingContextCapability(),
-                                                              tools=t.SamplingToolsCapability())}
+        # (the capabilities they stand for are declared in upstream_client.client_options)
+        return {"sampling_callback": sampling, "elicitation_callback": elicitation, "list_roots_callback": roots}
 
     async def ask(self, server: str, request: Any) -> Any:
         """One request of upstream `server`: the client's typed answer, or the error for it."""

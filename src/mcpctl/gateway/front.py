@@ -172,6 +172,7 @@ class Gateway:
         for up in self.upstreams.values():
             self._status(up.name, {"state": "connecting", "lastError": None})
             tg.start_soon(self._supervise, up)
+        self._index_soon()
 
     def stopping(self) -> None:
         """The gateway is shutting down: keep each server's last known status as it is."""
@@ -259,14 +260,31 @@ class Gateway:
         before = {s: self.catalogue.listings.get(up.name, {}).get(s) for s in listing}
         changed = {s for s, items in listing.items() if before.get(s) != items}
         if changed:
-            self._catalogue_changed(lambda: self.catalogue.set_listing(up.name, listing))
+            # the cache first: search reads each server's about text from it for the new version
             await anyio.to_thread.run_sync(cache.write_server_entry, up.name, dict(listing),
                                            limiter=self._disk)
+            self._catalogue_changed(lambda: self.catalogue.set_listing(up.name, listing))
         self._settle(up.name)
         if changed:
             told = "; notifying clients" if changed & NOTIFIED_SECTIONS else ""
             log.info("catalogue of %s changed (%s)%s", up.name, ", ".join(sorted(changed)), told)
+            if "tools" in changed:
+                self._index_soon()
             await self.sessions.notify(changed)
+
+    def _index_soon(self) -> None:
+        """Index the catalogue for search_tools now, in the background, not at the first search
+        (`ToolSearch.warm`: its tool vectors are computed meanwhile)."""
+        import asyncio
+
+        search = self.search
+        if search is None:
+            return
+        with contextlib.suppress(RuntimeError):     # no loop: nothing to index for
+            task = asyncio.get_running_loop().create_task(search.warm(
+                self.catalogue.version, self.catalogue.view(SessionKey(profile=self.stdio_profile))))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     # -- sessions ----------------------------------------------------------------------------------
 

@@ -9,19 +9,37 @@ carry the name the session calls the tool by (`View.present`), so a favourite co
 its favourite name and, in the deferred presentation, the long tail under the name `call_tool`
 takes. A search that finds nothing says so, and how to find tools anyway, in a second text block
 (`builtins.no_match_text`); the structured result keeps its shape.
+
+A semantic ranker never answers lexically without saying so. Its tool vectors are computed
+where the catalogue is listed (the CLI's listings: `index_listed`; the gateway builds the index
+as soon as a listing changes: `ToolSearch.warm`), so they are usually ready by the first search.
+When they are not, a search waits for them while at most FIRST_SEARCH_WAIT_TOOLS texts remain to
+embed (at most FIRST_SEARCH_WAIT_S); otherwise, or past that, it answers with BM25F and a second
+text block says the answer is keyword-only while the index warms (`WARMING_NOTE`).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from mcpctl.catalogue.rank import Ranker
     from mcpctl.gateway.view import CatalogueTool, View
 
 log = logging.getLogger("mcpctl.gateway")
+
+# A search that finds the tool vectors still being computed waits for them when this few texts
+# remain (tools plus servers' about texts): MiniLM embeds a tool text in 20-60 ms on one core of
+# the shared 2-core machine (docs/ranking.md), so 64 texts are 1.5-4 s, plus the model's first
+# load (0.4-1.5 s). It waits at most FIRST_SEARCH_WAIT_S, then answers keyword-only and says so.
+FIRST_SEARCH_WAIT_TOOLS: Final = 64
+FIRST_SEARCH_WAIT_S: Final = 10.0
+WARMING_NOTE: Final = ("This answer is keyword-only (BM25F): semantic search is still indexing this project's "
+                       "{total} tools ({pending} to embed), and ranks by meaning from a later search once that "
+                       "is done. If no tool here fits, search again in a moment.")
 
 
 def _docs(tools: dict[str, CatalogueTool]) -> list[Any]:
@@ -33,6 +51,31 @@ def _docs(tools: dict[str, CatalogueTool]) -> list[Any]:
     return [ToolDoc.from_wire(t.server, dict(t.wire), about[t.server]) for t in tools.values()]
 
 
+def index_listed(servers: Collection[str]) -> int:
+    """Embed now the tools a search will rank after `servers` were listed: those of every project
+    with any of them (searchable in its open view, under its `search.ranker`), and of each server
+    no project has yet (with its name in the text, as in a project of several servers). Returns
+    how many texts were embedded (0 without the model, or when all were cached)."""
+    from mcpctl.catalogue.cache import read_about, read_server_tools
+    from mcpctl.catalogue.rank import ToolDoc, warm_index
+    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.resources.kinds import ProjectSpec
+    from mcpctl.resources.store import Store
+
+    store, done, covered = Store(), 0, set()
+    for res in store.list("Project"):
+        spec = ProjectSpec.from_resource(res)
+        if not spec.search.enabled or spec.search.ranker == "bm25" or not set(spec.servers) & set(servers):
+            continue
+        covered |= set(spec.servers)
+        view = cached_catalogue(res["metadata"]["name"], store).view()
+        done += warm_index(_docs({t.canonical_id: t for t in view.searchable}), spec.search.ranker) or 0
+    alone = [s for s in servers if s not in covered]
+    about = read_about(alone)
+    docs = [ToolDoc.from_wire(s, tool, about[s]) for s in alone for tool in read_server_tools(s) or []]
+    return done + (warm_index(docs, with_server=True) or 0)
+
+
 class ToolSearch:
     """The ranker over one catalogue's searchable tools, rebuilt when they change."""
 
@@ -42,6 +85,8 @@ class ToolSearch:
         self._tools: dict[str, CatalogueTool] = {}
         self._built: tuple[int, str | None] | None = None
         self._said: str | None = None
+        self._warming = False
+        self._next: tuple[int, View] | None = None
         import anyio  # (not at module level: the early stdio front must not import anyio)
 
         self._lock = anyio.Lock()
@@ -79,21 +124,51 @@ class ToolSearch:
                 self._said = said
                 log.info("%s", said)
 
+    async def warm(self, version: int, view: View) -> None:
+        """Build the index of catalogue `version` now (the gateway calls this once a listing that
+        changed the catalogue is in the cache, about texts included), so that its vectors are
+        computed before the first search. Calls made while one runs coalesce: the latest is
+        built next."""
+        self._next = (version, view)
+        if self._warming:
+            return
+        self._warming = True
+        try:
+            while self._next is not None:
+                target, self._next = self._next, None
+                if self._built is None or target[0] >= self._built[0]:   # never an older catalogue
+                    await self.ensure(*target)
+        except Exception:   # search builds it again at the first query, and reports there
+            log.exception("building the search index failed")
+        finally:
+            self._warming = False
+
+    async def _ranked(self, query: str, top_k: int) -> tuple[list[tuple[str, float]], bool]:
+        """(hits, whether a lexical answer stands in for a semantic ranker still warming)."""
+        ranker = self._ranker
+        if ranker is None:
+            return [], False
+        if getattr(ranker, "kind", "bm25") == "bm25":
+            return ranker.search(query, top_k), False       # well under a millisecond
+        import anyio.to_thread  # a model pass: keep the loop free
+
+        wait = getattr(ranker, "wait_ready", None)     # (a HybridRanker: semantic is not imported here)
+        if wait is not None and ranker.warming and ranker.pending <= FIRST_SEARCH_WAIT_TOOLS:  # type: ignore[attr-defined]
+            await anyio.to_thread.run_sync(wait, FIRST_SEARCH_WAIT_S)
+        search_with = getattr(ranker, "search_with", None)
+        if search_with is None:
+            return await anyio.to_thread.run_sync(ranker.search, query, top_k), False
+        hits, semantic = await anyio.to_thread.run_sync(search_with, query, top_k)
+        return hits, not semantic
+
     async def search(self, version: int, view: View, query: str, top_k: int) -> dict[str, Any]:
         """`{tools: [{name, description, inputSchema, score}], total_searched}` (a SearchPayload:
-        with a `note` when nothing matched)."""
+        with a `note` when nothing matched, or when the answer is keyword-only while the index
+        warms)."""
         from mcpctl.gateway.builtins import SearchPayload, no_match_text
 
         await self.ensure(version, view)
-        ranker = self._ranker
-        hits: list[tuple[str, float]] = []
-        if ranker is not None:
-            if getattr(ranker, "kind", "bm25") == "bm25":
-                hits = ranker.search(query, top_k)          # well under a millisecond
-            else:                                           # a model pass: keep the loop free
-                import anyio.to_thread
-
-                hits = await anyio.to_thread.run_sync(ranker.search, query, top_k)
+        hits, lexical = await self._ranked(query, top_k)
         tools = []
         for cid, score in hits:
             tool, name = self._tools.get(cid), view.present(cid)
@@ -106,6 +181,10 @@ class ToolSearch:
         if not tools:
             payload.note = no_match_text(query, len(self._tools), list(dict.fromkeys(t.server for t in self._tools.values())),
                                          deferred=view.mode == "deferred", why=self._why_lexical())
+        elif lexical and getattr(self._ranker, "warming", False):
+            payload.note = WARMING_NOTE.format(total=len(self._tools), pending=getattr(self._ranker, "pending", "some"))
+        elif lexical:
+            payload.note = f"This answer is keyword-only (BM25F): {self._why_lexical()}."
         return payload
 
     def _why_lexical(self) -> str | None:
@@ -115,6 +194,8 @@ class ToolSearch:
             return None
         if getattr(ranker, "kind", "bm25") == "bm25":
             return getattr(ranker, "fallback", None) or f"search.ranker: {self.kind}"
-        if not getattr(ranker, "ready", True):
+        if getattr(ranker, "warming", False):
             return "semantic search is still indexing the tools"
+        if not getattr(ranker, "ready", True):
+            return "embedding the tools failed; see the gateway's log"
         return None

@@ -37,6 +37,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.sdk import raw_request, stamp
 from mcpctl.gateway.stdio_upstream import RawStdioChannel
+from mcpctl.gateway.upstream_client import ERA, client_options
 from mcpctl.gateway.upstream_errors import (
     ConfigError,
     UpstreamTimeout,
@@ -101,11 +102,13 @@ class Upstream:
     server_info: dict[str, Any] | None = None
     tool_count: int = 0
     capabilities: dict[str, Any] | None = None    # the server's, as it declared them (wire form)
-    # The protocol era asked for: "legacy" (the initialize handshake) is what the gateway uses, the
-    # era in which an upstream may ask the client things during a call (`asks`); a server that
-    # refuses the handshake is then spoken to with "auto" (2026-07-28 server/discover).
-    era: str = "auto"
-    client_kw: dict[str, Any] = field(default_factory=dict)   # client callbacks (sampling, roots, ...)
+    # The protocol era asked for: ERA ("legacy", the initialize handshake), the era in which an
+    # upstream may ask the client things during a call (`asks`); a server that refuses the
+    # handshake is then spoken to with "auto" (2026-07-28 server/discover).
+    era: str = ERA
+    # The gateway's client callbacks (sampling, roots, ...); with or without them, every
+    # connection declares the same capabilities (`upstream_client.client_options`).
+    client_kw: dict[str, Any] = field(default_factory=dict)
     on_event: OnEvent | None = None               # other notifications, and "up" after each connect
     next_attempt: float | None = None             # monotonic time of the next spawn when down
     spawns: deque[float] = field(default_factory=deque)
@@ -265,8 +268,7 @@ class Upstream:
         with anyio.CancelScope() as scope:
             scope.deadline = anyio.current_time() + spec.timeouts.connect
             async with Client(self._transport(), mode=self.era, message_handler=self._on_message,
-                              cache=None, client_info=t.Implementation(name="mcpctl", version=_version()),
-                              **self.client_kw) as client:
+                              cache=None, **client_options(self.client_kw)) as client:
                 session = client.session
                 listing = {}
                 for section, *_ in SECTIONS:
@@ -453,8 +455,3 @@ class Upstream:
             return msg + f"; restarting in {max(0.0, self.next_attempt - time.monotonic()):.1f}s"
         return msg + "; restarting"
 
-
-def _version() -> str:
-    from mcpctl import __version__
-
-    return __version__
