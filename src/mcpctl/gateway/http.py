@@ -16,6 +16,7 @@ import asyncio
 import errno
 import hmac
 import logging
+import re
 import secrets as _secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
@@ -132,6 +133,68 @@ class BearerAuth:
 FULL_VIEW: Final = Credential(None, None)
 
 
+# -- DNS-rebinding protection: the Host and Origin headers, parsed strictly ----------------------
+
+_AUTHORITY: Final = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?")
+
+
+def authority_host(authority: str) -> str | None:
+    """The host of an HTTP authority `host[:port]` (lowercased; an IPv6 literal in brackets),
+    or None unless the whole value is exactly that: no userinfo (`a@b`), nothing after the port,
+    no spaces, a port of digits only."""
+    m = _AUTHORITY.fullmatch(authority)
+    if m is None:
+        return None
+    return f"[{m['v6'].lower()}]" if m["v6"] is not None else m["name"].lower()
+
+
+def origin_host(origin: str) -> str | None:
+    """The host of an Origin `http(s)://authority`, or None unless it is exactly that."""
+    scheme, sep, authority = origin.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return None
+    return authority_host(authority)
+
+
+class HostCheck:
+    """Pure ASGI middleware: a request's Host (and Origin, when sent) must name one of `hosts`,
+    parsed strictly (`authority_host`): the SDK's own check, which runs after this one, matches
+    prefixes, so `Host: 127.0.0.1:80@evil` would pass it."""
+
+    def __init__(self, app: ASGIApp, hosts: Iterable[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(h.lower() for h in hosts)
+
+    def allowed(self, headers: Iterable[tuple[bytes, bytes]]) -> tuple[int, str] | None:
+        """None, or the (status, message) refusing a request with these headers."""
+        host = origin = None
+        for key, value in headers:
+            k = key.lower()
+            if k == b"host":
+                if host is not None:
+                    return 400, "more than one Host header"
+                host = value.decode("latin-1")
+            elif k == b"origin":
+                origin = value.decode("latin-1")
+        if host is None or authority_host(host) not in self.hosts:
+            return 421, "Invalid Host header"
+        if origin is not None and origin_host(origin) not in self.hosts:
+            return 403, "Invalid Origin header"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = self.allowed(scope.get("headers") or ())
+            if refused is not None:
+                status, message = refused
+                body = message.encode()
+                await send({"type": "http.response.start", "status": status, "headers": [
+                    (b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 # -- refusals: one log line per burst ------------------------------------------------------------
 
 
@@ -151,10 +214,11 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
                                         max_sessions=limits.max_sessions,
                                         session_idle_timeout=limits.session_idle_timeout)
     auth = BearerAuth(app, token, TokenIndex(gw.project_name))
+    front = HostCheck(auth, ["127.0.0.1", "localhost", "[::1]"] + ([] if loopback else [url_host(host)]))
     max_connections, accept_burst = connection_budget(limits.max_connections)
     refusals = Refusals(limits, max_connections)
     guard = Guard(auth, limits, max_connections, refusals)
-    config = uvicorn.Config(auth, host=host, port=port, log_level="warning", lifespan="on",
+    config = uvicorn.Config(front, host=host, port=port, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=3, access_log=False, http=guarded_protocol(guard),
                             ws="none",    # MCP has no WebSocket transport; an upgrade would bypass the guard
                             timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # int in the stub
