@@ -78,6 +78,7 @@ class Relayed:
     deliveries: int = 0                       # notifications of this call being delivered
     idle: anyio.Event | None = None
     bridge: Bridge | None = None              # a 2026 caller: what the upstream asks, parked
+    tool: tuple[str, str] | None = None       # a tools/call: (the name the caller used, canonical id)
 
     def delivering(self) -> None:
         self.deliveries += 1
@@ -162,10 +163,14 @@ class Bridge:
 
 @dataclass(eq=False)
 class Parked:
+    """A 2026 caller's call waiting for its input; resumed only by the session and credential that
+    got its `requestState`, under the same tool (`Router._resume` checks the name)."""
+
     task: asyncio.Task[dict[str, Any]]
     call: Relayed
     session_id: str
     expires: float
+    credential: str | None = None
 
 
 class Asks:
@@ -209,9 +214,12 @@ class Asks:
             return calls[-1]
         return AMBIGUOUS
 
-    async def relay(self, caller: Caller, server: str, send: Send) -> dict[str, Any]:
-        """Run one relayed request (`send`) as a call in flight of `caller` on `server`."""
+    async def relay(self, caller: Caller, server: str, send: Send, *,
+                    tool: tuple[str, str] | None = None) -> dict[str, Any]:
+        """Run one relayed request (`send`) as a call in flight of `caller` on `server`; `tool`:
+        a tools/call's (presented name, canonical id), kept with the call if it parks."""
         call, token = self.begin(caller, server)
+        call.tool = tool
         if caller.peer is not None and caller.peer.modern and self._may_ask(caller.peer, server):
             try:
                 return await self._bridged(call, send)
@@ -339,7 +347,8 @@ class Asks:
         up = self.gw.upstreams.get(call.server)
         ttl = up.spec.timeouts.call if up is not None else 120.0
         state = secrets.token_urlsafe(18)
-        self.parked[state] = Parked(task, call, call.caller.session_id, time.monotonic() + ttl)
+        self.parked[state] = Parked(task, call, call.caller.session_id, time.monotonic() + ttl,
+                                    call.caller.credential)
         bridge.shown.update(fresh)
         loop = asyncio.get_running_loop()
         loop.call_later(ttl + 0.5, self._expire)
@@ -350,13 +359,19 @@ class Asks:
         state = params.get("requestState")
         return isinstance(state, str) and state.startswith(STATE_PREFIX)
 
-    async def resume(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        """A 2026 client's retry of a parked call: answer the upstream's requests, go on waiting."""
+    def parked_call(self, caller: Caller, params: dict[str, Any]) -> tuple[str, Parked]:
+        """The parked call a retry's `requestState` names, if it is `caller`'s own (same session,
+        same credential); else the protocol's error."""
         state = str(params.get("requestState"))[len(STATE_PREFIX):]
         parked = self.parked.get(state)
-        if parked is None or parked.session_id != caller.session_id:
+        if parked is None or parked.session_id != caller.session_id or parked.credential != caller.credential:
             raise MCPError(code=INVALID_REQUEST, message="unknown or expired requestState (the call was "
                            "cancelled, or belongs to another session): call the tool again")
+        return state, parked
+
+    async def resume(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        """A 2026 client's retry of a parked call: answer the upstream's requests, go on waiting."""
+        state, parked = self.parked_call(caller, params)
         del self.parked[state]
         bridge = parked.call.bridge
         assert bridge is not None

@@ -34,7 +34,7 @@ from mcpctl.gateway.http_guard import (
     deepen_listen_queues,
     guarded_protocol,
 )
-from mcpctl.gateway.sessions import PROFILE_STATE
+from mcpctl.gateway.sessions import CREDENTIAL_STATE, PROFILE_STATE
 from mcpctl.resources.store import atomic_write
 from mcpctl.resources.tokens import Credential, TokenIndex
 
@@ -126,7 +126,8 @@ class BearerAuth:
                     (b"www-authenticate", b'Bearer realm="mcpctl"')]})
                 await send({"type": "http.response.body", "body": body})
                 return
-            scope.setdefault("state", {})[PROFILE_STATE] = cred.profile
+            state = scope.setdefault("state", {})
+            state[PROFILE_STATE], state[CREDENTIAL_STATE] = cred.profile, cred.name or ""
         await self.app(scope, receive, send)
 
 

@@ -56,6 +56,7 @@ CLIENT_INFO_META: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_META: Final = "io.modelcontextprotocol/logLevel"
 MCP_SESSION_HEADER: Final = "mcp-session-id"
 PROFILE_STATE: Final = "mcpctl.profile"     # request scope state: the presented token's profile
+CREDENTIAL_STATE: Final = "mcpctl.credential"   # ... and the token's name ("" for the project's own token)
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 _SECTION_EVENTS: Final = (
@@ -76,6 +77,7 @@ class Caller:
     profile: str | None = None       # the credential's view (None: the full view)
     peer: Peer | None = None         # the client, to ask (sampling, elicitation, roots) and to tell (logs)
     log_level: str | None = None     # 2026-07-28: the request's own log opt-in (`_meta` logLevel)
+    credential: str | None = None    # HTTP: the token's name ("" for the project's own); stdio: None
 
 
 def _progress_to(session: Any, token: str | int, request_id: Any) -> Progress:
@@ -212,15 +214,18 @@ class Sessions:
                 progress = _progress_to(ctx.session, token, ctx.request_id)
             level = meta.get(LOG_LEVEL_META)
             log_level = level if isinstance(level, str) else None
+        credential = None
         if self.stdio is not None:
             profile = self.stdio.profile
-        else:     # HTTP: the profile of the token this request presented (set by the bearer check)
+        else:     # HTTP: the profile and name of the token this request presented (set by the bearer check)
             scope = getattr(getattr(ctx, "request", None), "scope", None)
             state = scope.get("state") if isinstance(scope, dict) else None
             profile = state.get(PROFILE_STATE) if isinstance(state, dict) else None
+            credential = state.get(CREDENTIAL_STATE) if isinstance(state, dict) else None
             if session_id in self._legacy:
                 self._remember(self._active, session_id, None)
-        return Caller(session_id, client_name, client_version, progress, profile, CallPeer(ctx), log_level)
+        return Caller(session_id, client_name, client_version, progress, profile, CallPeer(ctx), log_level,
+                      credential)
 
     # -- the client behind a session, outside its requests ----------------------------------------
 
