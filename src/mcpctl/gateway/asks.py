@@ -55,6 +55,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.peers import declares, feature
 from mcpctl.gateway.sessions import Caller, Progress
+from mcpctl.gateway.shares import Share
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -180,6 +181,8 @@ class Asks:
         self.gw = gw
         self.inflight: dict[str, list[Relayed]] = {}
         self.parked: dict[str, Parked] = {}
+        # each credential's parked calls (`serve --max-parked-per-credential` sets the limit)
+        self.shares: Share[str] = Share(MAX_PARKED, "calls waiting for input", "--max-parked-per-credential")
 
     # -- calls in flight ---------------------------------------------------------------------------
 
@@ -342,13 +345,19 @@ class Asks:
     def _park(self, call: Relayed, task: asyncio.Task[dict[str, Any]], bridge: Bridge,
               fresh: dict[str, Any]) -> dict[str, Any]:
         self._expire()
-        if len(self.parked) >= MAX_PARKED:
-            raise MCPError(code=INTERNAL_ERROR, message="too many calls waiting for input")
+        credential = call.caller.credential
+        if self.shares.full(credential):
+            raise MCPError(code=INVALID_REQUEST, message=self.shares.refusal(credential) + ": answer or "
+                           "abandon some first (each expires after the server's call timeout)")
+        if len(self.parked) >= MAX_PARKED:     # the credential holding most loses its oldest
+            for oldest in self.shares.largest():
+                self._unpark(oldest, cancel=True)
+                break
         up = self.gw.upstreams.get(call.server)
         ttl = up.spec.timeouts.call if up is not None else 120.0
         state = secrets.token_urlsafe(18)
-        self.parked[state] = Parked(task, call, call.caller.session_id, time.monotonic() + ttl,
-                                    call.caller.credential)
+        self.parked[state] = Parked(task, call, call.caller.session_id, time.monotonic() + ttl, credential)
+        self.shares.add(credential, state)
         bridge.shown.update(fresh)
         loop = asyncio.get_running_loop()
         loop.call_later(ttl + 0.5, self._expire)
@@ -372,7 +381,7 @@ class Asks:
     async def resume(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """A 2026 client's retry of a parked call: answer the upstream's requests, go on waiting."""
         state, parked = self.parked_call(caller, params)
-        del self.parked[state]
+        self._unpark(state)
         bridge = parked.call.bridge
         assert bridge is not None
         responses = params.get("inputResponses")
@@ -385,10 +394,15 @@ class Asks:
         now = time.monotonic()
         for state, p in list(self.parked.items()):
             if p.expires <= now:      # a call that ended meanwhile is kept: its retry gets the result
-                del self.parked[state]
-                if p.call.bridge is not None:
-                    p.call.bridge.cancel()
-                p.task.cancel()
+                self._unpark(state, cancel=True)
+
+    def _unpark(self, state: str, cancel: bool = False) -> None:
+        p = self.parked.pop(state)
+        self.shares.discard(p.credential, state)
+        if cancel:
+            if p.call.bridge is not None:
+                p.call.bridge.cancel()
+            p.task.cancel()
 
     async def resolve(self, caller: Caller, result: dict[str, Any],
                       retry: Callable[[dict[str, Any], str | None], Awaitable[dict[str, Any]]]) -> dict[str, Any]:

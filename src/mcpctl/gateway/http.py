@@ -27,14 +27,17 @@ import anyio
 
 from mcpctl import paths
 from mcpctl.gateway.http_guard import (
+    CHECKED_CREDENTIAL_STATE,
     CountLogRecords,
     Guard,
     Refusals,
+    WholeBody,
     connection_budget,
     deepen_listen_queues,
     guarded_protocol,
 )
 from mcpctl.gateway.sessions import CREDENTIAL_STATE, PROFILE_STATE
+from mcpctl.gateway.shares import SHARE_REFUSED_STATE, SessionShares, refuse
 from mcpctl.resources.store import atomic_write
 from mcpctl.resources.tokens import Credential, TokenIndex
 
@@ -58,10 +61,14 @@ class HttpLimits:
     """
 
     header_timeout: float = 10.0          # seconds to send a complete request head
+    body_timeout: float = 30.0            # seconds to send a request's body, from its head
     idle_timeout: float = 15.0            # seconds a kept-alive connection may idle between requests
     max_connections: int = 512            # open connections (lowered to fit the file-descriptor limit)
     max_sessions: int = 256               # open handshake-era sessions (more: 503)
     session_idle_timeout: float = 300.0   # seconds a session may go without a request in flight
+    max_connections_per_credential: int = 128   # busy connections of one token (more: 429)
+    max_sessions_per_credential: int = 64       # open handshake-era sessions of one token (more: 429)
+    max_parked_per_credential: int = 256        # 2026 calls of one token parked for input (more: an error)
 
 
 def token_path(project: str) -> Path:
@@ -118,7 +125,8 @@ class BearerAuth:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            cred = self.credential(scope.get("headers") or ())
+            state = scope.setdefault("state", {})
+            cred = state.get(CHECKED_CREDENTIAL_STATE) or self.credential(scope.get("headers") or ())
             if cred is None:
                 body = b'{"error":"unauthorized","error_description":"missing or wrong bearer token"}'
                 await send({"type": "http.response.start", "status": 401, "headers": [
@@ -126,7 +134,10 @@ class BearerAuth:
                     (b"www-authenticate", b'Bearer realm="mcpctl"')]})
                 await send({"type": "http.response.body", "body": body})
                 return
-            state = scope.setdefault("state", {})
+            refused = state.get(SHARE_REFUSED_STATE)
+            if refused is not None:     # its connection is over the token's share (`http_guard.Guard.admit`)
+                await refuse(send, 429, f"{refused}, all busy: wait for a request to finish", close=True)
+                return
             state[PROFILE_STATE], state[CREDENTIAL_STATE] = cred.profile, cred.name or ""
         await self.app(scope, receive, send)
 
@@ -202,7 +213,7 @@ class HostCheck:
 async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event,
                      limits: HttpLimits | None = None) -> None:
     import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
     limits = limits or HttpLimits()
     loopback = host in ("127.0.0.1", "localhost", "::1")
@@ -214,10 +225,15 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
     app = gw.server.streamable_http_app(host=host, transport_security=security,
                                         max_sessions=limits.max_sessions,
                                         session_idle_timeout=limits.session_idle_timeout)
-    auth = BearerAuth(app, token, TokenIndex(gw.project_name))
-    front = HostCheck(auth, ["127.0.0.1", "localhost", "[::1]"] + ([] if loopback else [url_host(host)]))
     max_connections, accept_burst = connection_budget(limits.max_connections)
     refusals = Refusals(limits, max_connections)
+    manager = gw.server.session_manager
+    per_credential = SessionShares(app, limits.max_sessions_per_credential,
+                                   lambda: manager._server_instances, refusals.note)
+    gw.asks.shares.limit = limits.max_parked_per_credential
+    auth = BearerAuth(WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE), token,
+                      TokenIndex(gw.project_name))
+    front = HostCheck(auth, ["127.0.0.1", "localhost", "[::1]"] + ([] if loopback else [url_host(host)]))
     guard = Guard(auth, limits, max_connections, refusals)
     config = uvicorn.Config(front, host=host, port=port, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=3, access_log=False, http=guarded_protocol(guard),
