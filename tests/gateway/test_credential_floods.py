@@ -190,6 +190,50 @@ def _outcomes(socks: list[socket.socket], timeout: float) -> dict[str, int]:
     return got
 
 
+class _Conn:
+    """What the guard uses of a connection: its transport and whether a request is being served."""
+
+    def __init__(self, busy: bool) -> None:
+        self.closed = False
+        self.response_complete = not busy
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def test_over_its_share_a_token_loses_an_idle_connection_before_a_request_is_refused() -> None:
+    from mcpctl.gateway import http_guard as gg
+    from mcpctl.gateway.http import BearerAuth, HttpLimits
+
+    limits = HttpLimits(max_connections_per_credential=2)
+    guard = gg.Guard(BearerAuth(None, "tok"), limits, 32, gg.Refusals(limits, 32))  # type: ignore[arg-type]
+
+    def connect(busy: bool) -> Any:
+        conn = object.__new__(gg.GuardedH11Protocol)
+        conn.guard, conn.cycle = guard, _Conn(busy)
+        conn.transport = conn.cycle  # type: ignore[assignment]
+        conn.authenticated, conn._counted, conn._head_timer, conn._body_timer = True, True, None, None
+        conn.credential = None
+        guard.open += 1
+        return conn
+
+    try:
+        a1, a2, a3, a4, b1 = connect(True), connect(False), connect(True), connect(True), connect(True)
+        assert guard.admit(a1, "a") is None and guard.admit(a2, "a") is None
+        assert guard.admit(a3, "a") is None and a2.transport.closed       # the idle one made room
+        refused = guard.admit(a4, "a")                                     # all busy: this request is refused
+        assert refused is not None and not a4.transport.closed and a4.credential is None
+        assert "token 'a' already holds 2 busy connections" in refused and "--max-connections-per-credential" in refused
+        assert guard.admit(b1, "b") is None                                # another token has its own share
+        assert guard.admit(a1, "") is None and guard.shares.count("a") == 1  # a new token on a kept-alive connection
+        a3.cycle.response_complete = True
+        assert guard.make_room() and a3.transport.closed                   # at the cap: an idle one of the largest
+        assert not guard.make_room()                                       # nothing idle, nothing unauthenticated
+        assert guard.open == 3 and {k: len(v) for k, v in guard.shares.held.items()} == {"b": 1, "": 1}
+    finally:
+        guard.refusals.flush()
+
+
 async def test_partial_bodies_of_one_token_hold_only_its_share_of_connections(kit: Kit) -> None:
     """300 connections of one token that send a request head and 5 bytes of body: past its share
     (20) its requests are answered 429, the 20 it holds are closed at the body timeout, and the
