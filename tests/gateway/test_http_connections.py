@@ -122,7 +122,8 @@ async def test_eviction_spares_a_connection_whose_authorised_request_waits_unrea
         conn = object.__new__(gg.GuardedH11Protocol)
         conn.guard = guard
         conn.transport = _Transport(ours)
-        conn.authenticated, conn._counted, conn._head_timer = False, True, None
+        conn.authenticated, conn._counted, conn._head_timer, conn._body_timer = False, True, None, None
+        conn.credential = None
         guard.open += 1
         guard.unauthenticated[conn] = None
         return conn
@@ -250,7 +251,9 @@ def test_serve_options_are_the_http_limits() -> None:
 
 
 @pytest.mark.parametrize("argv", [["--header-timeout", "0"], ["--max-connections=0"], ["--idle-timeout", "nan"],
-                                  ["--session-idle-timeout", "-1"], ["--max-sessions", "-5"]])
+                                  ["--session-idle-timeout", "-1"], ["--max-sessions", "-5"], ["--body-timeout", "0"],
+                                  ["--max-connections-per-credential", "0"], ["--max-sessions-per-credential=-1"],
+                                  ["--max-parked-per-credential", "0"]])
 def test_limits_must_be_positive(argv: list[str], kit: Kit) -> None:
     import subprocess
 

@@ -114,6 +114,36 @@ async def test_auth_origin_and_host_checks(kit: Kit) -> None:
             assert r.status_code == 200
 
 
+async def test_host_and_origin_are_parsed_strictly(kit: Kit) -> None:
+    """The DNS-rebinding check reads the whole authority: userinfo, junk after the port, a
+    second host or a port that is not digits is refused, whatever it starts with."""
+    import json
+    import socket
+
+    with http_gateway_process(kit, _setup(kit)) as gw:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+
+        def status(host: str, origin: str | None = None) -> int:
+            head = (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {gw.token}\r\n"
+                    "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+                    f"{f'Origin: {origin}' + chr(13) + chr(10) if origin else ''}"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+            with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+                s.sendall(head + body)
+                return int(s.recv(4096).split(b" ", 2)[1])
+
+        p = gw.port
+        for bad in (f"127.0.0.1:{p}@evil.example", "127.0.0.1:80@evil", f"127.0.0.1:{p}/x", f"u@127.0.0.1:{p}",
+                    f"127.0.0.1:{p}:1", f"127.0.0.1:{p}x", f"localhost.evil.example:{p}", f"127.0.0.1:{p} evil"):
+            assert status(bad) in (400, 421), bad
+        for bad_origin in (f"http://127.0.0.1:{p}@evil.example", "http://localhost:3000/x", "http://evil.example",
+                           f"http://u@localhost:{p}"):
+            assert status(f"127.0.0.1:{p}", bad_origin) == 403, bad_origin
+        assert status(f"127.0.0.1:{p}") == 200
+        assert status(f"localhost:{p}", "http://localhost:3000") == 200
+
+
 async def test_bearer_scheme_is_case_insensitive_and_the_token_still_checked(kit: Kit) -> None:
     import httpx2
 

@@ -17,7 +17,9 @@ from mcpctl.cli.serve import OPTIONS, parse_lean
 
 def test_plain_command_lines_parse_without_typer() -> None:
     limits = {"header_timeout": 10.0, "idle_timeout": 15.0, "max_connections": 512, "max_sessions": 256,
-              "session_idle_timeout": 300.0, "page_size": 0}
+              "session_idle_timeout": 300.0, "page_size": 0, "body_timeout": 30.0,
+              "max_connections_per_credential": 128, "max_sessions_per_credential": 64,
+              "max_parked_per_credential": 256}
     assert parse_lean(["--project", "p"]) == {"project": "p", "transport": "stdio", "host": "127.0.0.1",
                                               "port": 8765, "token_file": None, "profile": None, "verbose": False, **limits}
     got = parse_lean(["-p", "p", "--transport=http", "--port", "9000", "--host", "::1", "--token-file", "t",

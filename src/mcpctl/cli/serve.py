@@ -41,6 +41,9 @@ OPTIONS: tuple[_Option, ...] = (
     _Option("header_timeout", ("--header-timeout",), float, 10.0,
             "HTTP: seconds a connection has to send a complete request head (from connecting, or from the "
             "first byte after a response); then it is closed."),
+    _Option("body_timeout", ("--body-timeout",), float, 30.0,
+            "HTTP: seconds a request has to send its whole body once its head is in; then its connection is "
+            "closed."),
     _Option("idle_timeout", ("--idle-timeout",), float, 15.0,
             "HTTP: seconds a kept-alive connection may sit idle between requests; then it is closed."),
     _Option("max_connections", ("--max-connections",), int, 512,
@@ -51,6 +54,14 @@ OPTIONS: tuple[_Option, ...] = (
     _Option("session_idle_timeout", ("--session-idle-timeout",), float, 300.0,
             "HTTP: seconds a session may go without a request in flight (an open GET stream counts); "
             "then it is closed and its id answers 404."),
+    _Option("max_connections_per_credential", ("--max-connections-per-credential",), int, 128,
+            "HTTP: connections one token may keep busy (each token, and the project's own, has its own share); "
+            "over it its oldest idle connection is closed, or the new request gets 429 when all are busy."),
+    _Option("max_sessions_per_credential", ("--max-sessions-per-credential",), int, 64,
+            "HTTP: protocol sessions one token may hold open; a new one beyond it gets 429."),
+    _Option("max_parked_per_credential", ("--max-parked-per-credential",), int, 256,
+            "HTTP: calls of 2026-07-28 clients of one token waiting for their input (sampling, elicitation) "
+            "at once; one more gets a JSON-RPC error."),
     _Option("profile", ("--profile",), str, None,
             "stdio: serve this profile's view of the project (read-only, or one the project declares). "
             "Over HTTP each token selects its own (mcpctl create token)."),
@@ -59,7 +70,9 @@ OPTIONS: tuple[_Option, ...] = (
             f"(0: each list is one page; at most {MAX_PAGE_SIZE}). Cursors a client sends are honoured either way."),
     _Option("verbose", ("--verbose", "-v"), bool, False, "Log progress to stderr too."),
 )
-HTTP_LIMITS = ("header_timeout", "idle_timeout", "max_connections", "max_sessions", "session_idle_timeout")
+HTTP_LIMITS = ("header_timeout", "body_timeout", "idle_timeout", "max_connections", "max_sessions",
+               "session_idle_timeout", "max_connections_per_credential", "max_sessions_per_credential",
+               "max_parked_per_credential")
 _OPT = {o.dest: o for o in OPTIONS}
 _BY_FLAG = {flag: o for o in OPTIONS for flag in o.flags}
 
@@ -82,10 +95,14 @@ def register(app: typer.Typer) -> None:
         port: int = opt("port"),
         token_file: Path | None = opt("token_file"),
         header_timeout: float = opt("header_timeout"),
+        body_timeout: float = opt("body_timeout"),
         idle_timeout: float = opt("idle_timeout"),
         max_connections: int = opt("max_connections"),
         max_sessions: int = opt("max_sessions"),
         session_idle_timeout: float = opt("session_idle_timeout"),
+        max_connections_per_credential: int = opt("max_connections_per_credential"),
+        max_sessions_per_credential: int = opt("max_sessions_per_credential"),
+        max_parked_per_credential: int = opt("max_parked_per_credential"),
         profile: str | None = opt("profile"),
         page_size: int = opt("page_size"),
         verbose: bool = opt("verbose"),
@@ -101,8 +118,11 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"{page_size}: must be between 0 (one page) and {MAX_PAGE_SIZE}",
                                      param_hint="'--page-size'")
         _serve(project, transport, host, port, token_file, verbose, header_timeout=header_timeout,
-               idle_timeout=idle_timeout, max_connections=max_connections, max_sessions=max_sessions,
-               session_idle_timeout=session_idle_timeout, profile=profile, page_size=page_size)
+               body_timeout=body_timeout, idle_timeout=idle_timeout, max_connections=max_connections,
+               max_sessions=max_sessions, session_idle_timeout=session_idle_timeout,
+               max_connections_per_credential=max_connections_per_credential,
+               max_sessions_per_credential=max_sessions_per_credential,
+               max_parked_per_credential=max_parked_per_credential, profile=profile, page_size=page_size)
 
 
 def _page_size_ok(n: int) -> bool:

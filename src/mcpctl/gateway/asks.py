@@ -56,6 +56,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.peers import declares, feature
 from mcpctl.gateway.sessions import Caller, Progress
+from mcpctl.gateway.shares import Share
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -79,6 +80,7 @@ class Relayed:
     deliveries: int = 0                       # notifications of this call being delivered
     idle: anyio.Event | None = None
     bridge: Bridge | None = None              # a 2026 caller: what the upstream asks, parked
+    tool: tuple[str, str] | None = None       # a tools/call: (the name the caller used, canonical id)
 
     def delivering(self) -> None:
         self.deliveries += 1
@@ -163,10 +165,14 @@ class Bridge:
 
 @dataclass(eq=False)
 class Parked:
+    """A 2026 caller's call waiting for its input; resumed only by the session and credential that
+    got its `requestState`, under the same tool (`Router._resume` checks the name)."""
+
     task: asyncio.Task[dict[str, Any]]
     call: Relayed
     session_id: str
     expires: float
+    credential: str | None = None
 
 
 class Asks:
@@ -176,6 +182,8 @@ class Asks:
         self.gw = gw
         self.inflight: dict[str, list[Relayed]] = {}
         self.parked: dict[str, Parked] = {}
+        # each credential's parked calls (`serve --max-parked-per-credential` sets the limit)
+        self.shares: Share[str] = Share(MAX_PARKED, "calls waiting for input", "--max-parked-per-credential")
 
     # -- calls in flight ---------------------------------------------------------------------------
 
@@ -210,9 +218,12 @@ class Asks:
             return calls[-1]
         return AMBIGUOUS
 
-    async def relay(self, caller: Caller, server: str, send: Send) -> dict[str, Any]:
-        """Run one relayed request (`send`) as a call in flight of `caller` on `server`."""
+    async def relay(self, caller: Caller, server: str, send: Send, *,
+                    tool: tuple[str, str] | None = None) -> dict[str, Any]:
+        """Run one relayed request (`send`) as a call in flight of `caller` on `server`; `tool`:
+        a tools/call's (presented name, canonical id), kept with the call if it parks."""
         call, token = self.begin(caller, server)
+        call.tool = tool
         if caller.peer is not None and caller.peer.modern and self._may_ask(caller.peer, server):
             try:
                 return await self._bridged(call, send)
@@ -336,12 +347,19 @@ class Asks:
     def _park(self, call: Relayed, task: asyncio.Task[dict[str, Any]], bridge: Bridge,
               fresh: dict[str, Any]) -> dict[str, Any]:
         self._expire()
-        if len(self.parked) >= MAX_PARKED:
-            raise MCPError(code=INTERNAL_ERROR, message="too many calls waiting for input")
+        credential = call.caller.credential
+        if self.shares.full(credential):
+            raise MCPError(code=INVALID_REQUEST, message=self.shares.refusal(credential) + ": answer or "
+                           "abandon some first (each expires after the server's call timeout)")
+        if len(self.parked) >= MAX_PARKED:     # the credential holding most loses its oldest
+            for oldest in self.shares.largest():
+                self._unpark(oldest, cancel=True)
+                break
         up = self.gw.upstreams.get(call.server)
         ttl = up.spec.timeouts.call if up is not None else 120.0
         state = secrets.token_urlsafe(18)
-        self.parked[state] = Parked(task, call, call.caller.session_id, time.monotonic() + ttl)
+        self.parked[state] = Parked(task, call, call.caller.session_id, time.monotonic() + ttl, credential)
+        self.shares.add(credential, state)
         bridge.shown.update(fresh)
         loop = asyncio.get_running_loop()
         loop.call_later(ttl + 0.5, self._expire)
@@ -352,14 +370,20 @@ class Asks:
         state = params.get("requestState")
         return isinstance(state, str) and state.startswith(STATE_PREFIX)
 
-    async def resume(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        """A 2026 client's retry of a parked call: answer the upstream's requests, go on waiting."""
+    def parked_call(self, caller: Caller, params: dict[str, Any]) -> tuple[str, Parked]:
+        """The parked call a retry's `requestState` names, if it is `caller`'s own (same session,
+        same credential); else the protocol's error."""
         state = str(params.get("requestState"))[len(STATE_PREFIX):]
         parked = self.parked.get(state)
-        if parked is None or parked.session_id != caller.session_id:
+        if parked is None or parked.session_id != caller.session_id or parked.credential != caller.credential:
             raise MCPError(code=INVALID_REQUEST, message="unknown or expired requestState (the call was "
                            "cancelled, or belongs to another session): call the tool again")
-        del self.parked[state]
+        return state, parked
+
+    async def resume(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        """A 2026 client's retry of a parked call: answer the upstream's requests, go on waiting."""
+        state, parked = self.parked_call(caller, params)
+        self._unpark(state)
         bridge = parked.call.bridge
         assert bridge is not None
         responses = params.get("inputResponses")
@@ -372,10 +396,15 @@ class Asks:
         now = time.monotonic()
         for state, p in list(self.parked.items()):
             if p.expires <= now:      # a call that ended meanwhile is kept: its retry gets the result
-                del self.parked[state]
-                if p.call.bridge is not None:
-                    p.call.bridge.cancel()
-                p.task.cancel()
+                self._unpark(state, cancel=True)
+
+    def _unpark(self, state: str, cancel: bool = False) -> None:
+        p = self.parked.pop(state)
+        self.shares.discard(p.credential, state)
+        if cancel:
+            if p.call.bridge is not None:
+                p.call.bridge.cancel()
+            p.task.cancel()
 
     async def resolve(self, caller: Caller, result: dict[str, Any],
                       retry: Callable[[dict[str, Any], str | None], Awaitable[dict[str, Any]]]) -> dict[str, Any]:

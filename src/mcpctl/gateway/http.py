@@ -16,6 +16,7 @@ import asyncio
 import errno
 import hmac
 import logging
+import re
 import secrets as _secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
@@ -26,14 +27,17 @@ import anyio
 
 from mcpctl import paths
 from mcpctl.gateway.http_guard import (
+    CHECKED_CREDENTIAL_STATE,
     CountLogRecords,
     Guard,
     Refusals,
+    WholeBody,
     connection_budget,
     deepen_listen_queues,
     guarded_protocol,
 )
-from mcpctl.gateway.sessions import PROFILE_STATE
+from mcpctl.gateway.sessions import CREDENTIAL_STATE, PROFILE_STATE
+from mcpctl.gateway.shares import SHARE_REFUSED_STATE, SessionShares, refuse
 from mcpctl.resources.store import atomic_write
 from mcpctl.resources.tokens import Credential, TokenIndex
 
@@ -57,10 +61,14 @@ class HttpLimits:
     """
 
     header_timeout: float = 10.0          # seconds to send a complete request head
+    body_timeout: float = 30.0            # seconds to send a request's body, from its head
     idle_timeout: float = 15.0            # seconds a kept-alive connection may idle between requests
     max_connections: int = 512            # open connections (lowered to fit the file-descriptor limit)
     max_sessions: int = 256               # open handshake-era sessions (more: 503)
     session_idle_timeout: float = 300.0   # seconds a session may go without a request in flight
+    max_connections_per_credential: int = 128   # busy connections of one token (more: 429)
+    max_sessions_per_credential: int = 64       # open handshake-era sessions of one token (more: 429)
+    max_parked_per_credential: int = 256        # 2026 calls of one token parked for input (more: an error)
 
 
 def token_path(project: str) -> Path:
@@ -117,7 +125,8 @@ class BearerAuth:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            cred = self.credential(scope.get("headers") or ())
+            state = scope.setdefault("state", {})
+            cred = state.get(CHECKED_CREDENTIAL_STATE) or self.credential(scope.get("headers") or ())
             if cred is None:
                 body = b'{"error":"unauthorized","error_description":"missing or wrong bearer token"}'
                 await send({"type": "http.response.start", "status": 401, "headers": [
@@ -125,11 +134,77 @@ class BearerAuth:
                     (b"www-authenticate", b'Bearer realm="mcpctl"')]})
                 await send({"type": "http.response.body", "body": body})
                 return
-            scope.setdefault("state", {})[PROFILE_STATE] = cred.profile
+            refused = state.get(SHARE_REFUSED_STATE)
+            if refused is not None:     # its connection is over the token's share (`http_guard.Guard.admit`)
+                await refuse(send, 429, f"{refused}, all busy: wait for a request to finish", close=True)
+                return
+            state[PROFILE_STATE], state[CREDENTIAL_STATE] = cred.profile, cred.name or ""
         await self.app(scope, receive, send)
 
 
 FULL_VIEW: Final = Credential(None, None)
+
+
+# -- DNS-rebinding protection: the Host and Origin headers, parsed strictly ----------------------
+
+_AUTHORITY: Final = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?")
+
+
+def authority_host(authority: str) -> str | None:
+    """The host of an HTTP authority `host[:port]` (lowercased; an IPv6 literal in brackets),
+    or None unless the whole value is exactly that: no userinfo (`a@b`), nothing after the port,
+    no spaces, a port of digits only."""
+    m = _AUTHORITY.fullmatch(authority)
+    if m is None:
+        return None
+    return f"[{m['v6'].lower()}]" if m["v6"] is not None else m["name"].lower()
+
+
+def origin_host(origin: str) -> str | None:
+    """The host of an Origin `http(s)://authority`, or None unless it is exactly that."""
+    scheme, sep, authority = origin.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return None
+    return authority_host(authority)
+
+
+class HostCheck:
+    """Pure ASGI middleware: a request's Host (and Origin, when sent) must name one of `hosts`,
+    parsed strictly (`authority_host`): the SDK's own check, which runs after this one, matches
+    prefixes, so `Host: 127.0.0.1:80@evil` would pass it."""
+
+    def __init__(self, app: ASGIApp, hosts: Iterable[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(h.lower() for h in hosts)
+
+    def allowed(self, headers: Iterable[tuple[bytes, bytes]]) -> tuple[int, str] | None:
+        """None, or the (status, message) refusing a request with these headers."""
+        host = origin = None
+        for key, value in headers:
+            k = key.lower()
+            if k == b"host":
+                if host is not None:
+                    return 400, "more than one Host header"
+                host = value.decode("latin-1")
+            elif k == b"origin":
+                origin = value.decode("latin-1")
+        if host is None or authority_host(host) not in self.hosts:
+            return 421, "Invalid Host header"
+        if origin is not None and origin_host(origin) not in self.hosts:
+            return 403, "Invalid Origin header"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = self.allowed(scope.get("headers") or ())
+            if refused is not None:
+                status, message = refused
+                body = message.encode()
+                await send({"type": "http.response.start", "status": status, "headers": [
+                    (b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 # -- refusals: one log line per burst ------------------------------------------------------------
@@ -138,7 +213,7 @@ FULL_VIEW: Final = Credential(None, None)
 async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event,
                      limits: HttpLimits | None = None) -> None:
     import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
     limits = limits or HttpLimits()
     loopback = host in ("127.0.0.1", "localhost", "::1")
@@ -150,11 +225,17 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
     app = gw.server.streamable_http_app(host=host, transport_security=security,
                                         max_sessions=limits.max_sessions,
                                         session_idle_timeout=limits.session_idle_timeout)
-    auth = BearerAuth(app, token, TokenIndex(gw.project_name))
     max_connections, accept_burst = connection_budget(limits.max_connections)
     refusals = Refusals(limits, max_connections)
+    manager = gw.server.session_manager
+    per_credential = SessionShares(app, limits.max_sessions_per_credential,
+                                   lambda: manager._server_instances, refusals.note)
+    gw.asks.shares.limit = limits.max_parked_per_credential
+    auth = BearerAuth(WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE), token,
+                      TokenIndex(gw.project_name))
+    front = HostCheck(auth, ["127.0.0.1", "localhost", "[::1]"] + ([] if loopback else [url_host(host)]))
     guard = Guard(auth, limits, max_connections, refusals)
-    config = uvicorn.Config(auth, host=host, port=port, log_level="warning", lifespan="on",
+    config = uvicorn.Config(front, host=host, port=port, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=3, access_log=False, http=guarded_protocol(guard),
                             ws="none",    # MCP has no WebSocket transport; an upgrade would bypass the guard
                             timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # int in the stub

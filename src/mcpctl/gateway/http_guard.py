@@ -1,13 +1,14 @@
 """The HTTP front's guard: what anyone who can connect, token or not, may hold of it.
 
 uvicorn's h11 protocol (0.54) bounds neither how long a connection may take to send a request
-head nor how many connections are open. `GuardedH11Protocol` (mixed into it by
+head or body nor how many connections are open. `GuardedH11Protocol` (mixed into it by
 `guarded_protocol`) does, with one `Guard` per front: each request head must be complete within
-the header timeout, connections are capped (`connection_budget`, within the open-file limit),
-and those that have not yet shown the token are capped lower (`unauthenticated_cap`), the oldest
-closed first unless its authorised request already waits unread (`buffered_head`). Refusals are
-counted and logged one line per burst (`Refusals`, `CountLogRecords`). `http.serve_http` wires
-it into uvicorn.
+the header timeout and its body within the body timeout, connections are capped
+(`connection_budget`, within the open-file limit), those that have not yet shown the token are
+capped lower (`unauthenticated_cap`), the oldest closed first unless its authorised request
+already waits unread (`buffered_head`), and those that have are counted in their credential's
+share (`shares.Share`). Refusals are counted and logged one line per burst (`Refusals`,
+`CountLogRecords`). `http.serve_http` wires it into uvicorn.
 """
 
 from __future__ import annotations
@@ -17,16 +18,24 @@ import logging
 import os
 import socket
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from mcpctl.gateway.shares import SHARE_REFUSED_STATE, Share
 
 if TYPE_CHECKING:
     from mcpctl.gateway.http import BearerAuth, HttpLimits
 
 log = logging.getLogger("mcpctl.gateway.http")
 
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
 RESERVED_FDS: Final = 64       # file descriptors kept free for upstream restarts, logs, the invocation log
 MAX_BACKLOG: Final = 2048      # uvicorn's default listen backlog
+CHECKED_CREDENTIAL_STATE: Final = "mcpctl.checked_credential"   # request scope state: the guard's reading of the token
 PEEK_BYTES: Final = 16 * 1024  # how much of a connection's unread bytes eviction looks at (h11's head limit is 64 KiB)
 BURST_QUIET: Final = 2.0       # a burst of refusals ends after this many quiet seconds ...
 BURST_LONGEST: Final = 60.0    # ... and a sustained one is summarised at least this often
@@ -48,6 +57,12 @@ class Refusals:
             "invalid": "invalid HTTP",
             "fds": "accept() out of file descriptors",
             "sessions": f"new sessions refused at {limits.max_sessions} (503)",
+            "body": f"no complete request body within {limits.body_timeout:g} s",
+            "share": f"requests over a credential's {limits.max_connections_per_credential} busy connections (429)",
+            "share-idle": "idle connections closed for a new request of their credential",
+            "idle": f"idle connections closed for a new one at {max_connections}",
+            "session-share": f"new sessions over a credential's {limits.max_sessions_per_credential} (429)",
+            "dropped": "requests ended mid-body (by the client, or at the body timeout)",
         }
         self.counts: Counter[str] = Counter()
         self.started = self.last = 0.0
@@ -107,6 +122,53 @@ class CountLogRecords(logging.Filter):
         return True
 
 
+# -- request bodies ------------------------------------------------------------------------------------
+
+
+class WholeBody:
+    """Pure ASGI middleware: a POST's body is read whole before the app sees it (at most `limit`
+    bytes, the SDK's own limit: more is 413), so a request that ends mid-body (its client left, or
+    the guard closed it at the body timeout) is a count in the refusal summary instead of the
+    SDK's traceback per request."""
+
+    def __init__(self, app: ASGIApp, note: Callable[[str], None], limit: int) -> None:
+        self.app, self.note, self.limit = app, note, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                self.note("dropped")
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                body = b"Request body too large"
+                await send({"type": "http.response.start", "status": 413, "headers": [
+                    (b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole: MutableMapping[str, Any] | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal whole
+            if whole is not None:
+                message, whole = whole, None
+                return message
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
 # -- the connection guard --------------------------------------------------------------------------
 
 
@@ -116,11 +178,44 @@ class Guard:
     def __init__(self, auth: BearerAuth, limits: HttpLimits, max_connections: int, refusals: Refusals) -> None:
         self.auth = auth
         self.header_timeout = limits.header_timeout
+        self.body_timeout = limits.body_timeout
         self.max_connections = max_connections
         self.max_unauthenticated = unauthenticated_cap(max_connections)
         self.refusals = refusals
         self.open = 0
         self.unauthenticated: OrderedDict[GuardedH11Protocol, None] = OrderedDict()   # oldest first
+        self.shares: Share[GuardedH11Protocol] = Share(limits.max_connections_per_credential, "busy connections",
+                                                       "--max-connections-per-credential")
+
+    def make_room(self) -> bool:
+        """At the cap: close the oldest connection that has not shown the token, else the oldest
+        idle one of the credential holding most; False if there is none."""
+        if self.evict_oldest():
+            return True
+        for conn in self.shares.largest():
+            if not conn.busy():
+                self.refusals.note("idle")
+                conn.drop()
+                return True
+        return False
+
+    def admit(self, conn: GuardedH11Protocol, credential: str) -> str | None:
+        """Count `conn`, whose new request showed `credential`, in that credential's share; over it,
+        close the credential's oldest idle connection, or (all busy) say why this request is refused."""
+        if conn.credential is not None and conn.credential != credential:
+            self.shares.discard(conn.credential, conn)
+        held = self.shares.of(credential)
+        if conn not in held and self.shares.full(credential):
+            idle = next((c for c in held if not c.busy()), None)
+            if idle is None:
+                self.refusals.note("share")
+                conn.credential = None
+                return self.shares.refusal(credential)
+            self.refusals.note("share-idle")
+            idle.drop()
+        conn.credential = credential
+        self.shares.add(credential, conn)
+        return None
 
     def evict_oldest(self) -> bool:
         """Close the oldest connection that has not shown the token; False if there is none.
@@ -183,6 +278,8 @@ class GuardedH11Protocol:
       yet shown the token: a new connection closes the oldest of those (an authorised client
       sends its request at once, so the newest connection is the one to keep), sparing one whose
       authorised request head already waits unread in its socket (`Guard.evict_oldest`);
+    - a request's body must be complete `body_timeout` seconds after its head;
+    - each connection counts in the share of the token its last request showed (`Guard.admit`);
     - a connection whose request is being served (a GET stream, a long call) has no deadline.
     """
 
@@ -197,13 +294,16 @@ class GuardedH11Protocol:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
         self._counted = False
+        self._seen: Any = None              # the request (cycle) last attributed
         self.authenticated = False
+        self.credential: str | None = None  # whose share it counts in (the last request's token)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
         g = self.guard
-        if g.open >= g.max_connections and not g.evict_oldest():
+        if g.open >= g.max_connections and not g.make_room():
             g.refusals.note("full")
             self.transport.close()
             return
@@ -237,29 +337,71 @@ class GuardedH11Protocol:
         return fields is not None and self.guard.auth.authorised(fields)
 
     def _forget(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._cancel_head_timer()
+        self._cancel_body_timer()
         if self._counted:
             self._counted = False
             self.guard.open -= 1
         self.guard.unauthenticated.pop(self, None)
+        if self.credential is not None:
+            self.guard.shares.discard(self.credential, self)
+            self.credential = None
 
-    def _busy(self) -> bool:
+    def busy(self) -> bool:
         return self.cycle is not None and not self.cycle.response_complete
 
     def _check(self) -> None:
         if self.transport.is_closing() or not self._counted:
             return
-        if not self.authenticated and self.headers is not None and self.guard.auth.authorised(self.headers):
+        cycle = self.cycle
+        if cycle is not None and cycle is not self._seen:
+            self._seen = cycle
+            self._attribute(cycle)
+        if self.busy():
+            self._cancel_head_timer()
+            if cycle.more_body:
+                if self._body_timer is None:
+                    self._body_timer = self.loop.call_later(self.guard.body_timeout, self._body_timed_out)
+            else:
+                self._cancel_body_timer()
+        else:
+            self._cancel_body_timer()
+            if self.timeout_keep_alive_task is None:
+                self._arm_head_timer()
+
+    def _attribute(self, cycle: Any) -> None:
+        """A request head has just been read (its ASGI task created, not yet run): count the
+        connection in the share of the token it shows; over the share, the request's scope says so
+        and the bearer check answers 429. The credential goes to the scope too (read once)."""
+        cred = self.guard.auth.credential(self.headers)
+        if cred is None:
+            return
+        state = cycle.scope.setdefault("state", {})
+        state[CHECKED_CREDENTIAL_STATE] = cred
+        if not self.authenticated:
             self.authenticated = True
             self.guard.unauthenticated.pop(self, None)
-        if self._busy():
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-        elif self.timeout_keep_alive_task is None:
-            self._arm_head_timer()
+        refused = self.guard.admit(self, cred.name or "")
+        if refused is not None:
+            state[SHARE_REFUSED_STATE] = refused
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _cancel_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_timed_out(self) -> None:
+        self._body_timer = None
+        cycle = self.cycle
+        if self.transport.is_closing() or cycle is None or not cycle.more_body:
+            return
+        self.guard.refusals.note("body")
+        self.drop()
 
     def _arm_head_timer(self) -> None:
         if self._head_timer is None:
@@ -267,7 +409,7 @@ class GuardedH11Protocol:
 
     def _head_timed_out(self) -> None:
         self._head_timer = None
-        if self.transport.is_closing() or self._busy():
+        if self.transport.is_closing() or self.busy():
             return
         self.guard.refusals.note("head")
         self.drop()

@@ -125,7 +125,7 @@ class Router:
                                     on_progress=None if progress is None else counted(progress))
 
         try:
-            result = await self.gw.asks.relay(caller, server, send)
+            result = await self.gw.asks.relay(caller, server, send, tool=(presented, cid))
             if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
                 result = await self.gw.asks.resolve(caller, result, lambda answers, state: self.gw.asks.relay(
                     caller, server, partial(send, retry_params(fwd, answers, state))))
@@ -163,20 +163,35 @@ class Router:
 
     async def _resume(self, caller: Caller, ts: float, t0: float, name: str, params: dict[str, Any]
                       ) -> dict[str, Any]:
-        """A 2026 client's retry of a call parked for its input (`asks.Asks.resume`)."""
+        """A 2026 client's retry of a call parked for its input (`asks.Asks.resume`): logged as the
+        parked call, and refused (`denied`) when it names another tool than the one parked, or one
+        this caller may no longer call."""
         view = self.gw.view_for(caller)
         hit = view.resolve(name)
-        cid = hit.tool.canonical_id if isinstance(hit, Route) else None
-        server = hit.tool.server if isinstance(hit, Route) else "?"
+        try:
+            parked = self.gw.asks.parked_call(caller, params)[1]
+        except MCPError as e:
+            self.log_call(caller, ts, t0, _bounded(name), hit_id(view, name), "protocol_error", f"MCPError{e.code}")
+            raise
+        presented, cid = parked.call.tool or (name, None)
+        server = parked.call.server
+        if isinstance(hit, Refusal):
+            self.log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
+            return error_result(hit.message)
+        if not isinstance(hit, Route) or hit.tool.canonical_id != cid:
+            self.log_call(caller, ts, t0, _bounded(name), hit_id(view, name), "denied", "RequestStateMismatch")
+            raise MCPError(code=INVALID_PARAMS, message=(
+                f"requestState belongs to a call of {presented!r}, not {_bounded(name)!r}: retry that call with "
+                "the same name, or call the other tool without requestState"))
         try:
             result = await self.gw.asks.resume(caller, params)
         except MCPError as e:
-            self.log_call(caller, ts, t0, name, cid, "protocol_error", f"MCPError{e.code}")
+            self.log_call(caller, ts, t0, presented, cid, "protocol_error", f"MCPError{e.code}")
             raise
         except (UpstreamTimeout, UpstreamUnavailable) as e:
-            self.log_call(caller, ts, t0, name, cid, e.outcome, type(e).__name__)
+            self.log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
             return error_result(str(e))
-        return self._answered(caller, ts, t0, name, cid, server, result)
+        return self._answered(caller, ts, t0, presented, cid, server, result)
 
     # -- built-ins -------------------------------------------------------------------------------------
 

@@ -56,6 +56,7 @@ CLIENT_INFO_META: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_META: Final = "io.modelcontextprotocol/logLevel"
 MCP_SESSION_HEADER: Final = "mcp-session-id"
 PROFILE_STATE: Final = "mcpctl.profile"     # request scope state: the presented token's profile
+CREDENTIAL_STATE: Final = "mcpctl.credential"   # ... and the token's name ("" for the project's own token)
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 _SECTION_EVENTS: Final = (
@@ -78,6 +79,7 @@ class Caller:
     profile: str | None = None       # the credential's view (None: the full view)
     peer: Peer | None = None         # the client, to ask (sampling, elicitation, roots) and to tell (logs)
     log_level: str | None = None     # 2026-07-28: the request's own log opt-in (`_meta` logLevel)
+    credential: str | None = None    # HTTP: the token's name ("" for the project's own); stdio: None
 
 
 def _progress_to(session: Any, token: str | int, request_id: Any) -> Progress:
@@ -123,6 +125,13 @@ class _SessionBus:
         self.handler = ListenHandler(self.bus)
         self.listening = 0
 
+
+
+def _request_state(ctx: Any) -> dict[str, Any]:
+    """What the HTTP front's bearer check set on this request (profile, credential), or {}."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    state = scope.get("state") if isinstance(scope, dict) else None
+    return state if isinstance(state, dict) else {}
 
 class Sessions:
     """The gateway's sessions: identity, gate state and notification routes."""
@@ -216,18 +225,18 @@ class Sessions:
             level = meta.get(LOG_LEVEL_META)
             log_level = level if isinstance(level, str) else None
         profile = self.request_profile(ctx)
+        credential = None if self.stdio is not None else _request_state(ctx).get(CREDENTIAL_STATE)
         if self.stdio is None and session_id in self._legacy:
             self._remember(self._active, session_id, profile)
-        return Caller(session_id, client_name, client_version, progress, profile, CallPeer(ctx), log_level)
+        return Caller(session_id, client_name, client_version, progress, profile, CallPeer(ctx), log_level,
+                      credential if isinstance(credential, str) else None)
 
     def request_profile(self, ctx: ServerRequestContext[Any]) -> str | None:
         """The credential profile of the request in `ctx` (None: the full view): over stdio
         `serve --profile`; over HTTP the profile of the token it presented (the bearer check)."""
         if self.stdio is not None:
             return self.stdio.profile
-        scope = getattr(getattr(ctx, "request", None), "scope", None)
-        state = scope.get("state") if isinstance(scope, dict) else None
-        profile = state.get(PROFILE_STATE) if isinstance(state, dict) else None
+        profile = _request_state(ctx).get(PROFILE_STATE)
         return profile if isinstance(profile, str) else None
 
     # -- the client behind a session, outside its requests ----------------------------------------
