@@ -29,7 +29,7 @@ NPM_DIR = Path(os.environ.get("MCPCTL_NPM_SERVERS", REPO / ".npm-servers"))
 # The issue's explicit bounds get this much slack: MCPCTL_TEST_SLACK times the machine's load per
 # core, read at each use (ci_support.Slack), so a bound holds beside another suite on 2 cores.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ci_support import SLACK  # noqa: E402, F401  (re-exported: `from gwkit import SLACK`)
+from ci_support import SLACK  # noqa: E402  (re-exported: `from gwkit import SLACK`)
 
 # A gateway started with a minimal environment (as clients start it) still runs the code under
 # test when the checkout is put on the path with PYTHONPATH rather than installed.
@@ -160,6 +160,25 @@ def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, *, timeout
             detail = stderr.read_text(errors="replace")[-4000:] if stderr is not None else ""
             raise AssertionError(f"{what} exited with {proc.returncode} before listening on {port}\n{detail}")
         assert time.monotonic() < deadline, f"{what} did not listen on {port} within {timeout:g}s"
+        time.sleep(0.05)
+
+
+def listening_port(proc: subprocess.Popen[Any], stderr: Path, what: str = "the gateway", *,
+                   timeout: float = 30.0) -> int:
+    """The port `mcpctl serve --transport http --port 0` listens on, from the line it prints once
+    the socket listens ("serving project 'p' at http://127.0.0.1:PORT/mcp"): held by the gateway
+    from the start, never a free port guessed and raced for. Bounded; fails if `proc` exits."""
+    import re
+
+    deadline = time.monotonic() + timeout * SLACK
+    while True:
+        text = stderr.read_text(errors="replace") if stderr.exists() else ""
+        m = re.search(r"serving project '[^']*' at http://[^:/]+:(\d+)/mcp", text)
+        if m:
+            return int(m.group(1))
+        if proc.poll() is not None:
+            raise AssertionError(f"{what} exited with {proc.returncode} before listening\n{text[-4000:]}")
+        assert time.monotonic() < deadline, f"{what} did not listen within {timeout * SLACK:.0f}s\n{text[-4000:]}"
         time.sleep(0.05)
 
 

@@ -34,7 +34,7 @@ OPTIONS: tuple[_Option, ...] = (
     _Option("project", ("--project", "-p"), str, ..., "The project to serve."),
     _Option("transport", ("--transport",), str, "stdio", "stdio (one local client) or http (streamable HTTP)."),
     _Option("host", ("--host",), str, "127.0.0.1", "HTTP: interface to bind (loopback by default)."),
-    _Option("port", ("--port",), int, 8765, "HTTP: port to listen on."),
+    _Option("port", ("--port",), int, 8765, "HTTP: port to listen on (0: any free one, printed when listening)."),
     _Option("token_file", ("--token-file",), Path, None,
             "HTTP: file holding the bearer token (created with a fresh token, mode 0600, if missing). "
             "Default: <state dir>/tokens/<project>.token."),
@@ -135,8 +135,8 @@ def _check_listen(host: str, port: int) -> None:
 
     from mcpctl.errors import MCPCtlError
 
-    if not 1 <= port <= 65535:
-        raise MCPCtlError(f"--port {port}: must be between 1 and 65535")
+    if not 0 <= port <= 65535:
+        raise MCPCtlError(f"--port {port}: must be between 1 and 65535 (or 0: any free port, printed when listening)")
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:

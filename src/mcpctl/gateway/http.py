@@ -211,7 +211,9 @@ class HostCheck:
 
 
 async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event,
-                     limits: HttpLimits | None = None) -> None:
+                     limits: HttpLimits | None = None, on_listening: Callable[[int], None] | None = None) -> None:
+    """Serve until `stop`; `on_listening(port)` once the socket listens (with `port` 0, the
+    port the system chose: a test or a supervisor reads it instead of guessing a free one)."""
     import uvicorn
     from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
@@ -250,6 +252,8 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
         async def startup(self, sockets: list[Any] | None = None) -> None:
             await super().startup(sockets)
             deepen_listen_queues(self.servers)
+            if on_listening is not None and self.started:
+                on_listening(next(s.getsockname()[1] for srv in self.servers for s in srv.sockets))
 
     server = _Server(config)
     loop = asyncio.get_running_loop()

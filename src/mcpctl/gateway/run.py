@@ -303,9 +303,11 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
                 log.info("client closed stdin; shutting down")
             else:
                 assert token is not None
-                if on_ready:
-                    on_ready(f"http://{url_host(host)}:{port}/mcp")
-                await serve_http(gw, host, port, token, stop, http_limits)
+                def listening(bound: int) -> None:
+                    if on_ready:
+                        on_ready(f"http://{url_host(host)}:{bound}/mcp")
+
+                await serve_http(gw, host, port, token, stop, http_limits, listening)
             await stop_upstreams()
             tg.cancel_scope.cancel()
     finally:

@@ -126,7 +126,6 @@ class _SessionBus:
         self.listening = 0
 
 
-
 def _request_state(ctx: Any) -> dict[str, Any]:
     """What the HTTP front's bearer check set on this request (profile, credential), or {}."""
     scope = getattr(getattr(ctx, "request", None), "scope", None)
