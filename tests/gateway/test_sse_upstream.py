@@ -183,3 +183,28 @@ def test_sse_servers_are_validated_like_http(kit: Kit) -> None:
         r = subprocess.run([MCPCTL, "apply", "-f", "-"], input=doc, capture_output=True, text=True,
                            timeout=60 * SLACK)
         assert r.returncode != 0 and message in r.stderr, r.stderr
+
+
+async def test_import_brings_an_sse_entry_in_and_the_gateway_serves_it(kit: Kit) -> None:
+    """A Cursor entry whose URL ends in /sse, with its key written in the file: imported as
+    transport sse, the key moved to a 0600 file, and the gateway reaches the server with it."""
+    key = "sk-sseImportKey0123456789abcdef"
+    proc, port = start_sse(kit, 0, "--require-header", f"X-Api-Key={key}")
+    try:
+        kit.home.mkdir(parents=True, exist_ok=True)
+        cfg = kit.home / "cursor-mcp.json"
+        cfg.write_text(json.dumps({"mcpServers": {"Legacy": {
+            "url": f"http://127.0.0.1:{port}/sse", "headers": {"X-Api-Key": key}}}}))
+        r = _mcpctl(kit, "import", "cursor", "--file", str(cfg), "--project", "p")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "server/legacy created" in r.stdout and "not imported" not in r.stdout, r.stdout
+        spec = kit.store.get("Server", "legacy")["spec"]
+        assert spec["transport"] == "sse" and spec["url"] == f"http://127.0.0.1:{port}/sse"
+        assert spec["headers"]["X-Api-Key"].startswith("${file:") and key not in json.dumps(spec)
+        async with kit.client("p") as c:
+            await wait_tools(c, {"legacy__echo"}, timeout=30 * SLACK)
+            res = await c.session.call_tool("legacy__echo", {"text": "imported"})
+            assert text_of(res) == "sse: imported"
+    finally:
+        stop(proc)
+    assert kit.leftovers() == []
