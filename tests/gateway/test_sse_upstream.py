@@ -55,13 +55,13 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def sse_upstream(kit: Kit, name: str, *args: str, headers: dict[str, str] | None = None,
-                 ) -> Iterator[list[subprocess.Popen[bytes]]]:
+                 call: float = 30.0) -> Iterator[list[subprocess.Popen[bytes]]]:
     """An SSE-only upstream registered as `transport: sse`; yields [process] (a test may replace it)."""
     proc, port = start_sse(kit, 0, *args)
     procs = [proc]
     kit.store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": name},
                    "spec": {"transport": "sse", "url": f"http://127.0.0.1:{port}/sse", "headers": headers or {},
-                            "timeouts": {"connect": 10, "call": 30}}})
+                            "timeouts": {"connect": 10, "call": call}}})
     try:
         yield procs
     finally:
@@ -132,6 +132,29 @@ async def test_a_killed_sse_upstream_gives_is_error_and_comes_back_on_its_port(k
                         break
                     await anyio.sleep(0.2)
             assert text_of(r2) == "sse: again"
+    outcomes = [(row.canonical_id, row.outcome) for row in _rows("p")]
+    assert outcomes[0] == ("legacy/slow", "upstream_down") and outcomes[-1] == ("legacy/echo", "ok"), outcomes
+    assert kit.leftovers() == []
+
+
+def _rows(project: str) -> list:
+    from mcpctl.audit.log import InvocationLog
+
+    with InvocationLog() as log:
+        return list(log.query(project=project))
+
+
+async def test_the_call_timeout_holds_for_an_sse_upstream(kit: Kit) -> None:
+    with sse_upstream(kit, "legacy", call=1.0):
+        kit.project("p", ["legacy"])
+        async with kit.client("p") as c:
+            await wait_tools(c, {"legacy__slow"}, timeout=30 * SLACK)
+            with anyio.fail_after(30 * SLACK):
+                r = await c.session.call_tool("legacy__slow", {"seconds": 600})
+            assert r.is_error and "1" in text_of(r), text_of(r)
+            r = await c.session.call_tool("legacy__echo", {"text": "still there"})
+            assert text_of(r) == "sse: still there"
+    assert [(row.canonical_id, row.outcome) for row in _rows("p")] == [("legacy/slow", "timeout"), ("legacy/echo", "ok")]
     assert kit.leftovers() == []
 
 
