@@ -123,13 +123,8 @@ def create_server(
                               hint=f"mcpctl create server {name} -- npx -y @modelcontextprotocol/server-memory, "
                               f"or mcpctl create server {name} --url http://127.0.0.1:8080/mcp")
     spec: dict[str, Any] = {}
-    if transport is not None and (not url or transport not in ("http", "sse")):
-        raise InvalidResource(f"--transport {transport!r}: give --transport http or --transport sse, with --url",
-                              hint="a stdio server is a command after --")
-    if url:
-        spec.update(transport=transport or "http", url=url, headers=_headers(header))
-        if env or cwd:
-            raise InvalidResource("--env and --cwd are for stdio servers (a command after --), not --url")
+    if transport is not None or url:
+        spec.update(_remote_spec(url, transport, header, stdio_only=bool(env or cwd)))
     else:
         assert command
         spec.update(transport="stdio", command=command[0], args=command[1:], env=_pairs(env, "--env"))
@@ -158,6 +153,17 @@ def create_server(
     _create({"apiVersion": API_VERSION, "kind": "Server", "metadata": meta, "spec": spec}, force=force)
     if check and not problems:          # (with problems, listing would only fail the same way)
         _check_listing(name)
+
+
+def _remote_spec(url: str | None, transport: str | None, header: list[str] | None, *,
+                 stdio_only: bool) -> dict[str, Any]:
+    """The spec of a --url server (its transport decided later unless --transport gives it)."""
+    if transport is not None and (not url or transport not in ("http", "sse")):
+        raise InvalidResource(f"--transport {transport!r}: give --transport http or --transport sse, with --url",
+                              hint="a stdio server is a command after --")
+    if stdio_only:
+        raise InvalidResource("--env and --cwd are for stdio servers (a command after --), not --url")
+    return {"transport": transport or "http", "url": url, "headers": _headers(header)}
 
 
 def _remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, probe: bool) -> str:
