@@ -1,7 +1,7 @@
 """Configuration files in each client's own format, as users have them.
 
 Each holds stdio entries (one with a literal token in `env`), a streamable-HTTP entry, an SSE
-entry and an entry of an unknown type; the JSONC and TOML ones hold comments, trailing commas and
+entry (imported as transport: sse) and an entry of an unknown type; the JSONC and TOML ones hold comments, trailing commas and
 other settings mcpctl must leave alone.
 """
 
@@ -210,15 +210,15 @@ FILES: dict[str, Callable[[Any], str]] = {
 
 # What each fixture gives: server name -> transport, and entry -> why it is not imported (a word of it).
 EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "claude-desktop": ({"github": "stdio", "calc": "stdio"},
-                       {"legacy-sse": "SSE", "socket": "unknown server type"}),
-    "claude-code": ({"github": "stdio", "sentry": "http", "calc": "stdio"},
-                    {"linear": "SSE", "socket": "unknown server type", "other": "local to /somewhere/else"}),
-    "cursor": ({"github": "stdio", "calc": "stdio", "notes": "stdio", "remote": "http"},
-               {"events": "SSE", "tunnel": "unknown server type"}),
-    "vscode": ({"github": "stdio", "calc": "stdio", "sentry": "http"},
-               {"events": "SSE", "magic": "unknown server type", "ws-files": "workspaceFolder"}),
+    "claude-desktop": ({"github": "stdio", "calc": "stdio", "legacy-sse": "sse"},
+                       {"socket": "unknown server type"}),
+    "claude-code": ({"github": "stdio", "sentry": "http", "linear": "sse", "calc": "stdio"},
+                    {"socket": "unknown server type", "other": "local to /somewhere/else"}),
+    "cursor": ({"github": "stdio", "calc": "stdio", "notes": "stdio", "remote": "http", "events": "sse"},
+               {"tunnel": "unknown server type"}),
+    "vscode": ({"github": "stdio", "calc": "stdio", "sentry": "http", "events": "sse"},
+               {"magic": "unknown server type", "ws-files": "workspaceFolder"}),
     "codex": ({"github": "stdio", "calc": "stdio", "sentry": "http"},
               {"broken": "neither a command nor a url"}),
-    "mcp-json": ({"calc": "stdio", "sentry": "http"}, {"linear": "SSE"}),
+    "mcp-json": ({"calc": "stdio", "sentry": "http", "linear": "sse"}, {}),
 }

@@ -49,7 +49,8 @@ def test_import_turns_each_representable_entry_into_a_server_and_lists_the_rest_
         assert f"server/{name} created" in r.stdout
     assert store.get("Project", "work")["spec"]["servers"] == list(servers)
     assert "project/work created" in r.stdout
-    not_imported = r.stdout.split("not imported:\n", 1)[1]
+    not_imported = r.stdout.split("not imported:\n", 1)[1] if skipped else ""
+    assert bool(not_imported) == ("not imported:" in r.stdout)
     for entry, why in skipped.items():
         line = next(line for line in not_imported.splitlines() if line.strip().startswith(repr(entry)))
         assert why in line, line
@@ -116,6 +117,17 @@ def test_codex_timeouts_and_a_disabled_entry(env: Env) -> None:
     run("import", "codex", "--project", "work")
     assert Store().get("Server", "calc")["spec"]["timeouts"] == {"connect": 20.0, "call": 90.0}
     assert "not_a_table" not in Store().names("Server")
+
+
+def test_codex_sse_entries_become_sse_servers(env: Env) -> None:
+    env.write("codex", '[mcp_servers.events]\nurl = "https://mcp.example.com/sse"\n'
+                       '[mcp_servers.legacy]\nurl = "https://mcp.example.com/stream"\ntransport = "sse"\n'
+                       'bearer_token_env_var = "EV_TOKEN"\n')
+    r = run("import", "codex")
+    assert r.exit_code == 0 and "not imported" not in r.stdout, r.output
+    assert Store().get("Server", "events")["spec"]["transport"] == "sse"
+    legacy = Store().get("Server", "legacy")["spec"]
+    assert legacy["transport"] == "sse" and legacy["headers"] == {"Authorization": "Bearer ${env:EV_TOKEN}"}
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -227,7 +239,7 @@ def test_core_report_carries_the_mapping_and_the_reasons(env: Env) -> None:
     report = import_client("claude-code", project="work")
     by_entry = {s.entry: s for s in report.servers}
     assert by_entry["calc"].scope == f"local {env.work}" and by_entry["calc"].server == "calc"
-    assert {k.name: k.transport for k in report.skipped}["linear"] == "sse"
+    assert by_entry["linear"].transport == "sse" and "linear" not in {k.name for k in report.skipped}
     assert report.project is not None and report.project.action == "created"
     assert os.environ["HOME"] == str(env.home)
 
@@ -252,6 +264,7 @@ SHAPES: dict[str, str] = {
     "proxy authorization": "proxyCreds",                       # Proxy-Authorization: Basic …
     "query sig": "sigValue",                                   # ?sig=…
     "docker -e pair": "xoxb-dockerEnvToken",                   # -e SLACK_BOT_TOKEN=…
+    "sse url key": "sseKeyValue",                              # an SSE server's https://…/sse?key=…
 }
 STDIO_ARGS = [
     "-y", "@modelcontextprotocol/server-postgres", f"postgresql://app:{SHAPES['url password argument']}@db:5432/app",
@@ -280,7 +293,7 @@ def test_every_secret_shape_moves_to_0600_files_and_the_gateway_still_gets_the_o
     env.write("mcp-json", json.dumps({"mcpServers": {
         "db": {"command": sys.executable, "args": STDIO_ARGS, "env": STDIO_ENV},
         "remote": {"type": "http", "url": HTTP_URL, "headers": HTTP_HEADERS},
-        "events": {"url": "https://mcp.example.com/sse?key=sseKeyValue"},
+        "events": {"url": f"https://mcp.example.com/sse?key={SHAPES['sse url key']}"},
     }}))
     r = run("import", "mcp-json")
     assert r.exit_code == 0, r.output
@@ -296,8 +309,9 @@ def test_every_secret_shape_moves_to_0600_files_and_the_gateway_still_gets_the_o
     assert db["spec"]["args"][9:12] == ["-p", "8080", "--no-auth"]
     assert {k: db["spec"]["env"][k] for k in NOT_SECRET} == {k: STDIO_ENV[k] for k in NOT_SECRET}
     assert "region=eu" in Store().get("Server", "remote")["spec"]["url"]
-    assert "events" not in Store().names("Server")             # /sse?key=…: SSE, not streamable HTTP
-    assert "SSE-only servers are not supported" in r.stdout.split("not imported:")[1].split("'events'")[1]
+    events = ServerSpec.from_resource(Store().get("Server", "events"))    # /sse?key=…: an SSE server
+    assert events.transport == "sse" and "not imported:" not in r.stdout
+    assert secrets.resolve(events.url or "", where="url") == f"https://mcp.example.com/sse?key={SHAPES['sse url key']}"
 
     params = stdio_params(ServerSpec.from_resource(db))        # what the gateway starts the server with
     from mcpctl.gateway.upstream_transport import LOCATION_ENV  # mcpctl's own dirs pass through too

@@ -69,7 +69,7 @@ def age(ts: str | None) -> str:
 
 
 def _target(spec: dict[str, Any]) -> str:
-    if spec.get("transport") == "http":
+    if spec.get("transport") in ("http", "sse"):
         return str(spec.get("url", ""))
     parts = [spec.get("command", ""), *spec.get("args", [])]
     text = " ".join(str(p) for p in parts)

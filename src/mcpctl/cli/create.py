@@ -96,7 +96,10 @@ def _create(doc_data: dict[str, Any], *, force: bool, allow_missing: bool = Fals
 def create_server(
     name: Annotated[str, typer.Argument(help="Server name: lowercase letters, digits, '-'.")],
     command: Annotated[list[str] | None, typer.Argument(help="After --: the stdio command and its arguments.")] = None,
-    url: Annotated[str | None, typer.Option("--url", help="Streamable HTTP endpoint (instead of a command).")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Remote endpoint (instead of a command): streamable HTTP, "
+                                            "or legacy HTTP+SSE when the server answers that way.")] = None,
+    transport: Annotated[str | None, typer.Option("--transport", help="With --url: http or sse (default: try "
+                                                  "streamable HTTP, fall back to SSE on the spec's signal).")] = None,
     header: Annotated[list[str] | None, typer.Option("--header", help="HTTP header NAME=VALUE (repeatable).")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", "-e", help="Environment KEY=VALUE for the stdio server (repeatable). Use ${env:NAME} for secrets.")] = None,
     cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of the stdio server.")] = None,
@@ -120,10 +123,8 @@ def create_server(
                               hint=f"mcpctl create server {name} -- npx -y @modelcontextprotocol/server-memory, "
                               f"or mcpctl create server {name} --url http://127.0.0.1:8080/mcp")
     spec: dict[str, Any] = {}
-    if url:
-        spec.update(transport="http", url=url, headers=_headers(header))
-        if env or cwd:
-            raise InvalidResource("--env and --cwd are for stdio servers (a command after --), not --url")
+    if transport is not None or url:
+        spec.update(_remote_spec(url, transport, header, stdio_only=bool(env or cwd)))
     else:
         assert command
         spec.update(transport="stdio", command=command[0], args=command[1:], env=_pairs(env, "--env"))
@@ -147,9 +148,46 @@ def create_server(
                               hint="; ".join(problems[1:]) or "fix it, or create the server without --strict")
     for problem in problems:
         warn(f"server {name!r}: {problem}")
+    if url and transport is None:
+        spec["transport"] = _remote_transport(spec, connect_timeout, probe=check and not problems)
     _create({"apiVersion": API_VERSION, "kind": "Server", "metadata": meta, "spec": spec}, force=force)
     if check and not problems:          # (with problems, listing would only fail the same way)
         _check_listing(name)
+
+
+def _remote_spec(url: str | None, transport: str | None, header: list[str] | None, *,
+                 stdio_only: bool) -> dict[str, Any]:
+    """The spec of a --url server (its transport decided later unless --transport gives it)."""
+    if transport is not None and (not url or transport not in ("http", "sse")):
+        raise InvalidResource(f"--transport {transport!r}: give --transport http or --transport sse, with --url",
+                              hint="a stdio server is a command after --")
+    if stdio_only:
+        raise InvalidResource("--env and --cwd are for stdio servers (a command after --), not --url")
+    return {"transport": transport or "http", "url": url, "headers": _headers(header)}
+
+
+def _remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, probe: bool) -> str:
+    """http or sse for a --url server: asked of the server (POST initialize; a 400/404/405 and an
+    `endpoint` event on GET mean SSE), or, without asking, by the URL (a path ending in /sse)."""
+    from mcpctl.clients.base import sse_url
+
+    if not probe:
+        return "sse" if sse_url(spec["url"]) else "http"
+    from mcpctl.errors import SecretError
+    from mcpctl.gateway.transport_probe import probe_transport
+    from mcpctl.resources import secrets
+
+    try:
+        url = secrets.resolve(spec["url"], where="--url")
+        headers = secrets.resolve_map(spec.get("headers") or {}, where="--header")
+    except SecretError:
+        return "sse" if sse_url(spec["url"]) else "http"
+    found = probe_transport(url, headers, connect_timeout or 30.0)
+    if found == "sse":
+        from ._common import err
+
+        err.print("  the server speaks the legacy HTTP+SSE transport: transport sse", markup=False)
+    return found
 
 
 def _check_listing(name: str) -> None:

@@ -24,7 +24,7 @@ def _describe_server(store: Store, res: dict[str, Any]) -> None:
     s = res.get("spec", {})
     st = store.status("Server", res["metadata"]["name"])
     _kv("Transport", s.get("transport", "stdio"))
-    if s.get("transport") == "http":
+    if s.get("transport") in ("http", "sse"):
         _kv("URL", s.get("url"))
         for k, v in s.get("headers", {}).items():
             _kv(f"  header {k}", v)

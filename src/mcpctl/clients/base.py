@@ -20,8 +20,6 @@ from urllib.parse import urlsplit
 from mcpctl.clients import jsonc, tomledit
 from mcpctl.errors import InvalidResource
 
-SSE_REASON = ("SSE-only servers are not supported yet (mcpctl speaks stdio and streamable HTTP); "
-              "if the server also serves streamable HTTP, add that URL: mcpctl create server NAME --url URL")
 TOKEN_ENV = "MCPCTL_TOKEN"     # the variable clients read the HTTP gateway's bearer token from
 
 
@@ -33,13 +31,11 @@ def sse_url(url: str) -> bool:
         return False
 
 
-def sse_reason(transport: Any, url: Any) -> str | None:
-    """Why an entry is an SSE server (its transport says so, or its URL is an SSE endpoint), or None."""
-    if str(transport or "").lower() == "sse":
-        return SSE_REASON
-    if isinstance(url, str) and sse_url(url):
-        return "its URL ends in /sse, an SSE endpoint: " + SSE_REASON
-    return None
+def remote_kind(transport: Any, url: Any) -> str:
+    """sse for an entry whose transport says so or whose URL is an SSE endpoint, else http."""
+    if str(transport or "").lower() == "sse" or (isinstance(url, str) and sse_url(url)):
+        return "sse"
+    return "http"
 
 
 class Unsupported(Exception):
@@ -194,14 +190,13 @@ def translate_json(data: Any, fn: VarFn, *, extra_ignored: Sequence[str] = ()) -
         kind = "stdio" if data.get("command") else "http" if data.get("url") else None
         if kind is None:
             return Translation("?", reason="the entry has neither a command nor a url")
-        if kind == "http" and sse_url(str(data.get("url", ""))):
-            return Translation("sse", reason="its URL ends in /sse, an SSE endpoint: " + SSE_REASON)
-    if kind == "sse":
-        return Translation("sse", reason=SSE_REASON)
+        if kind == "http":      # Cursor: a url alone; its path says SSE (`/sse`) or streamable HTTP
+            kind = remote_kind(None, data.get("url"))
     if kind in _HTTP_TYPES:
         kind = "http"
-    elif kind != "stdio":
-        return Translation(str(raw_type), reason=f"unknown server type {raw_type!r} (mcpctl knows stdio and http)")
+    elif kind not in ("stdio", "sse"):
+        return Translation(str(raw_type), reason=f"unknown server type {raw_type!r} (mcpctl knows stdio, http "
+                           "and sse)")
     for key, why in _UNREPRESENTABLE.items():
         if key in data:
             return Translation(kind, reason=why)
@@ -224,7 +219,7 @@ def translate_json(data: Any, fn: VarFn, *, extra_ignored: Sequence[str] = ()) -
                 spec["cwd"] = fn(_str(data["cwd"], "cwd"), notes, "cwd")
         else:
             if not data.get("url"):
-                return Translation(kind, reason="an HTTP entry without a url")
+                return Translation(kind, reason=f"an {kind.upper()} entry without a url")
             spec["url"] = fn(_str(data["url"], "url"), notes, "url")
             spec["headers"] = _str_map(data.get("headers"), "headers", fn, notes)
         if isinstance(data.get("description"), str):

@@ -23,7 +23,7 @@ from mcpctl.clients.base import (
     Translation,
     Unsupported,
     check_container,
-    sse_reason,
+    remote_kind,
 )
 
 _STDIO = {"command", "args", "env", "env_vars", "cwd"}
@@ -76,10 +76,10 @@ class Codex:
             return Translation("?", reason="the entry is not a table")
         if data.get("command") and data.get("url"):
             return Translation("?", reason="the entry has both a command and a url")
-        kind = "stdio" if data.get("command") else "http" if data.get("url") else None
-        sse = sse_reason(data.get("transport"), data.get("url"))
-        if kind is None or sse:
-            return Translation("sse" if sse else "?", reason=sse or "the entry has neither a command nor a url")
+        kind = "stdio" if data.get("command") else remote_kind(data.get("transport"), data.get("url")) \
+            if data.get("url") else None
+        if kind is None:
+            return Translation("?", reason="the entry has neither a command nor a url")
         notes = [f"field {k!r} is not imported" for k in data
                  if k not in (_STDIO if kind == "stdio" else _HTTP) | _COMMON
                  and k not in ("enabled_tools", "disabled_tools")]

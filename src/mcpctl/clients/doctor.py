@@ -174,6 +174,10 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
             fields.append(("spec.cwd", spec.cwd))
     else:
         fields += [("spec.url", spec.url or "")] + [(f"spec.headers.{k}", v) for k, v in spec.headers.items()]
+    if spec.transport == "sse":
+        report.add(scope, "transport", "info", f"legacy HTTP+SSE transport: the event stream at {spec.url}",
+                   "if the server also serves streamable HTTP, prefer that URL (mcpctl create server NAME "
+                   "--url URL --force)")
     resolved: dict[str, str] = {}
     bad = []
     env_refs: list[str] = []

@@ -239,7 +239,7 @@ class Upstream:
                 if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in leaves(e)):
                     raise
                 error = describe_error(e)
-            if self.state != "up" and self.spec.transport != "http":
+            if self.state != "up" and self.spec.transport == "stdio":
                 error += f" (stderr: {upstream_log_path(self.name)})"
             self._session = None
             failures = 0 if time.monotonic() - started > STABLE_AFTER else failures + 1

@@ -12,6 +12,9 @@ and for a stdio server the raw channel calls are relayed through (`stdio_upstrea
 - http: the SDK's streamable HTTP client for `spec.url` with `spec.headers` (references
   resolved), connecting within `timeouts.connect` and reading for up to `timeouts.call` (at
   least 300 s); its read stream calls `on_eof` when it ends, as the stdio transport does itself.
+- sse: the legacy HTTP+SSE transport (protocol 2024-11-05), the SDK's SSE client for `spec.url`
+  (the event stream; it names the endpoint messages are POSTed to) with `spec.headers`, the same
+  timeouts and the same `on_eof`. Nothing past this module tells it from http.
 
 A server that cannot be started as configured (no command or url, a reference that does not
 resolve, a command not found) raises `ConfigError`, which the supervisor does not retry.
@@ -111,6 +114,40 @@ class _WatchedReadStream:
         return getattr(self._inner, name)
 
 
+def remote_target(spec: ServerSpec) -> tuple[str, dict[str, str]]:
+    """The url and headers of an http or sse server, references resolved."""
+    try:
+        url = secrets.resolve(spec.url or "", where=f"server {spec.name!r} spec.url")
+        headers = secrets.resolve_map(spec.headers, where=f"server {spec.name!r} spec.headers")
+    except SecretError as e:
+        raise ConfigError(str(e)) from None
+    if not url:
+        raise ConfigError(f"server {spec.name!r} has no url (spec.url)")
+    return url, headers
+
+
+@contextlib.asynccontextmanager
+async def _open_remote(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's client transport for an http (streamable HTTP) or sse (legacy HTTP+SSE) server."""
+    import httpx2
+
+    url, headers = remote_target(spec)
+    read_timeout = max(spec.timeouts.call, 300.0)
+    if spec.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        async with sse_client(url, headers=headers, timeout=spec.timeouts.connect,
+                              sse_read_timeout=read_timeout) as (read, write):
+            yield read, write
+        return
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx2.Timeout(spec.timeouts.connect, read=read_timeout)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
+            streamable_http_client(url, http_client=http, max_sse_event_size=64 * 1024 * 1024) as (read, write):
+        yield read, write
+
+
 @contextlib.asynccontextmanager
 async def open_transport(spec: ServerSpec, on_eof: Callable[[], None],
                          ) -> AsyncIterator[tuple[Any, Any, RawStdioChannel | None]]:
@@ -118,21 +155,8 @@ async def open_transport(spec: ServerSpec, on_eof: Callable[[], None],
 
     `on_eof` is called when the transport reaches EOF (the server went away).
     """
-    if spec.transport == "http":
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        try:
-            url = secrets.resolve(spec.url or "", where=f"server {spec.name!r} spec.url")
-            headers = secrets.resolve_map(spec.headers, where=f"server {spec.name!r} spec.headers")
-        except SecretError as e:
-            raise ConfigError(str(e)) from None
-        if not url:
-            raise ConfigError(f"server {spec.name!r} has no url (spec.url)")
-        timeout = httpx2.Timeout(spec.timeouts.connect, read=max(spec.timeouts.call, 300.0))
-        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
-                streamable_http_client(url, http_client=http,
-                                       max_sse_event_size=64 * 1024 * 1024) as (read, write):
+    if spec.transport in ("http", "sse"):
+        async with _open_remote(spec) as (read, write):
             yield _WatchedReadStream(read, on_eof), write, None
         return
     params = stdio_params(spec)

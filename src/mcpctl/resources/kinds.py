@@ -95,7 +95,7 @@ def _check_nonempty(value: str) -> str | None:
 _STR = Scalar(str)
 
 SERVER_SPEC: Final = Obj({
-    "transport": Scalar(str, default="stdio", enum=("stdio", "http")),
+    "transport": Scalar(str, default="stdio", enum=("stdio", "http", "sse")),
     "command": Scalar(str, nullable=True, check=_check_nonempty),
     "args": ListOf(_STR),
     "env": MapOf(Scalar((str, int, float, bool), type_name="string"), key_check=_check_env_key),

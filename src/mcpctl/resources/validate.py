@@ -193,16 +193,18 @@ def _check_server(v: Validated) -> None:
                                   "spec.command", hint="set spec.command (and spec.args), or use transport: http with spec.url")
         for key in ("url", "headers"):
             if s.get(key):
-                raise InvalidResource(f"{doc.where(('spec', key))}: spec.{key} is for transport: http, "
+                raise InvalidResource(f"{doc.where(('spec', key))}: spec.{key} is for transport: http or sse, "
                                       f"but server {v.name!r} uses stdio", hint=f"remove spec.{key} or set transport: http")
     else:
-        if not s.get("url"):
-            raise InvalidResource(f"{doc.where(('spec',))}: server {v.name!r} uses transport http but has no "
-                                  "spec.url", hint="set spec.url: http://127.0.0.1:PORT/mcp")
+        if not s.get("url"):       # http and sse alike
+            raise InvalidResource(f"{doc.where(('spec',))}: server {v.name!r} uses transport {transport} but has "
+                                  "no spec.url", hint="set spec.url: http://127.0.0.1:PORT/"
+                                  + ("sse" if transport == "sse" else "mcp"))
         for key in ("command", "args", "env", "cwd"):
             if s.get(key):
                 raise InvalidResource(f"{doc.where(('spec', key))}: spec.{key} is for transport: stdio, "
-                                      f"but server {v.name!r} uses http", hint=f"remove spec.{key} or set transport: stdio")
+                                      f"but server {v.name!r} uses {transport}",
+                                      hint=f"remove spec.{key} or set transport: stdio")
     for section in ("env", "headers"):
         for key, value in (s.get(section) or {}).items():
             if looks_like_secret(key, str(value)):
