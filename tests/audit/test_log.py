@@ -124,8 +124,8 @@ def test_unknown_outcome_is_rejected() -> None:
 def test_record_many_is_one_transaction(log: InvocationLog) -> None:
     good = [rec(T0 + i) for i in range(3)]
     bad = CallRecord.__new__(CallRecord)  # bypasses validation; NOT NULL column left empty
-    for f, v in zip(CallRecord.__slots__, (T0, 1.0, None, "x", None, "ok", None, None, None, None, None, None),
-                    strict=True):
+    values = (T0, 1.0, None, "x", None, "ok", None, None, None, None, None, None, None, None)
+    for f, v in zip(CallRecord.__slots__, values, strict=True):
         object.__setattr__(bad, f, v)
     with pytest.raises(sqlite3.IntegrityError):
         log.record_many([*good, bad])

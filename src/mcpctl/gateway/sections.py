@@ -35,9 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-DEFAULT_MAX_TOKENS: Final = 8000        # under Claude Code's 10,000-token warning (docs/internals.md)
-DEFAULT_KEEP_MEGABYTES: Final = 64
-DEFAULT_KEEP_MINUTES: Final = 60
+from mcpctl.resources.kinds import DEFAULT_KEEP_MEGABYTES, DEFAULT_KEEP_MINUTES
+
 MAX_REMEMBERED_EVICTIONS: Final = 4096
 JSON: Final = "json"
 TEXT: Final = "text"

@@ -78,6 +78,7 @@ class Caller:
     profile: str | None = None       # the credential's view (None: the full view)
     peer: Peer | None = None         # the client, to ask (sampling, elicitation, roots) and to tell (logs)
     log_level: str | None = None     # 2026-07-28: the request's own log opt-in (`_meta` logLevel)
+    credential: str | None = None    # HTTP: a digest of the bearer credential presented (stdio: None)
 
 
 def _progress_to(session: Any, token: str | int, request_id: Any) -> Progress:
@@ -218,7 +219,8 @@ class Sessions:
         profile = self.request_profile(ctx)
         if self.stdio is None and session_id in self._legacy:
             self._remember(self._active, session_id, profile)
-        return Caller(session_id, client_name, client_version, progress, profile, CallPeer(ctx), log_level)
+        return Caller(session_id, client_name, client_version, progress, profile, CallPeer(ctx), log_level,
+                      None if self.stdio is not None else _credential(_header(ctx, "authorization")))
 
     def request_profile(self, ctx: ServerRequestContext[Any]) -> str | None:
         """The credential profile of the request in `ctx` (None: the full view): over stdio
