@@ -35,8 +35,9 @@ def large_items(size: int) -> list[dict[str, Any]]:
 
 
 def large_json(size: int) -> str:
-    """A JSON array of about `size` characters, pretty-printed (the whitespace must survive too)."""
-    return json.dumps(large_items(size), ensure_ascii=False, indent=1)
+    """A JSON array of about `size` characters, with the json module's spaces after separators
+    (the whitespace must survive too)."""
+    return json.dumps(large_items(size), ensure_ascii=False)
 
 
 def image_data(size: int) -> str:

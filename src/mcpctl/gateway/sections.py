@@ -25,6 +25,7 @@ call only, and read with the built-in `read_result(result_id, section)`.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import secrets
@@ -37,6 +38,8 @@ from typing import Any, Final
 
 from mcpctl.resources.kinds import DEFAULT_KEEP_MEGABYTES, DEFAULT_KEEP_MINUTES
 
+scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
 MAX_REMEMBERED_EVICTIONS: Final = 4096
 JSON: Final = "json"
 TEXT: Final = "text"
@@ -45,6 +48,7 @@ Count = Callable[[str], int]
 Owner = tuple[str, str | None]          # (session id, credential digest or profile)
 
 _WS: Final = re.compile(r"[ \t\n\r]*")
+_WS_CHARS: Final = frozenset(" \t\n\r")
 _DECODER: Final = json.JSONDecoder()
 _CLOSE: Final = {"[": "]", "{": "}"}
 
@@ -120,64 +124,75 @@ def _boundary(text: str, start: int, end: int) -> int:
     return end
 
 
-def _members(text: str) -> tuple[int, list[int]] | None:
-    """(index of the opening bracket, [positions of the top-level separating commas]) when the
-    whole text is one JSON array or object, else None."""
-    i = _WS.match(text).end()  # type: ignore[union-attr]
+def _skip_ws(text: str, pos: int) -> int:
+    return _WS.match(text, pos).end() if text[pos:pos + 1] in _WS_CHARS else pos  # type: ignore[union-attr]
+
+
+def _members(text: str) -> tuple[str, list[int]] | None:
+    """(the opening bracket, [positions of the top-level separating commas]) when the whole text
+    is one JSON array or object with more than one member, else None. Each member is parsed by
+    the json module's scanner (C), once."""
+    i = _skip_ws(text, 0)
     if i >= len(text) or text[i] not in _CLOSE:
         return None
     opener, close = text[i], _CLOSE[text[i]]
+    scan = _DECODER.scan_once  # type: ignore[attr-defined]
     commas: list[int] = []
-    pos = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+    pos = _skip_ws(text, i + 1)
     try:
-        if text[pos] == close:
-            return None                     # empty: nothing to cut between
         while True:
             if opener == "{":
                 if text[pos] != '"':
                     return None
-                _key, pos = json.decoder.scanstring(text, pos + 1)   # type: ignore[attr-defined]
-                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                _key, pos = scanstring(text, pos + 1)
+                pos = _skip_ws(text, pos)
                 if text[pos] != ":":
                     return None
-                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-            _value, pos = _DECODER.raw_decode(text, pos)
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                pos = _skip_ws(text, pos + 1)
+            _value, pos = scan(text, pos)
+            pos = _skip_ws(text, pos)
             if text[pos] == close:
                 break
             if text[pos] != ",":
                 return None
             commas.append(pos)
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-    except (ValueError, IndexError):
+            pos = _skip_ws(text, pos + 1)
+    except (ValueError, IndexError, StopIteration):
         return None
-    if _WS.match(text, pos + 1).end() != len(text):  # type: ignore[union-attr]
+    if not commas or _skip_ws(text, pos + 1) != len(text):
         return None
-    return i, commas
+    return opener, commas
 
 
 def _json_bounds(text: str, max_tokens: int, count: Count) -> tuple[tuple[int, int], ...] | None:
     """Sections between top-level members, each a valid JSON array or object once its brackets
-    are added (`section_text`); None when the text is not one or a member alone is too big."""
+    are added (`section_text`); None when the text is not one or a member alone is too big.
+
+    Members are packed by characters (the estimate's 4 a token, then the ratio each section
+    actually counted), and each section is counted once: one pass of the counter in all."""
     found = _members(text)
     if found is None:
         return None
-    _open, commas = found
+    opener, commas = found
     # piece k runs from after the previous comma (or the start) to before the next comma (or the end)
-    starts = [0, *(c + 1 for c in commas)]
-    ends = [*commas, len(text)]
-    # a piece's cost counts its comma; a section adds at most two brackets
-    costs = [count(text[s:e]) + 1 for s, e in zip(starts, ends, strict=True)]
-    if max(costs) + 2 > max_tokens:
-        return None
+    starts, ends = [0, *(c + 1 for c in commas)], [*commas, len(text)]
+    last_piece, budget = len(starts) - 1, max(1, 4 * max_tokens - 2)
     out: list[tuple[int, int]] = []
-    first, total = 0, 0
-    for k, cost in enumerate(costs):
-        if total and total + cost + 2 > max_tokens:
-            out.append((starts[first], ends[k - 1]))
-            first, total = k, 0
-        total += cost
-    out.append((starts[first], ends[-1]))
+    first = 0
+    while first <= last_piece:
+        last = max(first, bisect.bisect_right(ends, starts[first] + budget, first) - 1)
+        while True:
+            section = ("" if first == 0 else opener) + text[starts[first]:ends[last]] + \
+                ("" if last == last_piece else _CLOSE[opener])
+            tokens = count(section)
+            if tokens <= max_tokens:
+                break
+            if last == first:
+                return None                 # one member alone is over the limit
+            budget = max(1, int((ends[last] - starts[first]) * max_tokens / tokens * 0.95))
+            last = max(first, min(last - 1, bisect.bisect_right(ends, starts[first] + budget, first) - 1))
+        out.append((starts[first], ends[last]))
+        first = last + 1
     return tuple(out)
 
 
