@@ -139,3 +139,16 @@ def _error(store: SectionStore, owner: tuple[str, str | None], rid: str, section
     with pytest.raises(SectionError) as e:
         store.read(owner, rid, section)
     return str(e.value)
+
+
+@pytest.mark.parametrize("value", [
+    [f'x", "{i}' for i in range(4000)],                                  # the separator inside strings
+    [{"a": [{"b": i}, {"c": [i, {"d": "}, {"}]}]} for i in range(1500)],   # and inside members
+    [[i, [i, i], {"k": ", ["}] for i in range(2500)],
+])
+def test_a_separator_that_also_occurs_inside_members_still_cuts_only_between_them(value: Any) -> None:
+    text = json.dumps(value)
+    kind, sections = _all(text, 700)
+    assert kind == JSON and len(sections) > 1 and all(chars_estimate(s) <= 700 for s in sections)
+    assert [x for s in sections for x in json.loads(s)] == value
+    assert join(kind, sections) == text

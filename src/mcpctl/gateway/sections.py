@@ -165,6 +165,91 @@ def _members(text: str) -> tuple[str, list[int]] | None:
 
 
 def _json_bounds(text: str, max_tokens: int, count: Count) -> tuple[tuple[int, int], ...] | None:
+    """Sections between top-level members, each valid JSON once its brackets are added; None
+    when the text is not one array or object or a member alone is over the limit. The quick way
+    first (`_guessed_bounds`), else member by member (`_member_bounds`)."""
+    return _guessed_bounds(text, max_tokens, count) or _member_bounds(text, max_tokens, count)
+
+
+MAX_GUESSES: Final = 8     # candidate cuts tried per section before going member by member
+
+
+def _separator(text: str, i: int) -> str | None:
+    """The text between the first two members of the container opening at `i`: its comma, the
+    whitespace after it and the next member's first character (`", {"`, `",\n  \""`)."""
+    scan = _DECODER.scan_once  # type: ignore[attr-defined]
+    try:
+        pos = _skip_ws(text, i + 1)
+        if text[i] == "{":
+            _key, pos = scanstring(text, pos + 1)
+            pos = _skip_ws(text, _skip_ws(text, pos) + 1)
+        _value, pos = scan(text, pos)
+        comma = _skip_ws(text, pos)
+    except (ValueError, IndexError, StopIteration):
+        return None
+    if text[comma:comma + 1] != ",":
+        return None
+    return text[comma:_skip_ws(text, comma + 1) + 1]
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _guessed_bounds(text: str, max_tokens: int, count: Count) -> tuple[tuple[int, int], ...] | None:
+    """Cut at the separator the first two members have (a guess: it may occur inside a member)
+    and keep a cut only when the section parses: a section that parses ends at a top-level comma
+    (one ending inside a member or a string would leave it open), so every section is valid and
+    their members are the whole's. The json module parses the text about once, in C."""
+    i = _skip_ws(text, 0)
+    opener = text[i:i + 1]
+    if opener not in _CLOSE or text.rstrip(" \t\n\r")[-1:] != _CLOSE[opener]:
+        return None
+    sep = _separator(text, i)
+    if sep is None:
+        return None
+    out: list[tuple[int, int]] = []
+    start, budget, size = 0, max(1, 4 * max_tokens - 2), len(text)
+    while True:
+        head = "" if start == 0 else opener
+        if size - start <= budget:
+            last = head + text[start:]
+            if count(last) <= max_tokens:
+                if not _parses(last):
+                    return None
+                out.append((start, size))
+                return tuple(out)
+        cut = _guess_cut(text, sep, start, budget, head, _CLOSE[opener], max_tokens, count)
+        if cut is None:
+            return None
+        out.append((start, cut))
+        start = cut + 1
+
+
+def _guess_cut(text: str, sep: str, start: int, budget: int, head: str, close: str, max_tokens: int,
+               count: Count) -> int | None:
+    """The last top-level comma after `start` whose section is within the limit, or None."""
+    c = text.rfind(sep, start + 1, start + budget + len(sep))
+    for _ in range(MAX_GUESSES):
+        if c <= start:
+            return None
+        section = head + text[start:c] + close
+        tokens = count(section)
+        if tokens > max_tokens:
+            limit = start + int((c - start) * max_tokens / tokens * 0.95)
+            c = text.rfind(sep, start + 1, limit + len(sep))
+            continue
+        if _parses(section):
+            return c
+        c = text.rfind(sep, start + 1, c)
+    return None
+
+
+def _member_bounds(text: str, max_tokens: int, count: Count) -> tuple[tuple[int, int], ...] | None:
     """Sections between top-level members, each a valid JSON array or object once its brackets
     are added (`section_text`); None when the text is not one or a member alone is too big.
 
