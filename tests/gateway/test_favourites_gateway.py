@@ -133,7 +133,7 @@ async def test_a_call_through_favourite_and_all_reaches_the_same_tool(
         assert f"Favourites: {', '.join(favs)}." in c.instructions
         tools = (await c.list_tools()).tools
         names = [x.name for x in tools]
-        alls = names[len(favs) + 1:]
+        alls = names[len(favs) + 2:]
         assert names == [*favs, "search_tools", "read_result", *alls] and len(alls) == len(listed_ids)
         assert all(n.startswith(f"all{s}") for n in alls) and set(plain) <= set(alls)
         assert names == pipeline.listed_names
