@@ -155,3 +155,17 @@ async def test_the_log_records_result_size_and_sections_and_read_result_is_kept_
     assert rows == [("up/large_text", 100_000, n), ("up/large_text", 10, None),
                     ("mcpctl/read_result", rows[2][1], None)]
     assert 0 < (rows[2][1] or 0) <= 4000
+
+
+def test_create_project_max_result_tokens_is_stored_described_and_checked(kit: Kit) -> None:
+    kit.server("up", "--large-tools")
+    runner = CliRunner()
+    r = runner.invoke(app, ["create", "project", "p", "-s", "up", "--max-result-tokens", "0"], prog_name="mcpctl")
+    assert r.exit_code == 0, r.output
+    spec = kit.store.get("Project", "p")["spec"]
+    assert spec["results"] == {"maxTokens": 0, "keepMegabytes": 64, "keepMinutes": 60}
+    assert "never cut" in runner.invoke(app, ["describe", "project", "p"], prog_name="mcpctl").stdout
+    r = runner.invoke(app, ["create", "project", "q", "-s", "up", "--max-result-tokens", "-1"], prog_name="mcpctl")
+    assert r.exit_code != 0 and "--max-result-tokens" in r.output
+    r = runner.invoke(app, ["create", "project", "q", "-s", "up"], prog_name="mcpctl")
+    assert "cut over 8000 tokens" in runner.invoke(app, ["describe", "project", "q"], prog_name="mcpctl").stdout
