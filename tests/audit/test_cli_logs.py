@@ -14,7 +14,8 @@ from mcpctl.cli.logs import parse_time
 
 NOW = 1_800_000_000.0
 JSON_KEYS = ["time", "ts", "durationMs", "project", "presentedName", "canonicalId", "outcome",
-             "errorClass", "clientName", "clientVersion", "sessionId", "profile", "query"]
+             "errorClass", "clientName", "clientVersion", "sessionId", "profile", "query",
+             "resultChars", "resultSections"]
 
 
 @pytest.fixture
@@ -121,7 +122,7 @@ def test_logs_status_reports_rows_and_bounds(runner: CliRunner, seeded: list[Cal
     data = json.loads(res.stdout)
     assert data["rows"] == 4 and data["sizeBytes"] > 0
     assert data["oldest"] < data["newest"]
-    assert data["migrations"] == ["m001_invocations", "m002_indexes", "m003_search_index"]
+    assert data["migrations"] == ["m001_invocations", "m002_indexes", "m003_search_index", "m004_result_size"]
     table = runner.invoke(app, ["logs", "status"])
     assert table.exit_code == 0
     assert any(line.split()[:2] == ["Rows", "4"] for line in table.stdout.splitlines())

@@ -124,8 +124,8 @@ def test_unknown_outcome_is_rejected() -> None:
 def test_record_many_is_one_transaction(log: InvocationLog) -> None:
     good = [rec(T0 + i) for i in range(3)]
     bad = CallRecord.__new__(CallRecord)  # bypasses validation; NOT NULL column left empty
-    for f, v in zip(CallRecord.__slots__, (T0, 1.0, None, "x", None, "ok", None, None, None, None, None, None),
-                    strict=True):
+    values = (T0, 1.0, None, "x", None, "ok", None, None, None, None, None, None, None, None)
+    for f, v in zip(CallRecord.__slots__, values, strict=True):
         object.__setattr__(bad, f, v)
     with pytest.raises(sqlite3.IntegrityError):
         log.record_many([*good, bad])
@@ -417,3 +417,23 @@ def test_background_writer_checkpoints_off_its_own_thread(tmp_path: Path) -> Non
     assert largest < 2 * WAL_SIZE_CAP, largest   # bounded (~70 MB without the cap)
     assert lg.count() == 6000
     lg.close()
+
+
+def test_a_log_written_before_result_sizes_opens_and_reads_its_rows_with_none(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    db.execute(f"CREATE TABLE {migrations.MIGRATIONS_TABLE} (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    old = migrations.MIGRATIONS[:3]                     # the schema before m004_result_size
+    for fn in old:
+        fn(db)
+        db.execute(f"INSERT INTO {migrations.MIGRATIONS_TABLE} VALUES (?, 0)", (fn.__name__,))
+    db.execute("INSERT INTO invocations (ts, duration_ms, project, presented_name, canonical_id, outcome) "
+               "VALUES (?, 1.5, 'p', 'echo', 'a/echo', 'ok')", (T0,))
+    db.execute("COMMIT")
+    db.close()
+    with InvocationLog(path) as lg:
+        assert lg.summary().migrations[-1] == "m004_result_size"
+        lg.record(rec(T0 + 1, result_chars=2_000_000, result_sections=67))
+        rows = [(r.presented_name, r.result_chars, r.result_sections) for r in lg.query()]
+    assert rows[0] == ("echo", None, None) and rows[1][1:] == (2_000_000, 67)

@@ -164,8 +164,8 @@ def test_every_mode_is_priced_from_what_it_presents_and_servers_add_up() -> None
         assert modes[mode].bytes == len(("[" + ",".join(texts) + "]").encode())
     # favourite-index: favourite__add, search_tools, all__calc__add (pointer), all__notes__create_note
     assert [t["name"] for t in views["favourite-index"].tools] == [
-        "favourite__add", "search_tools", "all__notes__create_note", "all__calc__add"]
-    assert modes["deferred"].listed == 3 and modes["flat"].listed == 3
+        "favourite__add", "search_tools", "read_result", "all__notes__create_note", "all__calc__add"]
+    assert modes["deferred"].listed == 4 and modes["flat"].listed == 4
     servers = {s.name: s for s in r.servers}
     assert sum(s.tokens for s in r.servers) + r.builtins_tokens == r.current.tokens
     assert (servers["notes"].tools, servers["notes"].enabled, servers["notes"].listed) == (2, 1, 1)

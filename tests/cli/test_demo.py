@@ -38,8 +38,9 @@ def test_demo_runs_the_main_job_and_logs_every_call(tmp_home: Path) -> None:
     # the favourites first, with the load-bearing instruction, then the suggestions drawn from this run
     listing = out.split("3. The agent sees")[1].split("4. Calls")[0].splitlines()
     names = [line.split()[0] for line in listing[3:] if line.strip()]
-    assert names[:4] == ["favourite__create_note", "favourite__search_notes", "favourite__add", "search_tools"]
-    assert all(n.startswith("all__") for n in names[4:])
+    assert names[:5] == ["favourite__create_note", "favourite__search_notes", "favourite__add", "search_tools",
+                         "read_result"]
+    assert all(n.startswith("all__") for n in names[5:])
     assert "PREFER favourite__<tool> when one fits; use all__<server>__<tool> only if nothing in favourites fits" \
         in out.replace("\n", " ")
     suggested = out.split("6. Favourites from this run's calls")[1]

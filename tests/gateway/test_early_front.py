@@ -176,7 +176,7 @@ async def test_pipelined_and_unrecorded_requests_are_answered_once_in_order(kit:
         c.send({"method": "notifications/initialized"})
         c.send({"id": 2, "method": "tools/list"})
         assert (await c.reply(1))["result"]["protocolVersion"] == "2025-06-18"
-        assert len((await c.reply(2))["result"]["tools"]) == 15
+        assert len((await c.reply(2))["result"]["tools"]) == 16
     finally:
         await _close(c)
     # everything at once, a call among the early messages: each answered exactly once
@@ -189,9 +189,9 @@ async def test_pipelined_and_unrecorded_requests_are_answered_once_in_order(kit:
         c.send({"id": 4, "method": "tools/list"})
         c.send({"id": 5, "method": "ping"})
         assert (await c.reply(1))["result"]["protocolVersion"] == "2025-11-25"
-        assert len((await c.reply(2))["result"]["tools"]) == 15
+        assert len((await c.reply(2))["result"]["tools"]) == 16
         assert (await c.reply(3))["result"]["content"][0]["text"] == "x1"
-        assert len((await c.reply(4))["result"]["tools"]) == 15
+        assert len((await c.reply(4))["result"]["tools"]) == 16
         assert (await c.reply(5))["result"] == {}
         await asyncio.sleep(0.3)
         assert [c.count(i) for i in range(1, 6)] == [1] * 5

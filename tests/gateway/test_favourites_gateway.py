@@ -133,13 +133,13 @@ async def test_a_call_through_favourite_and_all_reaches_the_same_tool(
         assert f"Favourites: {', '.join(favs)}." in c.instructions
         tools = (await c.list_tools()).tools
         names = [x.name for x in tools]
-        alls = names[len(favs) + 1:]
-        assert names == [*favs, "search_tools", *alls] and len(alls) == len(listed_ids)
+        alls = names[len(favs) + 2:]
+        assert names == [*favs, "search_tools", "read_result", *alls] and len(alls) == len(listed_ids)
         assert all(n.startswith(f"all{s}") for n in alls) and set(plain) <= set(alls)
         assert names == pipeline.listed_names
         # favourites and the built-in are kept loaded; the long tail is not; upstream _meta merged
         by_name = {x.name: x for x in tools}
-        assert all(_meta(by_name[n]).get(ALWAYS_LOAD) is True for n in [*favs, "search_tools"])
+        assert all(_meta(by_name[n]).get(ALWAYS_LOAD) is True for n in [*favs, "search_tools", "read_result"])
         assert not any(ALWAYS_LOAD in _meta(by_name[n]) for n in alls)
         assert _meta(by_name[favs[0]]) == {"vendor/x": 1, ALWAYS_LOAD: True}
         assert _meta(by_name[f"all{s}beta{s}echo"]) == {"vendor/x": 1}
@@ -265,7 +265,8 @@ async def test_deferred_lists_favourites_and_reaches_the_rest_through_search_and
     async with kit.client(project, mode=mode) as c:
         assert c.instructions is not None and "call_tool(name, arguments)" in c.instructions
         tools = (await c.list_tools()).tools
-        assert [x.name for x in tools] == ["favourite__echo", "favourite__whoami", "search_tools", "call_tool"]
+        assert [x.name for x in tools] == ["favourite__echo", "favourite__whoami", "search_tools", "call_tool",
+                                                "read_result"]
         assert all(_meta(x).get(ALWAYS_LOAD) is True for x in tools)
         # search ranks every visible upstream tool and names the rest by their `all` names
         r = await c.session.call_tool("search_tools", {"query": "return structured content square", "top_k": 3})

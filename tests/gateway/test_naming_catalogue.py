@@ -71,8 +71,8 @@ def test_catalogue_routes_curates_and_prebuilds_the_list() -> None:
     assert not cat.set_listing("b", {"tools": [dict(tool)]})   # unchanged
     view = cat.view()
     names = [t["name"] for t in view.tools]
-    assert names == ["search_tools", "a__echo", "b__echo"]
-    listed = view.tools[1]
+    assert names == ["search_tools", "read_result", "a__echo", "b__echo"]
+    listed = view.tools[2]
     assert listed == {**tool, "name": "a__echo"} and tool["name"] == "echo"   # upstream dict untouched
     hit = view.resolve("a__echo")
     assert isinstance(hit, Route)
@@ -139,7 +139,7 @@ def test_a_favourite_is_described_once_and_its_all_entry_points_to_it() -> None:
             "annotations": {"readOnlyHint": True}}
     cat.set_listing("a", {"tools": [echo, {"name": "add", "inputSchema": {"type": "object"}}]})
     tools = {t["name"]: t for t in cat.view().tools}
-    assert list(tools) == ["favourite__echo", "search_tools", "all__a__echo", "all__a__add"]
+    assert list(tools) == ["favourite__echo", "search_tools", "read_result", "all__a__echo", "all__a__add"]
     assert tools["favourite__echo"]["description"] == "Echo text back"
     assert tools["all__a__echo"] == {"name": "all__a__echo", "inputSchema": {"type": "object"},
                                      "description": "Same tool as favourite__echo (a favourite, listed above): "
@@ -158,8 +158,8 @@ def test_bare_names_keep_the_upstreams_own_names_and_prefix_only_shared_ones() -
                             "prompts": [{"name": "greet"}, {"name": "hello"}]}})
     view = cat.view()
     names = [t["name"] for t in view.tools]
-    assert names[:4] == ["search_tools", "a__echo", "add", "b__echo"]
-    assert PORTABLE.match(names[4]) and names[4].startswith("odd_name_")      # still client-safe
+    assert names[:5] == ["search_tools", "read_result", "a__echo", "add", "b__echo"]
+    assert PORTABLE.match(names[5]) and names[5].startswith("odd_name_")      # still client-safe
     for name, cid in (("add", "a/add"), ("a__add", "a/add"), ("a/add", "a/add"), ("b__echo", "b/echo"),
                       ("all__a__add", "a/add")):
         hit = view.resolve(name)

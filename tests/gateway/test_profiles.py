@@ -45,7 +45,8 @@ def test_a_profile_narrows_the_list_search_and_calls() -> None:
                                         _tool("crash")]})
 
     def listed(profile: str | None) -> list[str]:
-        return [t["name"] for t in cat.view(SessionKey(profile=profile)).tools if t["name"] != "search_tools"]
+        return [t["name"] for t in cat.view(SessionKey(profile=profile)).tools
+                if t["name"] not in ("search_tools", "read_result")]
 
     assert listed(None) == ["alpha__echo", "alpha__add", "alpha__delete_all", "alpha__crash"]
     # the built-in read-only profile: annotated read-only and not destructive
@@ -110,7 +111,7 @@ async def test_each_token_sees_its_own_view_and_a_revoked_one_is_refused_at_once
                 http_client(url, project_token, "legacy", name="full") as full:
             await wait_tools(full, {"alpha__echo", "alpha__crash"})
             ro_names = {t.name for t in (await ro.list_tools()).tools}
-            assert ro_names == {"search_tools", "alpha__echo"}
+            assert ro_names == {"search_tools", "read_result", "alpha__echo"}
             rw_names = {t.name for t in (await rw.list_tools()).tools}
             assert "alpha__delete_all" in rw_names and "alpha__crash" not in rw_names
             hits = (await ro.session.call_tool("search_tools", {"query": "delete everything", "top_k": 20}))

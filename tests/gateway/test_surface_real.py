@@ -117,7 +117,7 @@ def test_surface_of_examples_and_livemcpbench_servers(kit: Kit, runner: CliRunne
     assert modes["flat"]["current"] and report["total"]["tokens"] == modes["flat"]["tokens"]
     assert sum(s["tokens"] for s in report["servers"]) + report["builtins"]["tokens"] == modes["flat"]["tokens"]
     assert modes["deferred"]["tokens"] < modes["flat"]["tokens"] / 10
-    assert modes["flat"]["listed"] == len(tools) + 1                      # + search_tools
+    assert modes["flat"]["listed"] == len(tools) + 2                      # + search_tools, read_result
     assert report["tokens"]["approximate"] is True and report["tokens"]["label"].startswith("≈ tokens")
     assert kit.leftovers() == []
 
@@ -237,7 +237,7 @@ async def test_surface_judges_use_from_real_calls_and_its_lines_run(kit: Kit, ru
     assert report["numbers"]["flaggedShare"] == round(flagged / upstream_calls, 4)
     assert {(p["first"], p["then"]) for p in report["use"]["neighbourPairs"]} == {
         ("calc/add", "calc/multiply"), ("alpha/fail", "alpha/echo"), ("notes/create_note", "notes/list_notes")}
-    assert report["numbers"]["visibleTools"] == len(tools) + 1
+    assert report["numbers"]["visibleTools"] == len(tools) + 2      # + search_tools, read_result
     assert set(report["use"]["neverCalled"]) == {cid for cid, t in tools.items() if t["enabled"] and not t["calls"]}
 
     # profiles: the built-in read-only and the declared writer, each with its own view and calls

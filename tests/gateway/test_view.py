@@ -15,7 +15,14 @@ import pytest
 
 from mcpctl.errors import InvalidResource
 from mcpctl.gateway import names as nm
-from mcpctl.gateway.builtins import ALWAYS_LOAD, BEGIN_SESSION, BUILTIN_NAMES, CALL_TOOL, SEARCH_TOOL
+from mcpctl.gateway.builtins import (
+    ALWAYS_LOAD,
+    BEGIN_SESSION,
+    BUILTIN_NAMES,
+    CALL_TOOL,
+    READ_RESULT,
+    SEARCH_TOOL,
+)
 from mcpctl.gateway.catalogue import Catalogue
 from mcpctl.gateway.view import Refusal, Route, SessionKey, View
 from mcpctl.resources.kinds import FavouriteIndex, NameSettings, ProjectSpec
@@ -95,7 +102,7 @@ def test_flat_lists_search_tools_then_every_enabled_tool_as_server__tool() -> No
     view = catalogue(spec).view()
     want = [cid.replace("/", "__") for cid in enabled_ids(spec)]
     assert view.mode == "flat"
-    assert view.listed_names == [SEARCH_TOOL, *want]
+    assert view.listed_names == [SEARCH_TOOL, READ_RESULT, *want]
     assert [t["description"] for t in upstream(view)] == enabled_ids(spec)
     assert view.favourites == []
 
@@ -110,7 +117,7 @@ def test_favourite_index_lists_pinned_favourites_then_search_tools_then_all(styl
     favs = [f"favourite{sep}{cid.split('/')[1]}" for cid in pinned]
     alls = [f"all{sep}{cid.replace('/', sep)}" for cid in enabled_ids(spec)]
     assert view.mode == "favourite-index"
-    assert view.listed_names == [*favs, SEARCH_TOOL, *alls]
+    assert view.listed_names == [*favs, SEARCH_TOOL, READ_RESULT, *alls]
     # each entry is the upstream tool it names (the description carries its canonical id); a
     # favourite is described once, its `all` entry points to the favourite name
     assert listed_ids(view) == list(zip([*favs, *alls], [*pinned, *enabled_ids(spec)], strict=True))
@@ -132,8 +139,8 @@ def test_deferred_lists_favourites_search_and_call_tool_and_still_routes_the_lon
     view = catalogue(spec).view()
     sep = nm.SEP[style]
     assert view.mode == "deferred"
-    assert view.listed_names == [f"favourite{sep}add", SEARCH_TOOL, CALL_TOOL]
-    assert view.builtins == {SEARCH_TOOL, CALL_TOOL}
+    assert view.listed_names == [f"favourite{sep}add", SEARCH_TOOL, CALL_TOOL, READ_RESULT]
+    assert view.builtins == {SEARCH_TOOL, CALL_TOOL, READ_RESULT}
     # the long tail is not listed but reachable under its `all` name, the name search returns
     for cid in enabled_ids(spec):
         if cid == "a/add":
@@ -170,11 +177,11 @@ def test_spec_style_uses_the_literal_slash_forms() -> None:
     listings = {"a": [_tool("echo", "a"), _tool("odd name:v2", "a")], "b": [_tool("fetch", "b")]}
     fav = catalogue(project(favouriteIndex={"enabled": True, "tools": ["a/echo"]}, names={"style": "spec"}),
                     listings).view()
-    assert fav.listed_names[:4] == ["favourite/echo", SEARCH_TOOL, "all/a/echo", "all/a/odd_name_v2_"
+    assert fav.listed_names[:5] == ["favourite/echo", SEARCH_TOOL, READ_RESULT, "all/a/echo", "all/a/odd_name_v2_"
                                     + nm.short_hash(nm.all_key("a/odd name:v2"))]
     assert "all/b/fetch" in fav.listed_names
     flat = catalogue(project(names={"style": "spec"}), listings).view()
-    assert flat.listed_names[:2] == [SEARCH_TOOL, "a/echo"] and "b/fetch" in flat.listed_names
+    assert flat.listed_names[:3] == [SEARCH_TOOL, READ_RESULT, "a/echo"] and "b/fetch" in flat.listed_names
     assert all(SPEC.match(n) for n in fav.listed_names + flat.listed_names)
 
 

@@ -17,6 +17,8 @@ during the call (related to it, as the SDKs do); `log` emits log messages during
 `logging/setLevel`, `resources/subscribe|unsubscribe` and `completion/complete`, and lists the
 client's roots by itself when told they changed (`notifications/roots/list_changed`), then writes
 what it got to `--marker-dir` (`roots-<name>-<n>`) and sends a log message outside any call.
+`--large-tools`: `large_text`, `large_json`, `image` and `large_structured` (with an outputSchema)
+return results of `size` characters (`payloads`).
 `--modern-only` refuses the initialize handshake (a 2026-07-28-only server); then `ask_input`
 answers with an input-required result until it gets the client's answers.
 """
@@ -57,6 +59,7 @@ p.add_argument("--http-port", type=int, default=0, help="serve streamable HTTP o
 p.add_argument("--require-token", default=None, help="HTTP: require the header X-Test-Token: <value>")
 p.add_argument("--ask-tools", action="store_true", help="serve sample/elicit/roots/log/touch/state")
 p.add_argument("--modern-only", action="store_true", help="refuse the initialize handshake")
+p.add_argument("--large-tools", action="store_true", help="serve large_text/large_json/image/large_structured")
 opts = p.parse_args()
 
 if opts.start_marker:
@@ -114,6 +117,14 @@ if opts.ask_tools:
               _tool("touch", "Announce that resource `uri` was updated"),
               _tool("state", "What the server saw: logging level, subscriptions, roots outside calls; its pid"),
               _tool("ask_input", "2026-07-28: ask for a name through an input-required result")]
+if opts.large_tools:
+    SIZE = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
+    TOOLS += [_tool("large_text", "Return `size` characters of text", SIZE),
+              _tool("large_json", "Return a JSON array of about `size` characters", SIZE),
+              _tool("image", "Return an image block of `size` base64 characters", SIZE),
+              _tool("large_structured", "Return about `size` characters as a structured result", SIZE,
+                    output_schema={"type": "object", "properties": {"items": {"type": "array"}},
+                                   "required": ["items"]})]
 extra_count = 0
 SEEN: dict[str, Any] = {"level": None, "subscribed": [], "roots_outside": [], "roots_changed": 0, "pid": os.getpid()}
 
@@ -185,11 +196,30 @@ async def call_tool(ctx: ServerRequestContext, params: t.CallToolRequestParams) 
         return _text("deleted nothing, this is a test")
     if name in opts.extra_tool:
         return _text(opts.name)
+    if opts.large_tools and name in ("large_text", "large_json", "image", "large_structured"):
+        return _large(name, int(args.get("size", 0)))
     if opts.ask_tools and name in ("sample", "elicit", "roots", "log", "touch", "state", "ask_input"):
         return await _ask_tool(ctx, name, args, params)
     if any(tl.name == name for tl in TOOLS):
         return _text(f"{name} ok {args!r}")
     return _text(f"unknown tool {name}", is_error=True)
+
+
+def _large(name: str, size: int) -> t.CallToolResult:
+    import json
+
+    import payloads
+
+    if name == "large_text":
+        return _text(payloads.large_text(size))
+    if name == "large_json":
+        return _text(payloads.large_json(size))
+    if name == "image":
+        return t.CallToolResult(content=[t.ImageContent(type="image", data=payloads.image_data(size),
+                                                        mime_type="image/png"),
+                                         t.TextContent(type="text", text="an image")])
+    items = payloads.large_items(size)
+    return _text(json.dumps({"items": items}, ensure_ascii=False), structured_content={"items": items})
 
 
 async def _ask_tool(ctx: ServerRequestContext, name: str, args: dict[str, Any], params: Any) -> Any:

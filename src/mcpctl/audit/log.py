@@ -1,8 +1,8 @@
 """The invocation log: one row per tool call the gateway routes, in SQLite.
 
 What is recorded: when, how long, which project, client, session and profile, the presented
-name and canonical `server/tool` id, the outcome and an error class. Never arguments or
-results; the text of a `search_tools` query only when the project opts in (`recordQueries`).
+name and canonical `server/tool` id, the outcome and an error class, and the size of the result
+(characters) and into how many sections it was cut, if it was. Never arguments or results; the text of a `search_tools` query only when the project opts in (`recordQueries`).
 
 Several gateway processes write to one file at once: WAL, a busy timeout, `BEGIN IMMEDIATE`
 writes and a bounded retry on SQLITE_BUSY make sure no row is lost. All SQL of the log lives
@@ -58,6 +58,8 @@ class CallRecord:
     session_id: str | None = None   # gateway-assigned id of the client session
     profile: str | None = None
     query: str | None = None        # search_tools query text; only set when the project opts in
+    result_chars: int | None = None     # characters of the result's text and binary data (None: no result)
+    result_sections: int | None = None  # sections its text was cut into (None: not cut)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:

@@ -105,3 +105,11 @@ def m002_indexes(db: sqlite3.Connection) -> None:
 def m003_search_index(db: sqlite3.Connection) -> None:
     # search_pairs starts from the (rare) rows that carry a query.
     db.execute("CREATE INDEX idx_invocations_searches ON invocations (project, ts) WHERE query IS NOT NULL")
+
+
+@migration
+def m004_result_size(db: sqlite3.Connection) -> None:
+    # results in sections: the result's size and how many sections it was cut into; rows written
+    # before this migration keep NULL in both (size unknown, not cut)
+    db.execute("ALTER TABLE invocations ADD COLUMN result_chars INTEGER")
+    db.execute("ALTER TABLE invocations ADD COLUMN result_sections INTEGER")

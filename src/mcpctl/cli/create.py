@@ -8,7 +8,7 @@ import typer
 
 from mcpctl.errors import InvalidResource
 from mcpctl.resources.apply import create_object
-from mcpctl.resources.kinds import API_VERSION
+from mcpctl.resources.kinds import API_VERSION, DEFAULT_MAX_RESULT_TOKENS
 from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import Document
 
@@ -58,6 +58,7 @@ _FLAGS = (
     ("spec.search.ranker", "--ranker"),
     ("spec.search.topK", "--top-k"),
     ("spec.search.recordQueries", "--record-queries"),
+    ("spec.results.maxTokens", "--max-result-tokens"),
     ("metadata.annotations", "--annotation"),
     ("spec.servers", "--server"),
     ("spec.timeouts.connect", "--connect-timeout"),
@@ -259,6 +260,9 @@ def create_project(
     top_k: Annotated[int | None, typer.Option("--top-k", help="search_tools results by default (1-20).")] = None,
     record_queries: Annotated[bool | None, typer.Option(
         "--record-queries/--no-record-queries", help="Record search_tools queries in the invocation log.")] = None,
+    max_result_tokens: Annotated[int | None, typer.Option(
+        "--max-result-tokens", help="Cut a tool result's text over this many tokens into sections read with "
+        f"read_result (default {DEFAULT_MAX_RESULT_TOKENS}; 0: never cut).")] = None,
     description: Annotated[str | None, typer.Option("--description")] = None,
     label: Annotated[list[str] | None, typer.Option("--label", "-l", help="Label KEY=VALUE (repeatable).")] = None,
     annotation: Annotated[list[str] | None, typer.Option("--annotation", help="Annotation KEY=VALUE (repeatable).")] = None,
@@ -295,6 +299,7 @@ def create_project(
         "gate": {"enabled": gate, "instructions": gate_instructions},
         "names": {"style": names, "maxLength": max_name_length},
         "search": {"enabled": search, "ranker": ranker, "topK": top_k, "recordQueries": record_queries},
+        "results": {"maxTokens": max_result_tokens},
     }
     for key, values in sections.items():
         given = {k: v for k, v in values.items() if v is not None}

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from mcpctl.resources.apply import projects_using
+from mcpctl.resources.kinds import ProjectSpec
 from mcpctl.resources.store import Store
 
 from ._common import cli_errors, out, safe
@@ -70,6 +71,9 @@ def _describe_project(store: Store, res: dict[str, Any]) -> None:
         f"{se.get('ranker', 'bm25')}, top {se.get('topK', 5)}, record queries: {'yes' if se.get('recordQueries') else 'no'}")
     nm = s.get("names", {})
     _kv("Names", f"{nm.get('style', 'portable')}, max length {nm.get('maxLength', 48)}")
+    rs = ProjectSpec.from_resource(res).results
+    _kv("Results", "never cut" if not rs.max_tokens else
+        f"cut over {rs.max_tokens} tokens (read_result), kept {rs.keep_minutes} min, {rs.keep_megabytes} MB in all")
 
 
 def _describe_token(store: Store, res: dict[str, Any]) -> None:

@@ -97,6 +97,8 @@ def record_to_json(rec: Any) -> dict[str, Any]:
         "sessionId": rec.session_id,
         "profile": rec.profile,
         "query": rec.query,
+        "resultChars": rec.result_chars,
+        "resultSections": rec.result_sections,
     }
 
 

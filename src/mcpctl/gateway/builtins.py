@@ -6,6 +6,8 @@
   and the best matches for the task, then ungates the calling session.
 - `call_tool(name, arguments)` (the deferred presentation) calls any tool the session may use by
   its presented or canonical name, through the same pipeline as a direct call.
+- `read_result(result_id, section)` (results in sections, `gateway.sections`) returns a section
+  of a result that was cut, to the session and credential that made the call.
 
 Their definitions and argument checks live here; the presentation pipeline (`view`) decides
 which of them a session sees, and the gateway (`front`) runs them.
@@ -19,10 +21,12 @@ from typing import Any, Final
 SEARCH_TOOL: Final = "search_tools"
 BEGIN_SESSION: Final = "begin_session"
 CALL_TOOL: Final = "call_tool"
-BUILTIN_NAMES: Final = frozenset({SEARCH_TOOL, BEGIN_SESSION, CALL_TOOL})
+READ_RESULT: Final = "read_result"
+BUILTIN_NAMES: Final = frozenset({SEARCH_TOOL, BEGIN_SESSION, CALL_TOOL, READ_RESULT})
 SEARCH_CANONICAL_ID: Final = "mcpctl/search_tools"
 BEGIN_SESSION_CANONICAL_ID: Final = "mcpctl/begin_session"
 CALL_TOOL_CANONICAL_ID: Final = "mcpctl/call_tool"
+READ_RESULT_CANONICAL_ID: Final = "mcpctl/read_result"
 MAX_TOP_K: Final = 20
 ALWAYS_LOAD: Final = "anthropic/alwaysLoad"   # Claude Code keeps these loaded when it defers tools
 
@@ -121,6 +125,30 @@ def call_tool_definition() -> dict[str, Any]:
     }
 
 
+def read_result_definition(*, always_load: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "name": READ_RESULT,
+        "title": "Read a result's section",
+        "description": (
+            "Read one section of a tool result that was too long and was cut: the result_id and the "
+            "number of sections are in the note that ended the cut result. Sections are numbered from 1; "
+            "section 1 is the part already shown."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "result_id": {"type": "string", "description": "The result_id the note gave."},
+                "section": {"type": "integer", "minimum": 1, "description": "Which section (from 1)."},
+            },
+            "required": ["result_id", "section"],
+        },
+        "annotations": {"title": "Read a result's section", **_READ_ONLY},
+    }
+    if always_load:
+        item["_meta"] = {ALWAYS_LOAD: True}
+    return item
+
+
 class BuiltinError(ValueError):
     """Bad arguments to a built-in; the message is shown to the model."""
 
@@ -159,6 +187,20 @@ def parse_call_tool(arguments: Any) -> tuple[str, dict[str, Any] | None]:
     if args is not None and not isinstance(args, dict):
         raise BuiltinError(f"call_tool: 'arguments' must be an object, got {type(args).__name__}")
     return name.strip(), args
+
+
+def parse_read_result(arguments: Any) -> tuple[str, int]:
+    rid = arguments.get("result_id") if isinstance(arguments, dict) else None
+    section = arguments.get("section", 1) if isinstance(arguments, dict) else None
+    if not isinstance(rid, str) or not rid.strip():
+        raise BuiltinError("read_result: 'result_id' must be the result_id the cut result's note gave")
+    if isinstance(section, bool) or not isinstance(section, int) or section < 1:
+        raise BuiltinError(f"read_result: 'section' must be an integer from 1 (got {section!r})")
+    return rid.strip(), section
+
+
+def text_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": False}
 
 
 def structured_result(payload: dict[str, Any], text: str | None = None) -> dict[str, Any]:

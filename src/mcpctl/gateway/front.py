@@ -42,6 +42,7 @@ from mcpctl.gateway.relay import LEGACY_ONLY_DROP, Relay
 from mcpctl.gateway.router import Router
 from mcpctl.gateway.sdk import initialize_accepted, set_middleware
 from mcpctl.gateway.search import ToolSearch
+from mcpctl.gateway.sections import Sections, SectionStore
 from mcpctl.gateway.sessions import NOTIFIED_SECTIONS, Caller, Sessions, new_session_id
 from mcpctl.gateway.surfaces import Surfaces
 from mcpctl.gateway.upstream import SERVER_INFO_KEY, Listing, Upstream
@@ -57,6 +58,13 @@ FIRST_CONTACT_CAP: Final = 15.0
 
 Recorder = Callable[..., None]
 __all__ = ["Caller", "Gateway", "error_result"]
+
+
+def _token_count() -> Callable[[str], int]:
+    """The project's token estimator, loaded when a result first needs counting (cl100k loads in ~0.1 s)."""
+    from mcpctl.catalogue.tokens import token_counter
+
+    return token_counter().count
 
 
 class Gateway:
@@ -89,6 +97,9 @@ class Gateway:
         self.surfaces = Surfaces(self)
         self.sessions.on_listen_resources = self.relay.listen_resources
         self.search = ToolSearch(project.search.ranker) if project.search.enabled else None
+        keep = project.results
+        self.sections = Sections(keep.max_tokens, SectionStore(keep.keep_megabytes * 2**20, keep.keep_minutes * 60.0),
+                                 _token_count)
         self.upstreams: dict[str, Upstream] = {}
         self.unavailable: dict[str, str] = {}       # server -> why it cannot start at all
         self._pending: set[str] = set()             # never-listed servers worth waiting for, not settled yet

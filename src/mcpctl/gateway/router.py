@@ -28,6 +28,8 @@ from mcpctl.gateway.builtins import (
     BEGIN_SESSION_CANONICAL_ID,
     CALL_TOOL,
     CALL_TOOL_CANONICAL_ID,
+    READ_RESULT,
+    READ_RESULT_CANONICAL_ID,
     SEARCH_CANONICAL_ID,
     SEARCH_TOOL,
     BuiltinError,
@@ -35,9 +37,12 @@ from mcpctl.gateway.builtins import (
     parse_arguments,
     parse_begin_session,
     parse_call_tool,
+    parse_read_result,
     search_result,
     structured_result,
+    text_result,
 )
+from mcpctl.gateway.sections import SectionError
 from mcpctl.gateway.sessions import Caller
 from mcpctl.gateway.upstream import SERVER_INFO_KEY
 from mcpctl.gateway.upstream_errors import UpstreamTimeout, UpstreamUnavailable, describe_error
@@ -51,7 +56,7 @@ log = logging.getLogger("mcpctl.gateway")
 _RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
 _MAX_LOGGED_NAME: Final = 200   # an unknown name is the caller's text: log a bounded copy
 _BUILTIN_IDS: Final = {SEARCH_TOOL: SEARCH_CANONICAL_ID, BEGIN_SESSION: BEGIN_SESSION_CANONICAL_ID,
-                       CALL_TOOL: CALL_TOOL_CANONICAL_ID}
+                       CALL_TOOL: CALL_TOOL_CANONICAL_ID, READ_RESULT: READ_RESULT_CANONICAL_ID}
 
 
 class Router:
@@ -157,8 +162,10 @@ class Router:
                                 "mcpctl cannot relay")
         strip_upstream_meta(result)
         failed = bool(result.get("isError"))
+        # the content stage: text over results.maxTokens is cut, the rest kept for this caller
+        cut = self.gw.sections.apply((caller.session_id, caller.credential), result)
         self.log_call(caller, ts, t0, presented, cid, "tool_error" if failed else "ok",
-                       "ToolError" if failed else None)
+                       "ToolError" if failed else None, result=(cut.chars, cut.sections))
         return result
 
     async def _resume(self, caller: Caller, ts: float, t0: float, name: str, params: dict[str, Any]
@@ -203,10 +210,30 @@ class Router:
                 return await self._search(caller, ts, t0, view, args)
             if name == BEGIN_SESSION:
                 return await self._begin_session(caller, ts, t0, args)
+            if name == READ_RESULT:
+                return self._read_result(caller, ts, t0, args)
             return await self._call_by_name(caller, ts, t0, view, args)
         except BuiltinError as e:
             self.log_call(caller, ts, t0, name, cid, "tool_error", "InvalidArguments")
             return error_result(str(e))
+
+    def _read_result(self, caller: Caller, ts: float, t0: float, args: Any) -> dict[str, Any]:
+        """A section of a result cut for this caller (`gateway.sections`): another session's or
+        credential's id is answered as an unknown one."""
+        rid, section = parse_read_result(args)
+        try:
+            text, n = self.gw.sections.store.read((caller.session_id, caller.credential), rid, section)
+        except SectionError as e:
+            self.log_call(caller, ts, t0, READ_RESULT, READ_RESULT_CANONICAL_ID, "tool_error", "NoSuchResult")
+            return error_result(str(e))
+        self.log_call(caller, ts, t0, READ_RESULT, READ_RESULT_CANONICAL_ID, "ok", result=(len(text), None))
+        result = text_result(text)
+        if section < n:
+            result["content"].append({"type": "text", "text": f"[mcpctl] Section {section} of {n} of result "
+                                      f"{rid}; next: read_result(result_id=\"{rid}\", section={section + 1})."})
+        else:
+            result["content"].append({"type": "text", "text": f"[mcpctl] Section {n} of {n}: the last of result {rid}."})
+        return result
 
     async def _search(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
         if self.gw.search is None:      # pragma: no cover - not in view.builtins then
@@ -264,7 +291,7 @@ class Router:
 
     def log_call(self, caller: Caller, ts: float, t0: float, presented: str,
                   canonical: str | None, outcome: str, error_class: str | None = None,
-                  query: str | None = None) -> None:
+                  query: str | None = None, result: tuple[int, int | None] | None = None) -> None:
         record = self.gw.record
         if record is None:
             return
@@ -273,7 +300,9 @@ class Router:
                         presented_name=presented, canonical_id=canonical, outcome=outcome,
                         error_class=error_class, client_name=caller.client_name,
                         client_version=caller.client_version, session_id=caller.session_id,
-                        profile=caller.profile, query=query)
+                        profile=caller.profile, query=query,
+                        result_chars=None if result is None else result[0],
+                        result_sections=(result[1] or None) if result is not None else None)
         except Exception:
             log.exception("recording a call failed")
 

@@ -46,6 +46,7 @@ from mcpctl.gateway.builtins import (
     SEARCH_TOOL,
     begin_session_definition,
     call_tool_definition,
+    read_result_definition,
     search_tool_definition,
 )
 from mcpctl.gateway.filters import (
@@ -388,6 +389,8 @@ def _builtins(project: ProjectSpec, gated: bool) -> tuple[list[dict[str, Any]], 
         out.append(search_tool_definition(project.search.top_k, deferred=deferred))
     if deferred:
         out.append(call_tool_definition())
+    if project.results.max_tokens:
+        out.append(read_result_definition(always_load=project.presentation != FLAT))
     callable_ = {b["name"] for b in out} | ({BEGIN_SESSION} if project.gate.enabled else set())
     return out, frozenset(callable_)
 

@@ -27,6 +27,11 @@ PRESENTATIONS: Final = ("flat", "favourite-index", "deferred")
 NAME_STYLES: Final = ("portable", "spec", "bare")
 RANKERS: Final = ("auto", "bm25", "semantic", "hybrid")   # auto: hybrid when the model loads, else bm25
 DEFAULT_MAX_FAVOURITES: Final = 15
+# results in sections: the default limit stays under Claude Code's 10,000-token warning with room
+# for the note and for the estimator's error (docs/internals.md, "Results in sections")
+DEFAULT_MAX_RESULT_TOKENS: Final = 8000
+DEFAULT_KEEP_MEGABYTES: Final = 64
+DEFAULT_KEEP_MINUTES: Final = 60
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
 # Presented names: Claude Code calls a tool `mcp__<server>__<name>` and refuses more than 64
 # characters (Codex has the same 64-character limit). With the gateway registered as `mcpctl`,
@@ -148,6 +153,14 @@ PROJECT_SPEC: Final = Obj({
         "ranker": Scalar(str, default="auto", enum=RANKERS),
         "topK": Scalar(int, default=5, check=check_range(1, 20)),
         "recordQueries": Scalar(bool, default=False),
+    }),
+    # Results in sections (gateway.sections): a result's text over maxTokens reaches the client
+    # cut, the rest kept in memory (keepMegabytes in all, keepMinutes each) for read_result.
+    # 0 turns cutting off. The default stays under Claude Code's 10,000-token warning.
+    "results": Obj({
+        "maxTokens": Scalar(int, default=DEFAULT_MAX_RESULT_TOKENS, check=check_range(0, 1_000_000)),
+        "keepMegabytes": Scalar(int, default=DEFAULT_KEEP_MEGABYTES, check=check_range(1, 4096)),
+        "keepMinutes": Scalar(int, default=DEFAULT_KEEP_MINUTES, check=check_range(1, 7 * 24 * 60)),
     }),
 })
 
@@ -297,6 +310,13 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class ResultSettings:
+    max_tokens: int = DEFAULT_MAX_RESULT_TOKENS
+    keep_megabytes: int = DEFAULT_KEEP_MEGABYTES
+    keep_minutes: int = DEFAULT_KEEP_MINUTES
+
+
+@dataclass(frozen=True)
 class NameSettings:
     style: str = "portable"
     max_length: int = 48
@@ -315,6 +335,7 @@ class ProjectSpec:
     description: str | None = None
     gate: GateSettings = GateSettings()
     profiles: tuple[Profile, ...] = ()          # declared ones; see `profile()` for the built-ins
+    results: ResultSettings = ResultSettings()
 
     def profile(self, name: str) -> Profile | None:
         """A profile by name: declared in the project, else a built-in one."""
@@ -334,6 +355,7 @@ class ProjectSpec:
         names = s.get("names") or {}
         search = s.get("search") or {}
         gate = s.get("gate") or {}
+        results = s.get("results") or {}
         presentation = effective_presentation(s.get("presentation"), fav.get("enabled"))
         return cls(
             name=res["metadata"]["name"],
@@ -356,4 +378,7 @@ class ProjectSpec:
             description=s.get("description"),
             gate=GateSettings(bool(gate.get("enabled", False)), gate.get("instructions")),
             profiles=tuple(Profile.from_spec(n, v or {}) for n, v in (s.get("profiles") or {}).items()),
+            results=ResultSettings(int(results.get("maxTokens", DEFAULT_MAX_RESULT_TOKENS)),
+                                   int(results.get("keepMegabytes", DEFAULT_KEEP_MEGABYTES)),
+                                   int(results.get("keepMinutes", DEFAULT_KEEP_MINUTES))),
         )
