@@ -75,6 +75,7 @@ def _plain_bm25(tools: list[ToolDoc]) -> BM25FIndex:
 
 
 @pytest.mark.parametrize("name", ["livemcpbench_slice", "metatool_slice"])
+@pytest.mark.timeout(600)       # embeds the slice with the model when installed: CPU-bound, slower under load
 def test_default_ranker_beats_plain_bm25_on_vendored_slices(name: str) -> None:
     ds = load_dataset(FIXTURES / name)
     queries = ds.select("all")

@@ -15,7 +15,8 @@ def _serve(*args: str) -> subprocess.CompletedProcess[str]:
 def test_port_out_of_range() -> None:
     r = _serve("--port", "99999")
     assert r.returncode == 1
-    assert r.stderr.strip() == "error: --port 99999: must be between 1 and 65535"
+    assert r.stderr.strip() == ("error: --port 99999: must be between 1 and 65535 (or 0: any free port, "
+                                "printed when listening)")
 
 
 def test_port_in_use() -> None:
