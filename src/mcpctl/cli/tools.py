@@ -185,6 +185,9 @@ def register(app: typer.Typer) -> None:
         """Disable tools: drop an exact entry from tools.enabled, else add to tools.disabled."""
         _edit_and_report(project, ids, enable=False, force=force)
 
+    from mcpctl.cli import tools_pins
+
+    tools_pins.register(tools_app)
     try:
         from mcpctl.cli import tools_search
 
