@@ -106,3 +106,16 @@ def test_only_the_pinned_fields_make_the_digest() -> None:
     for field, value in (("title", "T"), ("outputSchema", {"type": "object"}), ("annotations", {"readOnlyHint": True}),
                          ("description", "e"), ("inputSchema", {"type": "object", "properties": {}})):
         assert pins.digest(a) != pins.digest({**a, field: value}), field
+
+
+def test_doctor_warns_about_definitions_that_differ_from_their_pins(project: Path) -> None:
+    assert run("doctor", "--project", "p").exit_code == 0          # lists and pins
+    clean = json.loads(run("doctor", "--project", "p", "--no-connect", "-o", "json").stdout)
+    assert not [c for c in clean["checks"] if c["check"] == "pinned"]
+    serve(project, "Adds two numbers, and logs them.")
+    r = run("doctor", "--project", "p", "-o", "json")
+    assert r.exit_code == 0, r.output                              # a warning, not a failure
+    [check] = [c for c in json.loads(r.stdout)["checks"] if c["check"] == "pinned"]
+    assert check["scope"] == "server/up" and check["status"] == "warn"
+    assert check["message"] == "1 tool definition(s) differ from those pinned at its first listing: add (changed)"
+    assert "mcpctl tools changes --project P" in check["hint"]

@@ -9,7 +9,8 @@ a hint naming the command that fixes it:
   then connected and listed within its connect timeout through the gateway's refresh machinery
   (which also updates the catalogue cache and `get servers`), with the protocol era it speaks
   and the tools whose definitions exceed a token budget or whose descriptions carry what tool
-  poisoning uses (`catalogue.poison`: flagged, never blocked);
+  poisoning uses (`catalogue.poison`: flagged, never blocked), and the definitions that differ
+  from those pinned at its first listing (`catalogue.pins`);
 - each project: its servers registered and listed, every presented tool name valid in Claude
   and Codex (`^[a-zA-Z0-9_-]{1,64}$` once Claude Code prefixes `mcp__<entry>__`), the whole
   `tools/list` against a token budget, and whether semantic search is active (`auto` and
@@ -277,6 +278,21 @@ def _listing(report: DoctorReport, name: str, result: Listed | None, probed: boo
         report.add(scope, "tokens", "ok", f"{len(tools)} tool definition(s), ≈{total:,} tokens ({token_kind()}), "
                    f"none over {tool_budget}")
     _descriptions(report, name, tools)
+    _pinned(report, name, tools)
+
+
+def _pinned(report: DoctorReport, name: str, tools: list[dict[str, Any]]) -> None:
+    """A warning when the listing differs from the definitions pinned at the server's first listing."""
+    from mcpctl.catalogue.pins import changes
+
+    found = changes(name, tools)
+    if found:
+        shown = ", ".join(f"{c.tool} ({c.kind})" for c in found[:MAX_FLAGS_SHOWN])
+        more = " …" if len(found) > MAX_FLAGS_SHOWN else ""
+        report.add(f"server/{name}", "pinned", "warn", f"{len(found)} tool definition(s) differ from those pinned "
+                   f"at its first listing: {shown}{more}",
+                   "read the diffs: mcpctl tools changes --project P; accept them: mcpctl tools approve --project P "
+                   f"{name}/TOOL … (or --all)")
 
 
 def _descriptions(report: DoctorReport, name: str, tools: list[dict[str, Any]]) -> None:
