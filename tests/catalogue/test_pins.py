@@ -119,3 +119,17 @@ def test_doctor_warns_about_definitions_that_differ_from_their_pins(project: Pat
     assert check["scope"] == "server/up" and check["status"] == "warn"
     assert check["message"] == "1 tool definition(s) differ from those pinned at its first listing: add (changed)"
     assert "mcpctl tools changes --project P" in check["hint"]
+
+
+def test_tools_list_marks_a_changed_or_new_tool_until_approved(project: Path) -> None:
+    rows = json.loads(run("tools", "list", "-p", "p", "--refresh", "-o", "json").stdout)
+    assert [(r["canonicalId"], r["pinned"]) for r in rows] == [("up/add", None), ("up/sub", None)]
+    assert "tools changes" not in run("tools", "list", "-p", "p").stdout
+    serve(project, "Adds two numbers, and logs them.", extra=True)
+    rows = json.loads(run("tools", "list", "-p", "p", "--refresh", "-o", "json").stdout)
+    assert [(r["canonicalId"], r["pinned"]) for r in rows] == [("up/add", "changed"), ("up/sub", None),
+                                                              ("up/mul", "new")]
+    table = run("tools", "list", "-p", "p").stdout
+    assert "enabled, changed (tools changes)" in table and "enabled, new (tools changes)" in table
+    assert run("tools", "approve", "-p", "p", "--all").exit_code == 0
+    assert "tools changes" not in run("tools", "list", "-p", "p").stdout

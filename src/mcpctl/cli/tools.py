@@ -62,6 +62,7 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
     slot = FLAT if FLAT in table.presentation.slot_kinds else ALL
     favourites = {f.canonical_id: f.name for f in view.favourites if f.listed}
     rows: list[dict[str, Any]] = []
+    pinned = _pin_changes(cached.catalogue.tools)
     for tool in cached.catalogue.tools:
         cid = tool.canonical_id
         name = table.name(slot, cid) or cid
@@ -74,8 +75,18 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
             "favouriteName": favourites.get(cid),
             "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
             "description": tool.description,
+            "pinned": pinned.get(cid),       # changed | new since its server was pinned (tools changes)
         })
     return rows, failed
+
+
+def _pin_changes(tools: Any) -> dict[str, str]:
+    """canonical id -> changed | new, for the tools whose definition differs from its pin."""
+    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.pins import REMOVED, changes
+
+    servers = dict.fromkeys(t.server for t in tools)
+    return {c.id: c.kind for s in servers for c in changes(s, cache.read_server_tools(s) or []) if c.kind != REMOVED}
 
 
 def _hint(value: Any) -> str:
@@ -161,6 +172,8 @@ def register(app: typer.Typer) -> None:
                 table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
             for r in rows:
                 state = r["state"] if r["listed"] or r["state"] == "disabled" else "via search"
+                if r["pinned"]:
+                    state += f", {r['pinned']} (tools changes)"
                 cells = [r["server"], r["canonicalId"], r["presentedName"], state,
                          "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
                 if output == "wide":
