@@ -134,9 +134,15 @@ def approve(server: str, tools: Iterable[Mapping[str, Any]], names: Iterable[str
     return done
 
 
+def held(listings: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, str]:
+    """canonical id -> changed | new, for each listed tool of a pinned server whose definition
+    differs from its pin: what a project with `pinning: hold` withholds until approved."""
+    return {c.id: c.kind for server, tools in listings.items() for c in changes(server, tools) if c.kind != REMOVED}
+
+
 def delete_pins(server: str) -> None:
     pins_path(server).unlink(missing_ok=True)
 
 
 __all__ = ["CHANGED", "NEW", "PINNED_FIELDS", "REMOVED", "Change", "approve", "changes", "definition",
-           "delete_pins", "digest", "pin_first_listing", "pins_path", "read_pins"]
+           "delete_pins", "digest", "held", "pin_first_listing", "pins_path", "read_pins"]

@@ -67,10 +67,12 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
         cid = tool.canonical_id
         name = table.name(slot, cid) or cid
         ann = tool.wire.get("annotations") or {}
-        enabled = not isinstance(view.resolve(cid), Refusal)
+        refused = view.resolve(cid)
+        enabled = not isinstance(refused, Refusal)
+        held = isinstance(refused, Refusal) and refused.error_class == "ToolHeld"
         rows.append({
             "server": tool.server, "canonicalId": cid, "presentedName": name,
-            "state": "enabled" if enabled else "disabled",
+            "state": "enabled" if enabled else "held" if held else "disabled",
             "listed": name in listed,
             "favouriteName": favourites.get(cid),
             "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
@@ -171,7 +173,7 @@ def register(app: typer.Typer) -> None:
             for c in cols:
                 table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
             for r in rows:
-                state = r["state"] if r["listed"] or r["state"] == "disabled" else "via search"
+                state = r["state"] if r["listed"] or r["state"] != "enabled" else "via search"
                 if r["pinned"]:
                     state += f", {r['pinned']} (tools changes)"
                 cells = [r["server"], r["canonicalId"], r["presentedName"], state,
