@@ -47,3 +47,6 @@ async def test_a_changed_tool_is_held_from_list_search_and_call(kit: Kit, tmp_pa
         found = await c.session.call_tool("search_tools", {"query": "add two numbers"})
         assert "up__add" not in text_of(found)
         assert not (await c.session.call_tool("up__sub", {})).is_error
+    logs = "".join(p.read_text(encoding="utf-8") for p in kit.home.glob("client-stderr-*.log"))
+    assert ("server up: 1 tool definition(s) differ from those pinned (add changed): withheld until approved; "
+            "read them with mcpctl tools changes --project p") in logs
