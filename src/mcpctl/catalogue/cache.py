@@ -92,6 +92,10 @@ def read_about(servers: Iterable[str]) -> dict[str, str]:
 
 def write_server_entry(server: str, sections: dict[str, list[dict[str, Any]]]) -> bool:
     """Merge `sections` into the cache of `server`; True if anything changed on disk."""
+    if "tools" in sections:             # the first listing of a server pins its definitions (`pins`)
+        from mcpctl.catalogue.pins import pin_first_listing
+
+        pin_first_listing(server, sections["tools"])
     old = read_server_entry(server) or {}
     new: dict[str, Any] = {"version": FORMAT_VERSION, "server": server}
     changed = not old

@@ -12,6 +12,7 @@ the presentation pipeline of `gateway.view`) and the invocation log's call trans
   the upstream gave them, else a labelled name heuristic;
 - confusion: tool names on several servers, and cross-server pairs whose descriptions are nearly
   the same (`near_duplicates`);
+- suspicion: descriptions carrying what tool poisoning uses (`catalogue.poison`), flagged only;
 - use: calls per tool in the window, tools never called, and the calls that failed or were
   followed within a minute by a different tool of the same server (a proxy for "picked the
   neighbour");
@@ -43,6 +44,7 @@ from mcpctl.catalogue.judge import (
     near_duplicate_pairs,
     reach,
 )
+from mcpctl.catalogue.poison import Flag, scan_all
 from mcpctl.catalogue.tokens import TokenCounter, definition_text
 
 if TYPE_CHECKING:
@@ -184,6 +186,7 @@ class SurfaceReport:
     recommendations: list[Recommendation]
     notes: list[str]
     threshold: float = NEAR_DUPLICATE_THRESHOLD
+    suspicious: list[Flag] = field(default_factory=list)      # descriptions carrying tool-poisoning marks
 
     @property
     def current(self) -> ModeCost:
@@ -397,7 +400,8 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
         calls=calls, failed=sum(u.failed for u in uses.values()), neighbour=sum(u.neighbour for u in uses.values()),
         flagged=sum(u.flagged for u in uses.values()), unknown_calls=unknown,
         neighbour_pairs=[NeighbourPair(a, b, n) for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))],
-        profiles=profile_rows, recommendations=[], notes=[])
+        profiles=profile_rows, recommendations=[], notes=[],
+        suspicious=scan_all((t.canonical_id, t.description) for t in all_tools))
     report.recommendations = recommendations(report, catalogue)
     report.notes = _notes(report)
     return report

@@ -66,8 +66,10 @@ def register(app: typer.Typer) -> None:
                     warn(w)
                 if k_name == "Server":       # its last listing goes with it: no tool of it is shown
                     from mcpctl.catalogue import cache
+                    from mcpctl.catalogue.pins import delete_pins
 
                     cache.delete_server(n)
+                    delete_pins(n)          # and its pinned definitions (state, not spec)
                 elif k_name == "Token":      # revoked: a running gateway refuses it at the next request
                     from mcpctl.resources import tokens
 

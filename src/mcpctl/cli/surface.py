@@ -88,6 +88,7 @@ def _tool_json(t: ToolSurface) -> dict[str, Any]:
 def report_json(r: SurfaceReport) -> dict[str, Any]:
     """The machine-readable report (its keys never depend on the values; a test pins them)."""
     from mcpctl.catalogue.judge import ANNOTATION_NOTE, SIMILARITY_METHOD
+    from mcpctl.catalogue.poison import MAX_DESCRIPTION
 
     cur = r.current
     writers = r.write_reach
@@ -116,6 +117,9 @@ def report_json(r: SurfaceReport) -> dict[str, Any]:
                            "pairs": [{"a": p.a, "b": p.b, "score": p.score, "sameName": p.same_name,
                                       "descriptionA": p.description_a, "descriptionB": p.description_b}
                                      for p in r.near_duplicates]},
+        "suspicious": {"maxDescription": MAX_DESCRIPTION, "tools": len({f.tool for f in r.suspicious}),
+                       "flags": [{"tool": f.tool, "kind": f.kind, "why": f.why, "text": f.text}
+                                 for f in r.suspicious]},
         "use": {"calls": r.calls, "failed": r.failed, "neighbour": r.neighbour, "flagged": r.flagged,
                 "neverCalled": [t.id for t in r.never_called],
                 "neighbourPairs": [{"first": p.first, "then": p.then, "calls": p.calls} for p in r.neighbour_pairs],
@@ -151,6 +155,12 @@ def _json_lists(r: SurfaceReport) -> str:
 def _one_line(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def _suspicious_headline(r: SurfaceReport) -> str:
+    tools = len({f.tool for f in r.suspicious})
+    return (f"Suspicious descriptions: {tools} tool(s) carry what tool poisoning uses ({len(r.suspicious)} mark(s); "
+            "flagged, not blocked: read them, and disable what the server should not say)")
 
 
 def _headline(r: SurfaceReport) -> str:
@@ -257,6 +267,11 @@ def render_table(r: SurfaceReport) -> None:
         say(f"        {p.b}: {_one_line(p.description_b)}")
     if r.near_duplicate_total > TABLE_PAIRS:
         say(f"  … and {r.near_duplicate_total - TABLE_PAIRS:,} more ({_json_lists(r)})")
+    if r.suspicious:
+        say()
+        say(_suspicious_headline(r))
+        for f in r.suspicious:
+            say(f"  {f.tool}: {f.why}: {f.text}")
 
     say()
     say(f"Use in the last {r.window_days:g} days: {r.calls} call(s), {r.failed} failed, {r.neighbour} followed within "
@@ -350,6 +365,9 @@ def render_markdown(r: SurfaceReport) -> str:
                   f"{_md(_one_line(p.description_b, 120))} |" for p in pairs[:TABLE_PAIRS]]
         if r.near_duplicate_total > TABLE_PAIRS:
             lines.append(f"\n… and {r.near_duplicate_total - TABLE_PAIRS:,} more (`{_json_lists(r)}`)")
+    if r.suspicious:
+        lines += ["", f"**{_suspicious_headline(r)}**", "", "| tool | mark | text |", "|---|---|---|"]
+        lines += [f"| `{f.tool}` | {_md(f.why)} | {_md(f.text)} |" for f in r.suspicious]
     used = sorted((x for x in r.tools if x.calls), key=lambda x: (-x.calls, x.id))
     lines += ["", f"**Use** (last {r.window_days:g} days): {r.calls} call(s), {r.failed} failed, {r.neighbour} "
               "followed within a minute by a different tool of the same server"]

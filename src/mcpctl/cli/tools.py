@@ -62,20 +62,33 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
     slot = FLAT if FLAT in table.presentation.slot_kinds else ALL
     favourites = {f.canonical_id: f.name for f in view.favourites if f.listed}
     rows: list[dict[str, Any]] = []
+    pinned = _pin_changes(cached.catalogue.tools)
     for tool in cached.catalogue.tools:
         cid = tool.canonical_id
         name = table.name(slot, cid) or cid
         ann = tool.wire.get("annotations") or {}
-        enabled = not isinstance(view.resolve(cid), Refusal)
+        refused = view.resolve(cid)
+        enabled = not isinstance(refused, Refusal)
+        held = isinstance(refused, Refusal) and refused.error_class == "ToolHeld"
         rows.append({
             "server": tool.server, "canonicalId": cid, "presentedName": name,
-            "state": "enabled" if enabled else "disabled",
+            "state": "enabled" if enabled else "held" if held else "disabled",
             "listed": name in listed,
             "favouriteName": favourites.get(cid),
             "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
             "description": tool.description,
+            "pinned": pinned.get(cid),       # changed | new since its server was pinned (tools changes)
         })
     return rows, failed
+
+
+def _pin_changes(tools: Any) -> dict[str, str]:
+    """canonical id -> changed | new, for the tools whose definition differs from its pin."""
+    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.pins import REMOVED, changes
+
+    servers = dict.fromkeys(t.server for t in tools)
+    return {c.id: c.kind for s in servers for c in changes(s, cache.read_server_tools(s) or []) if c.kind != REMOVED}
 
 
 def _hint(value: Any) -> str:
@@ -160,7 +173,9 @@ def register(app: typer.Typer) -> None:
             for c in cols:
                 table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
             for r in rows:
-                state = r["state"] if r["listed"] or r["state"] == "disabled" else "via search"
+                state = r["state"] if r["listed"] or r["state"] != "enabled" else "via search"
+                if r["pinned"]:
+                    state += f", {r['pinned']} (tools changes)"
                 cells = [r["server"], r["canonicalId"], r["presentedName"], state,
                          "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
                 if output == "wide":
@@ -185,6 +200,9 @@ def register(app: typer.Typer) -> None:
         """Disable tools: drop an exact entry from tools.enabled, else add to tools.disabled."""
         _edit_and_report(project, ids, enable=False, force=force)
 
+    from mcpctl.cli import tools_pins
+
+    tools_pins.register(tools_app)
     try:
         from mcpctl.cli import tools_search
 

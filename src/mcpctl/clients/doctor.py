@@ -8,7 +8,9 @@ a hint naming the command that fixes it:
   looks), its `${env:…}`/`${file:…}` references resolvable, no literal secret in the store,
   then connected and listed within its connect timeout through the gateway's refresh machinery
   (which also updates the catalogue cache and `get servers`), with the protocol era it speaks
-  and the tools whose definitions exceed a token budget;
+  and the tools whose definitions exceed a token budget or whose descriptions carry what tool
+  poisoning uses (`catalogue.poison`: flagged, never blocked), and the definitions that differ
+  from those pinned at its first listing (`catalogue.pins`);
 - each project: its servers registered and listed, every presented tool name valid in Claude
   and Codex (`^[a-zA-Z0-9_-]{1,64}$` once Claude Code prefixes `mcp__<entry>__`), the whole
   `tools/list` against a token budget, and whether semantic search is active (`auto` and
@@ -45,6 +47,7 @@ NAME_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 DEFAULT_TOOL_BUDGET: Final = 1_000        # tokens for one tool's definition
 DEFAULT_BUDGET: Final = 10_000            # tokens for a project's whole tools/list
 MODERN_ERA: Final = "2026-07-28"
+MAX_FLAGS_SHOWN: Final = 5                # suspicious-description flags one doctor line names
 
 Progress = Callable[[str, int, int], None]     # (server just finished, done, total)
 
@@ -274,6 +277,40 @@ def _listing(report: DoctorReport, name: str, result: Listed | None, probed: boo
         total = sum(tokens(t) for t in tools)
         report.add(scope, "tokens", "ok", f"{len(tools)} tool definition(s), ≈{total:,} tokens ({token_kind()}), "
                    f"none over {tool_budget}")
+    _descriptions(report, name, tools)
+    _pinned(report, name, tools)
+
+
+def _pinned(report: DoctorReport, name: str, tools: list[dict[str, Any]]) -> None:
+    """A warning when the listing differs from the definitions pinned at the server's first listing."""
+    from mcpctl.catalogue.pins import changes
+
+    found = changes(name, tools)
+    if found:
+        shown = ", ".join(f"{c.tool} ({c.kind})" for c in found[:MAX_FLAGS_SHOWN])
+        more = " …" if len(found) > MAX_FLAGS_SHOWN else ""
+        report.add(f"server/{name}", "pinned", "warn", f"{len(found)} tool definition(s) differ from those pinned "
+                   f"at its first listing: {shown}{more}",
+                   "read the diffs: mcpctl tools changes --project P; accept them: mcpctl tools approve --project P "
+                   f"{name}/TOOL … (or --all)")
+
+
+def _descriptions(report: DoctorReport, name: str, tools: list[dict[str, Any]]) -> None:
+    """A warning naming each tool whose description carries what tool poisoning uses (`catalogue.poison`);
+    nothing when none does (flagged, never blocked)."""
+    from mcpctl.catalogue.poison import scan_all
+
+    flags = scan_all((f"{name}/{t.get('name')}", t.get("description") if isinstance(t.get("description"), str)
+                      else None) for t in tools)
+    if not flags:
+        return
+    shown = "; ".join(f"{f.tool}: {f.why}: {f.text!r}" for f in flags[:MAX_FLAGS_SHOWN])
+    more = f" … and {len(flags) - MAX_FLAGS_SHOWN} more" if len(flags) > MAX_FLAGS_SHOWN else ""
+    tools_flagged = len({f.tool for f in flags})
+    report.add(f"server/{name}", "descriptions", "warn",
+               f"{tools_flagged} tool description(s) carry what tool poisoning uses: {shown}{more}",
+               f"read them (mcpctl surface --project P lists every flag); if one is not what the server should say, "
+               f"mcpctl tools disable --project P '{name}/TOOL'")
 
 
 # -- projects ---------------------------------------------------------------------------------------------

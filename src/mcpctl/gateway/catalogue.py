@@ -87,6 +87,7 @@ class Catalogue:
         self.raw_uris: dict[str, str] = {}                               # upstream uri -> server
         self.templates: list[tuple[str, dict[str, Any]]] = []            # (server, wire)
         self.version = 0
+        self.held: dict[str, str] = {}          # pinning: hold -> tools withheld until approved (`pins.held`)
         self._views: dict[SessionKey, View] = {}
         self._open: View | None = None
         self._instructions: dict[SessionKey, str] = {}
@@ -163,12 +164,21 @@ class Catalogue:
         self.resources = resources
         self.raw_uris = raw_uris
         self.templates = templates
+        self.held = self._held()
         self._views = {}
         self._open = None
         self._instructions = {}
         self.version += 1
 
     # -- views ----------------------------------------------------------------------------------
+
+    def _held(self) -> dict[str, str]:
+        """The tools `pinning: hold` withholds (reads the servers' pins; none under warn or off)."""
+        if self.project.pinning != "hold":
+            return {}
+        from mcpctl.catalogue.pins import held
+
+        return held({s: (self.listings.get(s) or {}).get("tools") or [] for s in self.order})
 
     def view(self, session: SessionKey = OPEN_SESSION) -> View:
         """What a session with this key sees (built once per catalogue version)."""
@@ -181,7 +191,8 @@ class Catalogue:
             session = SessionKey(False, session.profile)
             v = self._views.get(session)
         if v is None:
-            v = self._views[session] = build_view(self.project_name, self.project, self.table, session, self.down)
+            v = self._views[session] = build_view(self.project_name, self.project, self.table, session, self.down,
+                                                  self.held)
         if session == OPEN_SESSION:
             self._open = v
         return v

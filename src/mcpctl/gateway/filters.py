@@ -66,6 +66,28 @@ class Curation:
                        f"{p} '{sid}'")
 
 
+@dataclass(frozen=True)
+class Pinning:
+    """`pinning: hold`: a tool whose definition changed (or that is new on a pinned server) since its
+    server was pinned is withheld until approved (`catalogue.pins`); `held`: canonical id -> kind."""
+
+    project_name: str
+    held: Mapping[str, str]
+
+    def check(self, tool: CatalogueTool) -> Refusal | None:
+        kind = self.held.get(tool.canonical_id)
+        if kind is None:
+            return None
+        cid, p = tool.canonical_id, self.project_name
+        what = "is new on a pinned server" if kind == "new" else "changed since it was pinned"
+        return Refusal("denied", "ToolHeld", f"tool {cid!r} is held in project {p!r}: its definition {what} "
+                       f"(pinning: hold); read the change with: mcpctl tools changes --project {p}; approve it "
+                       f"with: mcpctl tools approve --project {p} {cid}")
+
+    def check_server(self, server: str, what: str) -> Refusal | None:
+        return None
+
+
 def read_only(tool: CatalogueTool) -> bool:
     """Annotated read-only and not destructive (annotations are the upstream's hints)."""
     ann = tool.wire.get("annotations")

@@ -274,6 +274,8 @@ class Gateway:
             # the cache first: search reads each server's about text from it for the new version
             await anyio.to_thread.run_sync(cache.write_server_entry, up.name, dict(listing),
                                            limiter=self._disk)
+            if "tools" in changed:
+                await self._report_pins(up.name, listing["tools"])
             self._catalogue_changed(lambda: self.catalogue.set_listing(up.name, listing))
         self._settle(up.name)
         if changed:
@@ -282,6 +284,18 @@ class Gateway:
             if "tools" in changed:
                 self._index_soon()
             await self.sessions.notify(changed)
+
+    async def _report_pins(self, server: str, tools: list[dict[str, Any]]) -> None:
+        """Log the tool definitions that differ from those pinned at the server's first listing."""
+        from mcpctl.catalogue.pins import changes
+
+        mode = self.catalogue.project.pinning
+        found = [] if mode == "off" else await anyio.to_thread.run_sync(changes, server, tools, limiter=self._disk)
+        if found:
+            log.warning("server %s: %d tool definition(s) differ from those pinned (%s): %s; read them with "
+                        "mcpctl tools changes --project %s", server, len(found),
+                        ", ".join(f"{c.tool} {c.kind}" for c in found[:5]) + (" …" if len(found) > 5 else ""),
+                        "withheld until approved" if mode == "hold" else "served", self.project_name)
 
     def _index_soon(self) -> None:
         """Index the catalogue for search_tools now, in the background, not at the first search

@@ -55,6 +55,7 @@ from mcpctl.gateway.filters import (
     Curation,
     Filter,
     Gate,
+    Pinning,
     Refusal,
     read_only,
     server_items,
@@ -271,13 +272,15 @@ class View:
 
 
 def build_view(project_name: str, project: ProjectSpec, table: NameTable, session: SessionKey,
-               down: Mapping[str, str] | None = None) -> View:
+               down: Mapping[str, str] | None = None, held: Mapping[str, str] | None = None) -> View:
     """The view of one session key over a named catalogue. `down`: servers that cannot serve
-    (not registered, misconfigured) -> why; their favourites are left out with that reason."""
+    (not registered, misconfigured) -> why; their favourites are left out with that reason. `held`:
+    tools withheld by `pinning: hold` (canonical id -> changed | new)."""
     down = down or {}
     # the gate first: walking backwards, it is the first filter a call meets
     filters: tuple[Filter, ...] = (Gate(project.gate.enabled and session.gated),
                                    Curation(project_name, project),
+                                   Pinning(project_name, held or {}),
                                    CredentialView(project_name, project, session.profile))
     content_filters = filters[1:]                 # what the session may see once it has begun
     searchable = [t for t in table.by_cid.values() if all(f.check(t) is None for f in content_filters)]

@@ -24,6 +24,8 @@ from mcpctl.resources.schema import (
 
 API_VERSION: Final = "mcpctl/v1"
 PRESENTATIONS: Final = ("flat", "favourite-index", "deferred")
+PINNING_MODES: Final = ("off", "warn", "hold")
+DEFAULT_PINNING: Final = "warn"       # report a changed definition, keep serving it (docs/internals.md)
 NAME_STYLES: Final = ("portable", "spec", "bare")
 RANKERS: Final = ("auto", "bm25", "semantic", "hybrid")   # auto: hybrid when the model loads, else bm25
 DEFAULT_MAX_FAVOURITES: Final = 15
@@ -130,6 +132,7 @@ PROJECT_SPEC: Final = Obj({
         "maxFavourites": Scalar(int, default=DEFAULT_MAX_FAVOURITES, check=check_range(1, 200)),
     }),
     "presentation": Scalar(str, nullable=True, enum=PRESENTATIONS),
+    "pinning": Scalar(str, nullable=True, enum=PINNING_MODES),
     "gate": Obj({
         "enabled": Scalar(bool, default=False),
         "instructions": Scalar(str, nullable=True),
@@ -336,6 +339,7 @@ class ProjectSpec:
     gate: GateSettings = GateSettings()
     profiles: tuple[Profile, ...] = ()          # declared ones; see `profile()` for the built-ins
     results: ResultSettings = ResultSettings()
+    pinning: str = DEFAULT_PINNING               # off | warn | hold: a definition changed since pinned
 
     def profile(self, name: str) -> Profile | None:
         """A profile by name: declared in the project, else a built-in one."""
@@ -381,4 +385,5 @@ class ProjectSpec:
             results=ResultSettings(int(results.get("maxTokens", DEFAULT_MAX_RESULT_TOKENS)),
                                    int(results.get("keepMegabytes", DEFAULT_KEEP_MEGABYTES)),
                                    int(results.get("keepMinutes", DEFAULT_KEEP_MINUTES))),
+            pinning=s.get("pinning") or DEFAULT_PINNING,
         )

@@ -1,0 +1,94 @@
+"""`mcpctl tools changes|approve --project P`: tool definitions that differ from their pins (`catalogue.pins`).
+
+`changes` compares each server's cached listing (`--refresh`: listed now) with the definitions
+pinned at its first listing and prints each change as a unified diff; `approve` accepts the
+named changes (`SERVER/TOOL`, or `--all`), so the pins become what the servers list now.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    out,
+    output_option,
+    print_json,
+    safe,
+    write_stdout,
+)
+
+_Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
+
+
+def _changes(project: str, refresh: bool) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
+    """The project's servers and each one's cached listing (listed first with `refresh`)."""
+    from mcpctl.catalogue import cache
+    from mcpctl.gateway.catalogue import cached_catalogue
+
+    from ._listing import list_project_now
+
+    servers = list(cached_catalogue(project).project.servers)
+    if refresh:
+        list_project_now(project, lambda _n: True, "listing servers")
+    return servers, {s: cache.read_server_tools(s) or [] for s in servers}
+
+
+def register(tools_app: typer.Typer) -> None:
+    @tools_app.command("changes")
+    @cli_errors
+    def changes_cmd(
+        project: _Project,
+        output: Annotated[str, output_option(("table", "json"))] = "table",
+        refresh: Annotated[bool, typer.Option("--refresh", help="List the servers now (otherwise the cached "
+                                              "listing).")] = False,
+    ) -> None:
+        """Tool definitions that differ from those pinned when each server was first listed, as diffs."""
+        from mcpctl.catalogue.pins import changes
+
+        check_format(output, ("table", "json"))
+        servers, listings = _changes(project, refresh)
+        found = [c for s in servers for c in changes(s, listings[s])]
+        if output == "json":
+            print_json([{"id": c.id, "server": c.server, "tool": c.tool, "kind": c.kind, "pinned": c.before,
+                         "listed": c.after} for c in found])
+            return
+        if not found:
+            write_stdout(f"No changes: every tool of project {project} is as pinned.\n")
+            return
+        for c in found:
+            out.print(safe(f"{c.id}: {c.kind}", markup=False), style="bold", markup=False)
+            write_stdout("".join(safe(line, markup=False) + "\n" for line in c.diff().splitlines()))
+        write_stdout(f"{len(found)} change(s); accept with: mcpctl tools approve --project {project} "
+                     f"{' '.join(dict.fromkeys(c.id for c in found))} (or --all)\n")
+
+    @tools_app.command("approve")
+    @cli_errors
+    def approve_cmd(
+        project: _Project,
+        ids: Annotated[list[str] | None, typer.Argument(help="SERVER/TOOL changes to accept.")] = None,
+        all_: Annotated[bool, typer.Option("--all", help="Accept every change of the project.")] = False,
+    ) -> None:
+        """Accept changed, new or removed tool definitions: their pins become what the servers list now."""
+        from mcpctl.catalogue.pins import approve
+        from mcpctl.errors import MCPCtlError
+
+        if bool(ids) == all_:
+            raise MCPCtlError("name the changes to accept (SERVER/TOOL …) or pass --all, not both")
+        servers, listings = _changes(project, False)
+        wanted: dict[str, set[str]] = {}
+        for cid in ids or []:
+            server, _, tool = cid.partition("/")
+            if server not in servers or not tool:
+                raise MCPCtlError(f"{cid!r} is not SERVER/TOOL of a server of project {project}")
+            wanted.setdefault(server, set()).add(tool)
+        done = [c for s in servers if all_ or s in wanted
+                for c in approve(s, listings[s], None if all_ else wanted[s])]
+        for c in done:
+            write_stdout(safe(f"{c.id}: {c.kind}, approved", markup=False) + "\n")
+        if not done:
+            write_stdout("Nothing to approve.\n")
