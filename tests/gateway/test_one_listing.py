@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from ci_support import skip_unless_ci
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
+from mcpctl.gateway.builtins import BUILTIN_NAMES as BUILTINS
 
 pytestmark = [pytest.mark.npm]
 
-BUILTINS = {"search_tools", "call_tool", "begin_session"}
 
 
 def _everything() -> str:
