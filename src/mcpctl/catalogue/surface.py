@@ -379,10 +379,13 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
 
     # servers
     servers: list[ServerSurface] = []
+    tools_of: dict[str, list[ToolSurface]] = defaultdict(list)      # once: servers x tools was quadratic
+    for ts in tools:
+        tools_of[ts.server].append(ts)
     for s in project.servers:
         status = f"not registered: {missing[s]}" if s in missing else \
             "listed" if s in catalogue.listings else "never listed"
-        mine = [t for t in tools if t.server == s]
+        mine = tools_of.get(s, [])
         servers.append(ServerSurface(
             s, status, len(mine), sum(t.enabled for t in mine), per_server_entries[s], per_server_tokens[s],
             sum(t.tokens for t in mine if t.enabled), per_server_tokens[s] / total if total else 0.0,
