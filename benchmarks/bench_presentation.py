@@ -387,7 +387,7 @@ async def measure_mode(mode: str, servers: Sequence[DatasetServer], tok: Tokeniz
 def flat_name(server: str, tool: str) -> str | None:
     """The flat presented name as mcpctl's names stage computes it (before any clash)."""
     try:
-        from mcpctl.gateway.names import Namer, fit
+        from mcpctl.presentation.names import Namer, fit
 
         return fit(Namer().flat(server, tool), f"{server}/{tool}", 48)
     except Exception:

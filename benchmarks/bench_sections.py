@@ -1,4 +1,4 @@
-"""Cutting a large result into sections (`gateway.sections`), in process (not a test).
+"""Cutting a large result into sections (`presentation.sections`), in process (not a test).
 
     .venv/bin/python benchmarks/bench_sections.py [--rounds 15] [--size 2097152] [--max-tokens 8000]
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "servers"
 import payloads
 
 from mcpctl.catalogue.tokens import ESTIMATE, TokenCounter, token_counter
-from mcpctl.gateway.sections import Sections, SectionStore
+from mcpctl.presentation.sections import Sections, SectionStore
 
 
 def _time(fn: Callable[[], object], rounds: int) -> list[float]:

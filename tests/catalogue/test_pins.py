@@ -137,8 +137,8 @@ def test_tools_list_marks_a_changed_or_new_tool_until_approved(project: Path) ->
 
 def test_pinning_hold_withholds_changed_and_new_tools_from_list_search_and_call_until_approved(
         project: Path) -> None:
-    from mcpctl.gateway.catalogue import cached_catalogue
-    from mcpctl.gateway.filters import Refusal
+    from mcpctl.presentation.catalogue import cached_catalogue
+    from mcpctl.presentation.filters import Refusal
 
     store = Store()
     res = store.get("Project", "p")

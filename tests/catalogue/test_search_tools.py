@@ -12,9 +12,9 @@ import pytest
 
 from mcpctl import catalogue
 from mcpctl.catalogue import cache, rank
-from mcpctl.gateway.builtins import SearchPayload, no_match_text, search_result
-from mcpctl.gateway.catalogue import cached_catalogue
-from mcpctl.gateway.search import ToolSearch
+from mcpctl.presentation.builtins import SearchPayload, no_match_text, search_result
+from mcpctl.presentation.catalogue import cached_catalogue
+from mcpctl.presentation.search import ToolSearch
 from mcpctl.resources.kinds import ServerSpec
 from mcpctl.resources.store import Store
 
@@ -124,7 +124,7 @@ def test_the_upstream_captures_the_servers_instructions_into_the_listing_and_the
 def test_server_about_keeps_only_what_the_server_gave() -> None:
     import mcp.types as t
 
-    from mcpctl.gateway.upstream import server_about
+    from mcpctl.upstream.supervisor import server_about
 
     assert server_about(None, None) == []
     assert server_about(None, "  Use me.  ") == [{"instructions": "Use me."}]

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from mcpctl.audit.log import CallRecord, InvocationLog
-from mcpctl.catalogue import judge, surface
+from mcpctl.catalogue import judge
 from mcpctl.catalogue.tokens import ESTIMATE, ESTIMATE_LABEL, definition_text, token_counter
-from mcpctl.gateway.catalogue import Catalogue
-from mcpctl.gateway.view import CatalogueTool
+from mcpctl.catalogue.tool import CatalogueTool
+from mcpctl.presentation import surface
+from mcpctl.presentation.catalogue import Catalogue
 from mcpctl.resources.kinds import ProjectSpec
 
 NOW = 1_800_000_000.0

@@ -76,7 +76,7 @@ def test_search_table_and_unlisted_server_warning(app: typer.Typer, runner: CliR
 
 
 def _presented(cid: str) -> str:
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
 
     return cached_catalogue("p").view().present(cid) or cid
 
@@ -106,7 +106,7 @@ def test_search_with_no_listed_tools_is_a_clear_error(app: typer.Typer, runner: 
 
 def test_cli_modules_do_not_import_mcp() -> None:
     code = ("import sys, mcpctl.cli.tools_search, mcpctl.cli.eval, mcpctl.catalogue.rank, "
-            "mcpctl.gateway.catalogue, mcpctl.gateway.view; print('mcp' in sys.modules)")
+            "mcpctl.presentation.catalogue, mcpctl.presentation.view; print('mcp' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

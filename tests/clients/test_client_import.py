@@ -286,9 +286,9 @@ HTTP_HEADERS = {"Authorization": f"Bearer {HTTP_TOKEN}", "Cookie": SHAPES["cooki
 def test_every_secret_shape_moves_to_0600_files_and_the_gateway_still_gets_the_original(env: Env) -> None:
     import sys
 
-    from mcpctl.gateway.upstream_transport import stdio_params
     from mcpctl.resources import secrets
     from mcpctl.resources.kinds import ServerSpec
+    from mcpctl.upstream.transport import stdio_params
 
     env.write("mcp-json", json.dumps({"mcpServers": {
         "db": {"command": sys.executable, "args": STDIO_ARGS, "env": STDIO_ENV},
@@ -314,7 +314,7 @@ def test_every_secret_shape_moves_to_0600_files_and_the_gateway_still_gets_the_o
     assert secrets.resolve(events.url or "", where="url") == f"https://mcp.example.com/sse?key={SHAPES['sse url key']}"
 
     params = stdio_params(ServerSpec.from_resource(db))        # what the gateway starts the server with
-    from mcpctl.gateway.upstream_transport import LOCATION_ENV  # mcpctl's own dirs pass through too
+    from mcpctl.upstream.transport import LOCATION_ENV  # mcpctl's own dirs pass through too
 
     assert params.args == STDIO_ARGS
     assert {k: v for k, v in (params.env or {}).items() if k not in LOCATION_ENV} == STDIO_ENV

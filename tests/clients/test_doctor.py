@@ -42,7 +42,7 @@ def test_a_healthy_project_passes_with_its_servers_listed_and_names_valid(store:
     assert r.exit_code == 0, r.output
     tools = Store().status("Server", "calc")["tools"]
     assert f"connected and listed: {tools} tool(s), protocol" in r.stdout
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
 
     presented = len(cached_catalogue("good").view().listed_names)      # the tools + search_tools
     assert presented > tools

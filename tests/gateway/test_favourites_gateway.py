@@ -13,7 +13,7 @@ import pytest
 from gwkit import Kit, text_of, wait_tools
 from test_serve_http import http_client, http_gateway
 
-from mcpctl.gateway.builtins import ALWAYS_LOAD
+from mcpctl.presentation.builtins import ALWAYS_LOAD
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +55,7 @@ def listings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
 def _warm_cache(listings: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     """Put the listings in this test's catalogue cache; returns each server's tool names, in order."""
     from mcpctl.catalogue import cache
-    from mcpctl.gateway.catalogue import cached_listing
+    from mcpctl.presentation.catalogue import cached_listing
 
     assert set(listings) == {"alpha", "beta"}
     for name, entry in listings.items():
@@ -121,7 +121,7 @@ async def test_a_call_through_favourite_and_all_reaches_the_same_tool(
     listed_ids = [(server, name) for server, names in upstream.items() for name in names
                   if (server, name) != ("alpha", "delete_all")]
     plain = [f"all{s}{server}{s}{name}" for server, name in listed_ids if name.isidentifier()]
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
 
     pipeline = cached_catalogue(project).view()           # what `mcpctl tools list` shows
     async with kit.client(project, mode=mode) as c:

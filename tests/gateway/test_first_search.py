@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from ci_support import skip_unless_ci
 from mcpctl.catalogue import cache, rank
 from mcpctl.cli import app
-from mcpctl.gateway.catalogue import cached_catalogue
-from mcpctl.gateway.search import FIRST_SEARCH_WAIT_TOOLS, _docs
+from mcpctl.presentation.catalogue import cached_catalogue
+from mcpctl.presentation.search import FIRST_SEARCH_WAIT_TOOLS, _docs
 
 DATASET = REPO / "tests" / "fixtures" / "livemcpbench_slice" / "tools.jsonl"
 DATASET_SERVER = REPO / "tests" / "servers" / "dataset_server.py"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from mcpctl.catalogue import cache, curation
-from mcpctl.gateway.catalogue import Catalogue, namespaced_uri, split_namespaced_uri
-from mcpctl.gateway.names import Namer, portable_name
-from mcpctl.gateway.view import Route
+from mcpctl.presentation.catalogue import Catalogue, namespaced_uri, split_namespaced_uri
+from mcpctl.presentation.names import Namer, portable_name
+from mcpctl.presentation.view import Route
 from mcpctl.resources.kinds import NameSettings, ProjectSpec
 
 

@@ -1,5 +1,5 @@
 """One listing everywhere: the CLI lists an upstream the way the gateway connects to it (the same
-era, client info and capabilities: `gateway.upstream_client`), so the npm everything server,
+era, client info and capabilities: `upstream.client`), so the npm everything server,
 which adds its sampling, elicitation and roots tools only for a client that offers those
 capabilities, has the same tools in `create server`, `tools list --refresh` and the gateway's
 `tools/list`, whoever listed it last."""
@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from ci_support import skip_unless_ci
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
-from mcpctl.gateway.builtins import BUILTIN_NAMES as BUILTINS
+from mcpctl.presentation.builtins import BUILTIN_NAMES as BUILTINS
 
 pytestmark = [pytest.mark.npm]
 

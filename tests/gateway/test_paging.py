@@ -146,7 +146,7 @@ def test_cursors_round_trip_and_refuse_what_they_did_not_mint() -> None:
     import base64
     import json
 
-    from mcpctl.gateway import paging
+    from mcpctl.presentation import paging
 
     items = list(range(10))
     assert paging.page(items, "tools", None, 0, 1) == (items, None)

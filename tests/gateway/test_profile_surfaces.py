@@ -26,8 +26,8 @@ from test_serve_http import http_client, http_gateway
 from typer.testing import CliRunner
 
 from mcpctl.cli import app
-from mcpctl.gateway.catalogue import Catalogue
-from mcpctl.gateway.view import SessionKey
+from mcpctl.presentation.catalogue import Catalogue
+from mcpctl.presentation.view import SessionKey
 from mcpctl.resources.kinds import ProjectSpec
 
 pytestmark = [pytest.mark.anyio,

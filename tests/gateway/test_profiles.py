@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
-from mcpctl.gateway.catalogue import Catalogue
-from mcpctl.gateway.view import Refusal, Route, SessionKey
+from mcpctl.presentation.catalogue import Catalogue
+from mcpctl.presentation.view import Refusal, Route, SessionKey
 from mcpctl.resources.kinds import ProjectSpec
 
 pytestmark = pytest.mark.anyio

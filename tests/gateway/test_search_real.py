@@ -18,10 +18,10 @@ from gwkit import npm_bin
 
 from ci_support import skip_unless_ci
 from mcpctl.catalogue import cache, rank
-from mcpctl.gateway.builtins import SearchPayload
-from mcpctl.gateway.catalogue import cached_catalogue
 from mcpctl.gateway.refresh import refresh_project
-from mcpctl.gateway.search import ToolSearch
+from mcpctl.presentation.builtins import SearchPayload
+from mcpctl.presentation.catalogue import cached_catalogue
+from mcpctl.presentation.search import ToolSearch
 from mcpctl.resources.store import Store
 
 pytestmark = [pytest.mark.npm]

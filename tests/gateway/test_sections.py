@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mcpctl.catalogue.tokens import chars_estimate
-from mcpctl.gateway.sections import (
+from mcpctl.presentation.sections import (
     JSON,
     TEXT,
     SectionError,

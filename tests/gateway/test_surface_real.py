@@ -90,7 +90,7 @@ def test_surface_of_examples_and_livemcpbench_servers(kit: Kit, runner: CliRunne
     # tool of the two filesystem servers (0.63), and two different arXiv tools score 0.57
     assert report["nearDuplicates"]["pairs"] == []
     from mcpctl.catalogue.judge import near_duplicates
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
 
     closest = near_duplicates(cached_catalogue("p").catalogue.tools, threshold=0.5)
     assert [(p.a, p.b) for p in closest[:2]] == [("filesystem/move_file", "desktop-commander/move_file"),

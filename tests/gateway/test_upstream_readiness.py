@@ -10,7 +10,7 @@ import anyio
 import pytest
 from gwkit import SLACK, Kit, _alive, _mark_pids, text_of, wait_tools
 
-from mcpctl.gateway import upstream
+from mcpctl.upstream import supervisor as upstream
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ import anyio
 import pytest
 from gwkit import Kit, text_of, wait_tools
 
-from mcpctl.gateway import upstream_transport
+from mcpctl.upstream import transport as upstream_transport
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""The presentation pipeline in-process (`gateway.view` through `gateway.catalogue`): list order,
+"""The presentation pipeline in-process (`presentation.view` through `presentation.catalogue`): list order,
 names, the reverse map, favourites and their reasons, the gate, the project schema and the
 instructions. No subprocess, no `mcp` session."""
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from mcpctl.errors import InvalidResource
-from mcpctl.gateway import names as nm
-from mcpctl.gateway.builtins import (
+from mcpctl.presentation import names as nm
+from mcpctl.presentation.builtins import (
     ALWAYS_LOAD,
     BEGIN_SESSION,
     BUILTIN_NAMES,
@@ -23,8 +23,8 @@ from mcpctl.gateway.builtins import (
     READ_RESULT,
     SEARCH_TOOL,
 )
-from mcpctl.gateway.catalogue import Catalogue
-from mcpctl.gateway.view import Refusal, Route, SessionKey, View
+from mcpctl.presentation.catalogue import Catalogue
+from mcpctl.presentation.view import Refusal, Route, SessionKey, View
 from mcpctl.resources.kinds import FavouriteIndex, NameSettings, ProjectSpec
 from mcpctl.resources.validate import Validated, validate_document
 from mcpctl.resources.yamlio import Document

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final
 from mcpctl.catalogue.analyze import analyze
 
 if TYPE_CHECKING:
-    from mcpctl.gateway.view import CatalogueTool
+    from mcpctl.catalogue.tool import CatalogueTool
 
 # Cosine of TF-IDF vectors of the analysed descriptions (IDF over the project's enabled tools).
 # Measured on the example, npm reference and LiveMCPBench servers together (237 tools): pairs a

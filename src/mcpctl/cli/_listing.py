@@ -54,7 +54,7 @@ def index_for_search(servers: list[str]) -> None:
     """Embed the listed tools for semantic search now (with the catalogue, not at the first
     search: a fresh gateway's first `search_tools` then ranks by meaning). Nothing to do without
     the model or for projects whose ranker is bm25."""
-    from mcpctl.gateway.search import index_listed
+    from mcpctl.presentation.search import index_listed
 
     if not servers:
         return
@@ -63,7 +63,7 @@ def index_for_search(servers: list[str]) -> None:
 
 
 def list_project_now(project: str, which: Callable[[str], bool], what: str) -> dict[str, Listed]:
-    from mcpctl.gateway.catalogue import load_gateway_config
+    from mcpctl.presentation.catalogue import load_gateway_config
 
     _, servers = load_gateway_config(project)
     return list_now({n: s for n, s in servers.items() if which(n)}, what)

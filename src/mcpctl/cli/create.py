@@ -175,8 +175,8 @@ def _remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, pr
     if not probe:
         return "sse" if sse_url(spec["url"]) else "http"
     from mcpctl.errors import SecretError
-    from mcpctl.gateway.transport_probe import probe_transport
     from mcpctl.resources import secrets
+    from mcpctl.upstream.probe import probe_transport
 
     try:
         url = secrets.resolve(spec["url"], where="--url")

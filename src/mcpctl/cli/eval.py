@@ -87,7 +87,7 @@ def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
     from mcpctl.catalogue.rank import ToolDoc
     from mcpctl.errors import MCPCtlError
     from mcpctl.evaluation.datasets import Query
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
 
     from .tools_search import load_project
 

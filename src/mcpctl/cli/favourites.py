@@ -33,7 +33,7 @@ from .create import complete_tool_ids
 
 if TYPE_CHECKING:
     from mcpctl.catalogue.favourites import Suggestions
-    from mcpctl.gateway.catalogue import CachedCatalogue
+    from mcpctl.presentation.catalogue import CachedCatalogue
 
 favourites_app = typer.Typer(help="A project's favourite tools: list, pin, unpin, and suggest them from real use.",
                              no_args_is_help=True)
@@ -63,7 +63,7 @@ _Pinned = Annotated[list[str], typer.Argument(help="Canonical tool ids server/to
 
 def favourites_report(cached: CachedCatalogue, project_name: str) -> dict[str, Any]:
     """What the gateway presents of the project's favourites (the JSON/YAML shape of `list`)."""
-    from mcpctl.gateway.names import ALL
+    from mcpctl.presentation.names import ALL
 
     project = cached.project
     view = cached.view()
@@ -189,8 +189,8 @@ def suggestions(project: str, top: int, since: float, floor: Floor | None = None
     """Favourites suggested from the calls of `project` since `since` (unix seconds), the cached
     catalogue they were judged against, and (when there were none) how many calls the log holds."""
     from mcpctl.catalogue import favourites as fv
-    from mcpctl.gateway.catalogue import cached_catalogue
-    from mcpctl.gateway.view import Refusal
+    from mcpctl.presentation.catalogue import cached_catalogue
+    from mcpctl.presentation.view import Refusal
 
     from .logs import open_log
 
@@ -259,8 +259,8 @@ def render_suggest(project: str, s: Suggestions, period: str, floor: Floor | Non
 
 def _list_cost(cached: CachedCatalogue) -> tuple[tuple[int, int], tuple[int, int]]:
     """(listed, ≈tokens) of the project's tools/list as presented, and of the flat list."""
-    from mcpctl.catalogue.surface import FLAT, mode_catalogues
     from mcpctl.catalogue.tokens import definition_text, token_counter
+    from mcpctl.presentation.surface import FLAT, mode_catalogues
 
     count = token_counter().count
     cats = mode_catalogues(cached.catalogue)
@@ -274,7 +274,7 @@ def _list_cost(cached: CachedCatalogue) -> tuple[tuple[int, int], tuple[int, int
 def _report_cost(project: str, before: CachedCatalogue) -> None:
     """What the change did to the list's size, and a warning when favourites cost more than they
     save (each favourite is listed in full: past a point the list outgrows the flat one)."""
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
 
     (n0, t0), _ = _list_cost(before)
     after = cached_catalogue(project)
@@ -309,7 +309,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Exactly what the gateway presents: favourites (★, presented name, state and why not listed), the
         count under all/, and the instruction text."""
-        from mcpctl.gateway.catalogue import cached_catalogue
+        from mcpctl.presentation.catalogue import cached_catalogue
 
         check_format(output, ("table", "json", "yaml"))
         cached = cached_catalogue(project)

@@ -26,7 +26,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from mcpctl.catalogue.surface import SurfaceReport, ToolSurface
+    from mcpctl.presentation.surface import SurfaceReport, ToolSurface
 
 FORMATS = ("table", "json", "markdown")
 TABLE_PAIRS = 12                # near-duplicate pairs shown in full by the table and markdown (json: all)
@@ -39,9 +39,9 @@ _now = time.time                # the clock the window is measured from (a test 
 def surface_report(project: str, *, window_days: float, refresh: bool = False, now: float | None = None
                    ) -> tuple[SurfaceReport, list[str]]:
     """The report for `project` and the servers that could not be listed (each warned about once)."""
-    from mcpctl.catalogue.surface import NEIGHBOUR_WINDOW_S, build_report
     from mcpctl.catalogue.tokens import token_counter
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
+    from mcpctl.presentation.surface import NEIGHBOUR_WINDOW_S, build_report
 
     from ._listing import list_project_now, working
     from .logs import open_log

@@ -36,10 +36,10 @@ _Force = Annotated[bool, typer.Option("--force", help="Store ids or globs that m
 def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per catalogue tool, named as the gateway presents it (the same pipeline). Servers
     never listed are listed now (all of them with `refresh`); returns (rows, failed servers)."""
-    from mcpctl.gateway.catalogue import cached_catalogue
-    from mcpctl.gateway.names import ALL
-    from mcpctl.gateway.presentations import FLAT
-    from mcpctl.gateway.view import Refusal
+    from mcpctl.presentation.catalogue import cached_catalogue
+    from mcpctl.presentation.modes import FLAT
+    from mcpctl.presentation.names import ALL
+    from mcpctl.presentation.view import Refusal
 
     from ._listing import list_project_now, working
 

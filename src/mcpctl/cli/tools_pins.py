@@ -28,7 +28,7 @@ _Project = Annotated[str, typer.Option("--project", "-p", help="The project.", a
 def _changes(project: str, refresh: bool) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
     """The project's servers and each one's cached listing (listed first with `refresh`)."""
     from mcpctl.catalogue import cache
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
 
     from ._listing import list_project_now
 

@@ -124,7 +124,7 @@ def register(tools_app: typer.Typer) -> None:
         from mcpctl.catalogue.cache import read_about
         from mcpctl.catalogue.rank import RANKER_KINDS, ToolDoc, build_ranker, describe
         from mcpctl.errors import MCPCtlError
-        from mcpctl.gateway.catalogue import cached_catalogue
+        from mcpctl.presentation.catalogue import cached_catalogue
 
         if ranker_kind is not None and ranker_kind not in RANKER_KINDS:
             raise typer.BadParameter(f"{ranker_kind!r} is not one of: {', '.join(RANKER_KINDS)}",
@@ -174,7 +174,7 @@ def register(tools_app: typer.Typer) -> None:
             })
             return
         if not hits:
-            from mcpctl.gateway.builtins import no_match_text
+            from mcpctl.presentation.builtins import no_match_text
 
             why = getattr(ranker, "fallback", None) or (f"--ranker {kind}" if ranker_kind else f"search.ranker: {kind}")
             text = no_match_text(query, len(docs), list(dict.fromkeys(d.server for d in docs)),

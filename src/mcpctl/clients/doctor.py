@@ -4,7 +4,7 @@ Checks, each a `Check` with a status (`ok`, `info`, `warn`, `fail`) and, when so
 a hint naming the command that fixes it:
 
 - install: mcpctl and Python, `mcpctl` on PATH, the MCP SDK, the store readable;
-- each server: its command found (`gateway.upstream_transport.find_command`, as the gateway
+- each server: its command found (`upstream.transport.find_command`, as the gateway
   looks), its `${env:…}`/`${file:…}` references resolvable, no literal secret in the store,
   then connected and listed within its connect timeout through the gateway's refresh machinery
   (which also updates the catalogue cache and `get servers`), with the protocol era it speaks
@@ -330,7 +330,7 @@ def _fewer_hint(name: str, project: ProjectSpec) -> str:
 
 def _project(report: DoctorReport, store: Store, name: str, entry: str, budget: int,
              semantic: tuple[bool, str] | None) -> None:
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
 
     scope = f"project/{name}"
     cached = cached_catalogue(name, store)

@@ -42,9 +42,9 @@ from typing import Any, Final
 
 from mcpctl import __version__, paths
 from mcpctl.catalogue import cache
-from mcpctl.gateway import paging
-from mcpctl.gateway.catalogue import catalogue_from, load_gateway_config, tools_list_json
-from mcpctl.gateway.view import SessionKey
+from mcpctl.presentation import paging
+from mcpctl.presentation.catalogue import catalogue_from, load_gateway_config, tools_list_json
+from mcpctl.presentation.view import SessionKey
 from mcpctl.resources.kinds import ServerSpec
 from mcpctl.resources.store import Store, atomic_write
 

@@ -2,7 +2,7 @@
 
 One low-level `mcp.server.Server` serves both protocol eras (the `initialize` handshake and
 2026-07-28). `tools/list` and `tools/call` take a lean path (a server middleware that answers
-them directly): the list is the session's pre-built view (`gateway.view`), and a call's JSON is
+them directly): the list is the session's pre-built view (`presentation.view`), and a call's JSON is
 relayed to the upstream and back without re-validating it into models on either hop, with the
 era envelope (`resultType`, the `serverInfo` stamp) handled here. Every tool name a client
 calls walks the presentation pipeline backwards to its canonical `server/tool`, every filter
@@ -32,22 +32,22 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl import __version__
 from mcpctl.catalogue import cache
-from mcpctl.gateway import paging
 from mcpctl.gateway.asks import Asks
-from mcpctl.gateway.builtins import (
-    error_result,
-)
-from mcpctl.gateway.catalogue import Catalogue, cached_listing, tools_list_json
 from mcpctl.gateway.relay import LEGACY_ONLY_DROP, Relay
 from mcpctl.gateway.router import Router
-from mcpctl.gateway.sdk import initialize_accepted, set_middleware
-from mcpctl.gateway.search import ToolSearch
-from mcpctl.gateway.sections import Sections, SectionStore
 from mcpctl.gateway.sessions import NOTIFIED_SECTIONS, Caller, Sessions, new_session_id
 from mcpctl.gateway.surfaces import Surfaces
-from mcpctl.gateway.upstream import SERVER_INFO_KEY, Listing, Upstream
-from mcpctl.gateway.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
+from mcpctl.presentation import paging
+from mcpctl.presentation.builtins import (
+    error_result,
+)
+from mcpctl.presentation.catalogue import Catalogue, cached_listing, tools_list_json
+from mcpctl.presentation.search import ToolSearch
+from mcpctl.presentation.sections import Sections, SectionStore
+from mcpctl.presentation.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
+from mcpctl.sdk import initialize_accepted, set_middleware
+from mcpctl.upstream.supervisor import SERVER_INFO_KEY, Listing, Upstream
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -81,7 +81,7 @@ class Gateway:
         """`preloaded`: catalogue cache entries already read (server -> entry, None if never listed);
         `catalogue`: the catalogue the early front built from them (reused, not rebuilt);
         `known_capabilities`: each server's capabilities when it was last connected (its status);
-        `page_size`: items per page of the four lists (0: one page; `gateway.paging`)."""
+        `page_size`: items per page of the four lists (0: one page; `presentation.paging`)."""
         self.project_name = project_name
         self.project = project
         self.catalogue = catalogue if catalogue is not None else Catalogue(project_name, project)

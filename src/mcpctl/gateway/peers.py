@@ -24,7 +24,7 @@ import mcp.types as t
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcpctl.gateway.sdk import RawResult
+from mcpctl.sdk import RawResult
 
 LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 LOG_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}

@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 
 from mcpctl.catalogue import cache
-from mcpctl.gateway.upstream import Listing, Upstream
 from mcpctl.resources.kinds import ServerSpec
+from mcpctl.upstream.supervisor import Listing, Upstream
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -109,7 +109,7 @@ def refresh(servers: Mapping[str, ServerSpec | str],
 def refresh_project(project_name: str, only: Callable[[str], bool] | None = None,
                     on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
     """List the project's servers (or those `only` selects) now."""
-    from mcpctl.gateway.catalogue import load_gateway_config
+    from mcpctl.presentation.catalogue import load_gateway_config
 
     _, servers = load_gateway_config(project_name)
     chosen = {n: s for n, s in servers.items() if only is None or only(n)}

@@ -42,12 +42,12 @@ from mcpctl.gateway.asks import Relayed, retry_params
 from mcpctl.gateway.early import offered
 from mcpctl.gateway.peers import LOG_RANK, log_allowed
 from mcpctl.gateway.router import strip_upstream_meta
-from mcpctl.gateway.upstream_errors import UpstreamTimeout, UpstreamUnavailable
+from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
     from mcpctl.gateway.sessions import Caller
-    from mcpctl.gateway.upstream import Upstream
+    from mcpctl.upstream.supervisor import Upstream
 
 log = logging.getLogger("mcpctl.gateway")
 

@@ -23,7 +23,8 @@ from mcp import MCPError
 from mcp.types.jsonrpc import INVALID_PARAMS
 
 from mcpctl.gateway.asks import counted, retry_params
-from mcpctl.gateway.builtins import (
+from mcpctl.gateway.sessions import Caller
+from mcpctl.presentation.builtins import (
     BEGIN_SESSION,
     BEGIN_SESSION_CANONICAL_ID,
     CALL_TOOL,
@@ -42,11 +43,10 @@ from mcpctl.gateway.builtins import (
     structured_result,
     text_result,
 )
-from mcpctl.gateway.sections import SectionError
-from mcpctl.gateway.sessions import Caller
-from mcpctl.gateway.upstream import SERVER_INFO_KEY
-from mcpctl.gateway.upstream_errors import UpstreamTimeout, UpstreamUnavailable, describe_error
-from mcpctl.gateway.view import GATED, Refusal, Route, View
+from mcpctl.presentation.sections import SectionError
+from mcpctl.presentation.view import GATED, Refusal, Route, View
+from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable, describe_error
+from mcpctl.upstream.supervisor import SERVER_INFO_KEY
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -218,7 +218,7 @@ class Router:
             return error_result(str(e))
 
     def _read_result(self, caller: Caller, ts: float, t0: float, args: Any) -> dict[str, Any]:
-        """A section of a result cut for this caller (`gateway.sections`): another session's or
+        """A section of a result cut for this caller (`presentation.sections`): another session's or
         credential's id is answered as an unknown one."""
         rid, section = parse_read_result(args)
         try:

@@ -52,9 +52,9 @@ from mcpctl.gateway.early import (
     save_record,
 )
 from mcpctl.gateway.front import Caller, Gateway
-from mcpctl.gateway.sdk import create_context_streams
 from mcpctl.gateway.sessions import LOG_LEVEL_META
-from mcpctl.gateway.stdio_upstream import Coalescer
+from mcpctl.sdk import create_context_streams
+from mcpctl.upstream.stdio import Coalescer
 
 log = logging.getLogger("mcpctl.gateway")
 

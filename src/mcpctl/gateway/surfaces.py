@@ -2,7 +2,7 @@
 
 A session's `prompts/list`, `resources/list` and `resources/templates/list` hold only the items of
 the servers its view admits (`View.servers`: curation, the credential's profile and the gate,
-decided by server in `gateway.filters`). Every request naming one item, `resources/read` (the
+decided by server in `presentation.filters`). Every request naming one item, `resources/read` (the
 namespaced `mcpctl://` URI, the upstream's own, or one made from a template), `prompts/get`,
 `completion/complete` (a prompt or a resource reference) and `resources/subscribe`, is checked the
 same way before it is routed: outside the view it fails as a hidden tool's call does, with the
@@ -24,7 +24,7 @@ from mcp.types.jsonrpc import INVALID_PARAMS
 
 from mcpctl.gateway.asks import mrtr_params
 from mcpctl.gateway.sessions import Caller
-from mcpctl.gateway.view import SessionKey, View
+from mcpctl.presentation.view import SessionKey, View
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway

@@ -157,7 +157,7 @@ PROJECT_SPEC: Final = Obj({
         "topK": Scalar(int, default=5, check=check_range(1, 20)),
         "recordQueries": Scalar(bool, default=False),
     }),
-    # Results in sections (gateway.sections): a result's text over maxTokens reaches the client
+    # Results in sections (presentation.sections): a result's text over maxTokens reaches the client
     # cut, the rest kept in memory (keepMegabytes in all, keepMinutes each) for read_result.
     # 0 turns cutting off. The default stays under Claude Code's 10,000-token warning.
     "results": Obj({

@@ -6,7 +6,7 @@
   and the best matches for the task, then ungates the calling session.
 - `call_tool(name, arguments)` (the deferred presentation) calls any tool the session may use by
   its presented or canonical name, through the same pipeline as a direct call.
-- `read_result(result_id, section)` (results in sections, `gateway.sections`) returns a section
+- `read_result(result_id, section)` (results in sections, `presentation.sections`) returns a section
   of a result that was cut, to the session and credential that made the call.
 
 Their definitions and argument checks live here; the presentation pipeline (`view`) decides

@@ -9,15 +9,15 @@ Each stage is a small object with one job; `build_view` here runs them in that o
 each stage lives:
 
 - curation, credential view, session gate: the filters `Curation`, `CredentialView` and `Gate`
-  (`gateway.filters`). They answer `check(tool)`: forward they drop what they refuse, in reverse
+  (`presentation.filters`). They answer `check(tool)`: forward they drop what they refuse, in reverse
   they refuse the call with the reason.
-- presentation: `gateway.presentations` (`PRESENTATIONS` picks one from the project spec)
+- presentation: `presentation.modes` (`PRESENTATIONS` picks one from the project spec)
   decides which slots a tool takes (`favourite`, `all`, `flat`) and whether a slot is listed or
   only reachable (the deferred mode's long tail).
-- names: `NameTable` here (per catalogue version, over `gateway.names`) names every slot of
+- names: `NameTable` here (per catalogue version, over `presentation.names`) names every slot of
   every catalogue tool, unique by construction and independent of curation, so enabling or
   disabling a tool never renames another.
-- built-ins: mcpctl's own tools at top level, defined in `gateway.builtins`, added here.
+- built-ins: mcpctl's own tools at top level, defined in `presentation.builtins`, added here.
 
 A call walks it backwards: presented name (any style or slot form, or the canonical id) ->
 canonical `server/tool` -> every filter checked again -> route. `View` is computed once per
@@ -37,8 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mcpctl.gateway import names as nm
-from mcpctl.gateway.builtins import (
+from mcpctl.catalogue.tool import CatalogueTool
+from mcpctl.presentation import names as nm
+from mcpctl.presentation.builtins import (
     ALWAYS_LOAD,
     BEGIN_SESSION,
     BUILTIN_NAMES,
@@ -49,7 +50,7 @@ from mcpctl.gateway.builtins import (
     read_result_definition,
     search_tool_definition,
 )
-from mcpctl.gateway.filters import (
+from mcpctl.presentation.filters import (
     GATED,
     CredentialView,
     Curation,
@@ -60,22 +61,8 @@ from mcpctl.gateway.filters import (
     read_only,
     server_items,
 )
-from mcpctl.gateway.presentations import DEFERRED, FLAT, PRESENTATIONS
+from mcpctl.presentation.modes import DEFERRED, FLAT, PRESENTATIONS
 from mcpctl.resources.kinds import ProjectSpec
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogueTool:
-    """One upstream tool, as its server listed it."""
-
-    canonical_id: str
-    server: str
-    name: str                       # the upstream's own name
-    wire: Mapping[str, Any]         # camelCase, exactly as listed: never mutated
-
-    @property
-    def description(self) -> str:
-        return str(self.wire.get("description") or "")
 
 
 @dataclass(frozen=True, slots=True)

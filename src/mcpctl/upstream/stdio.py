@@ -40,7 +40,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from mcpctl import paths
-from mcpctl.gateway.procgroup import GUARD, end_group, signal_group
+from mcpctl.upstream.procgroup import GUARD, end_group, signal_group
 
 log = logging.getLogger("mcpctl.gateway")
 

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from mcpctl.catalogue.rank import Ranker
-    from mcpctl.gateway.view import CatalogueTool, View
+    from mcpctl.catalogue.tool import CatalogueTool
+    from mcpctl.presentation.view import View
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -58,7 +59,7 @@ def index_listed(servers: Collection[str]) -> int:
     how many texts were embedded (0 without the model, or when all were cached)."""
     from mcpctl.catalogue.cache import read_about, read_server_tools
     from mcpctl.catalogue.rank import ToolDoc, warm_index
-    from mcpctl.gateway.catalogue import cached_catalogue
+    from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.resources.kinds import ProjectSpec
     from mcpctl.resources.store import Store
 
@@ -165,7 +166,7 @@ class ToolSearch:
         """`{tools: [{name, description, inputSchema, score}], total_searched}` (a SearchPayload:
         with a `note` when nothing matched, or when the answer is keyword-only while the index
         warms)."""
-        from mcpctl.gateway.builtins import SearchPayload, no_match_text
+        from mcpctl.presentation.builtins import SearchPayload, no_match_text
 
         await self.ensure(version, view)
         hits, lexical = await self._ranked(query, top_k)

@@ -17,7 +17,7 @@ from mcpctl.catalogue.curation import is_enabled, matches_any
 from mcpctl.resources.kinds import ProjectSpec
 
 if TYPE_CHECKING:
-    from mcpctl.gateway.view import CatalogueTool
+    from mcpctl.catalogue.tool import CatalogueTool
 
 
 @dataclass(frozen=True, slots=True)

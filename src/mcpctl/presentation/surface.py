@@ -2,7 +2,7 @@
 
 Every tool in an agent's context costs tokens on every request, is one more distractor, and is a
 permission. This module turns a project's catalogue (exactly what the gateway presents, through
-the presentation pipeline of `gateway.view`) and the invocation log's call transitions
+the presentation pipeline of `presentation.view`) and the invocation log's call transitions
 (`audit.log.InvocationLog.transitions`) into one `SurfaceReport`:
 
 - price: per server, the tokens of its definitions as the client receives them, and its share;
@@ -48,8 +48,8 @@ from mcpctl.catalogue.poison import Flag, scan_all
 from mcpctl.catalogue.tokens import TokenCounter, definition_text
 
 if TYPE_CHECKING:
-    from mcpctl.gateway.catalogue import Catalogue
-    from mcpctl.gateway.view import View
+    from mcpctl.presentation.catalogue import Catalogue
+    from mcpctl.presentation.view import View
 
 FLAT: Final = "flat"
 MODES: Final = ("flat", "favourite-index", "deferred")
@@ -215,7 +215,7 @@ class SurfaceReport:
 def mode_catalogues(catalogue: Catalogue) -> dict[str, Catalogue]:
     """The same listings presented in each mode (the project's own catalogue for its own mode):
     favourites, names and built-ins exactly as the gateway would present them."""
-    from mcpctl.gateway.catalogue import Catalogue
+    from mcpctl.presentation.catalogue import Catalogue
 
     project = catalogue.project
     out: dict[str, Catalogue] = {}
@@ -270,7 +270,7 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
     profiles to show (none: no profile matrix); `missing`: servers not registered -> why. Servers
     never listed have no tools to count: the report says it is incomplete. `on_stage` hears what
     the report is doing now (a sentence), for a long catalogue's progress."""
-    from mcpctl.gateway.view import SessionKey
+    from mcpctl.presentation.view import SessionKey
 
     stage = on_stage or (lambda _text: None)
     missing = dict(missing or {})

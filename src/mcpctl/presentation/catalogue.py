@@ -3,7 +3,7 @@
 Canonical ids are `server/tool`. The catalogue keeps wire-format (camelCase) dicts exactly as
 upstreams sent them and routes prompt names and resource URIs back to their upstream; what a
 session sees of the tools, and how a tool name routes, comes from the presentation pipeline
-(`gateway.view`), whose views it builds once per catalogue version.
+(`presentation.view`), whose views it builds once per catalogue version.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from urllib.parse import quote, unquote
 
 from mcpctl.catalogue import cache
 from mcpctl.errors import NotFound
-from mcpctl.gateway.names import Namer, assign, prompt_key, shared_names
-from mcpctl.gateway.view import (
+from mcpctl.presentation.names import Namer, assign, prompt_key, shared_names
+from mcpctl.presentation.view import (
     OPEN_SESSION,
     CatalogueTool,
     NameTable,
@@ -69,7 +69,7 @@ def split_namespaced_uri(uri: str) -> tuple[str, str] | None:
 class Catalogue:
     """The project's merged view of its upstreams, rebuilt whenever a listing changes.
 
-    Tools are kept in canonical form (`view.CatalogueTool`); what a session sees of them comes
+    Tools are kept in canonical form (`catalogue.tool.CatalogueTool`); what a session sees of them comes
     from the presentation pipeline (`view(session)`), built once per catalogue version and
     session key.
     """

@@ -1,4 +1,4 @@
-"""The presentation stage of the pipeline (`gateway.view`): which slots a tool takes (no `mcp`).
+"""The presentation stage of the pipeline (`presentation.view`): which slots a tool takes (no `mcp`).
 
 A presentation mode (the project's `presentation`) arranges the tools the filters let through:
 which slot kinds they take (`favourite`, `all`, `flat`), in what order around the built-ins, and
@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from mcpctl.gateway import names as nm
+from mcpctl.presentation import names as nm
 
 if TYPE_CHECKING:
-    from mcpctl.gateway.view import CatalogueTool
+    from mcpctl.catalogue.tool import CatalogueTool
 
 FLAT: Final = "flat"
 FAVOURITE_INDEX: Final = "favourite-index"

@@ -35,11 +35,11 @@ from mcp import StdioServerParameters
 
 from mcpctl import paths
 from mcpctl.errors import SecretError
-from mcpctl.gateway.stdio_upstream import RawStdioChannel, StderrLog, open_stdio_upstream
-from mcpctl.gateway.upstream_errors import ConfigError
 from mcpctl.resources import secrets
 from mcpctl.resources.kinds import ServerSpec
 from mcpctl.resources.server_checks import find_command
+from mcpctl.upstream.errors import ConfigError
+from mcpctl.upstream.stdio import RawStdioChannel, StderrLog, open_stdio_upstream
 
 STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024   # per file; one backup (`.log.1`)
 # The SDK starts a stdio server with a minimal environment (HOME, PATH, USER, ...); these say where

@@ -35,10 +35,10 @@ from mcp.client.session import ClientSession
 from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcpctl.gateway.sdk import raw_request, stamp
-from mcpctl.gateway.stdio_upstream import RawStdioChannel
-from mcpctl.gateway.upstream_client import ERA, client_options
-from mcpctl.gateway.upstream_errors import (
+from mcpctl.resources.kinds import ServerSpec
+from mcpctl.sdk import raw_request, stamp
+from mcpctl.upstream.client import ERA, client_options
+from mcpctl.upstream.errors import (
     ConfigError,
     UpstreamTimeout,
     UpstreamUnavailable,
@@ -46,8 +46,8 @@ from mcpctl.gateway.upstream_errors import (
     leaves,
     refused_handshake,
 )
-from mcpctl.gateway.upstream_transport import open_transport, upstream_log_path
-from mcpctl.resources.kinds import ServerSpec
+from mcpctl.upstream.stdio import RawStdioChannel
+from mcpctl.upstream.transport import open_transport, upstream_log_path
 
 log = logging.getLogger("mcpctl.gateway")
 
