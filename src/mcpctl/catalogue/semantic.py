@@ -43,8 +43,8 @@ import numpy as np
 from mcpctl import paths
 from mcpctl.catalogue.bm25 import schema_fields
 from mcpctl.catalogue.cache import embeddings_dir
+from mcpctl.catalogue.lexical import LexicalRanker, ToolDoc
 from mcpctl.catalogue.minilm import MiniLM
-from mcpctl.catalogue.rank import LexicalRanker, ToolDoc
 
 log = logging.getLogger(__name__)
 
