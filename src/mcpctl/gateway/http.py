@@ -19,7 +19,6 @@ import logging
 import re
 import secrets as _secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,6 +29,7 @@ from mcpctl.gateway.http_guard import (
     CHECKED_CREDENTIAL_STATE,
     CountLogRecords,
     Guard,
+    HttpLimits,
     Refusals,
     WholeBody,
     connection_budget,
@@ -51,24 +51,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("mcpctl.gateway.http")
 
-
-
-@dataclass(frozen=True)
-class HttpLimits:
-    """What one client, or anyone who can connect, may hold of the HTTP front.
-
-    The defaults are `mcpctl serve`'s (cli/serve.py `OPTIONS`); a test checks they agree.
-    """
-
-    header_timeout: float = 10.0          # seconds to send a complete request head
-    body_timeout: float = 30.0            # seconds to send a request's body, from its head
-    idle_timeout: float = 15.0            # seconds a kept-alive connection may idle between requests
-    max_connections: int = 512            # open connections (lowered to fit the file-descriptor limit)
-    max_sessions: int = 256               # open handshake-era sessions (more: 503)
-    session_idle_timeout: float = 300.0   # seconds a session may go without a request in flight
-    max_connections_per_credential: int = 128   # busy connections of one token (more: 429)
-    max_sessions_per_credential: int = 64       # open handshake-era sessions of one token (more: 429)
-    max_parked_per_credential: int = 256        # 2026 calls of one token parked for input (more: an error)
 
 
 def token_path(project: str) -> Path:

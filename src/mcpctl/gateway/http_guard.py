@@ -19,12 +19,13 @@ import os
 import socket
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from mcpctl.gateway.shares import SHARE_REFUSED_STATE, Share
 
 if TYPE_CHECKING:
-    from mcpctl.gateway.http import BearerAuth, HttpLimits
+    from mcpctl.resources.tokens import Credential
 
 log = logging.getLogger("mcpctl.gateway.http")
 
@@ -39,6 +40,32 @@ CHECKED_CREDENTIAL_STATE: Final = "mcpctl.checked_credential"   # request scope 
 PEEK_BYTES: Final = 16 * 1024  # how much of a connection's unread bytes eviction looks at (h11's head limit is 64 KiB)
 BURST_QUIET: Final = 2.0       # a burst of refusals ends after this many quiet seconds ...
 BURST_LONGEST: Final = 60.0    # ... and a sustained one is summarised at least this often
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """What one client, or anyone who can connect, may hold of the HTTP front.
+
+    The defaults are `mcpctl serve`'s (cli/serve.py `OPTIONS`); a test checks they agree.
+    """
+
+    header_timeout: float = 10.0          # seconds to send a complete request head
+    body_timeout: float = 30.0            # seconds to send a request's body, from its head
+    idle_timeout: float = 15.0            # seconds a kept-alive connection may idle between requests
+    max_connections: int = 512            # open connections (lowered to fit the file-descriptor limit)
+    max_sessions: int = 256               # open handshake-era sessions (more: 503)
+    session_idle_timeout: float = 300.0   # seconds a session may go without a request in flight
+    max_connections_per_credential: int = 128   # busy connections of one token (more: 429)
+    max_sessions_per_credential: int = 64       # open handshake-era sessions of one token (more: 429)
+    max_parked_per_credential: int = 256        # 2026 calls of one token parked for input (more: an error)
+
+
+class Authenticator(Protocol):
+    """Who a request head's `Authorization` names (`http.BearerAuth`)."""
+
+    def credential(self, headers: Iterable[tuple[bytes, bytes]]) -> Credential | None: ...
+
+    def authorised(self, headers: Iterable[tuple[bytes, bytes]]) -> bool: ...
 
 
 def unauthenticated_cap(max_connections: int) -> int:
@@ -175,7 +202,7 @@ class WholeBody:
 class Guard:
     """State shared by the connections of one HTTP front."""
 
-    def __init__(self, auth: BearerAuth, limits: HttpLimits, max_connections: int, refusals: Refusals) -> None:
+    def __init__(self, auth: Authenticator, limits: HttpLimits, max_connections: int, refusals: Refusals) -> None:
         self.auth = auth
         self.header_timeout = limits.header_timeout
         self.body_timeout = limits.body_timeout
