@@ -59,7 +59,8 @@ from mcpctl.gateway.sessions import Caller, Progress
 from mcpctl.gateway.shares import Share
 
 if TYPE_CHECKING:
-    from mcpctl.gateway.front import Gateway
+    from mcpctl.gateway.pool import Pool
+    from mcpctl.gateway.views import Views
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -178,8 +179,9 @@ class Parked:
 class Asks:
     """Routes upstreams' requests to clients, and keeps the calls in flight that they may belong to."""
 
-    def __init__(self, gw: Gateway) -> None:
-        self.gw = gw
+    def __init__(self, pool: Pool, views: Views) -> None:
+        self.pool = pool
+        self.views = views
         self.inflight: dict[str, list[Relayed]] = {}
         self.parked: dict[str, Parked] = {}
         # each credential's parked calls (`serve --max-parked-per-credential` sets the limit)
@@ -207,7 +209,7 @@ class Asks:
         call = CURRENT_CALL.get()
         if call is not None and call.server == server:
             return call
-        up = self.gw.upstreams.get(server)
+        up = self.pool.get(server)
         if up is not None and up.spec.transport == "http":
             return None          # not on a call's response stream: its standalone stream
         calls = self.inflight.get(server)
@@ -241,7 +243,7 @@ class Asks:
         """Whether a 2026 caller's call may need input the upstream asks for: the upstream speaks
         the handshake era (a 2026 one answers input-required results itself) and the client
         declared something it could be asked."""
-        up = self.gw.upstreams.get(server)
+        up = self.pool.get(server)
         if up is None or up.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return False
         caps = peer.capabilities
@@ -275,8 +277,8 @@ class Asks:
                 f"{method} refused by mcpctl: several clients are calling {server!r} at once and the "
                 "request does not say whose call it belongs to"))
         if call is None:
-            peer = self.gw.sessions.roots_peer(
-                lambda sid, profile: self.gw.surfaces.may_use(sid, profile, server)) if method == "roots/list" else None
+            peer = self.views.sessions.roots_peer(
+                lambda sid, profile: self.views.may_use(sid, profile, server)) if method == "roots/list" else None
             if peer is None:
                 what = "no connected client whose view includes this server offers roots" \
                     if method == "roots/list" else "outside a call"
@@ -288,7 +290,7 @@ class Asks:
                 return t.ErrorData(code=INVALID_REQUEST, message=f"{feature(request)} not supported")
         if not declares(peer.capabilities, request):
             return t.ErrorData(code=INVALID_REQUEST, message=f"{feature(request)} not supported by the client")
-        up = self.gw.upstreams.get(server)
+        up = self.pool.get(server)
         timeout = up.spec.timeouts.call if up is not None else None
         try:
             if bridge is not None:
@@ -355,7 +357,7 @@ class Asks:
             for oldest in self.shares.largest():
                 self._unpark(oldest, cancel=True)
                 break
-        up = self.gw.upstreams.get(call.server)
+        up = self.pool.get(call.server)
         ttl = up.spec.timeouts.call if up is not None else 120.0
         state = secrets.token_urlsafe(18)
         self.parked[state] = Parked(task, call, call.caller.session_id, time.monotonic() + ttl, credential)

@@ -67,7 +67,7 @@ def fingerprint(project_file: Path, instructions: str = "", capabilities: Iterab
     h = hashlib.sha256(__version__.encode())
     h.update(b"|" + instructions.encode("utf-8"))
     h.update(b"|" + ",".join(sorted(capabilities)).encode())
-    origins: list[str | None] = [str(Path(__file__).with_name("front.py"))]   # an edited checkout, too
+    origins: list[str | None] = [str(Path(__file__).with_name(m)) for m in ("front.py", "server.py")]  # an edited checkout, too
     for mod in ("mcp", "mcp_types"):
         try:
             spec = importlib.util.find_spec(mod)

@@ -41,25 +41,32 @@ from mcp.types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpctl.gateway.asks import Relayed, retry_params
 from mcpctl.gateway.early import offered
 from mcpctl.gateway.peers import LOG_RANK, log_allowed
-from mcpctl.gateway.router import strip_upstream_meta
+from mcpctl.presentation.envelope import relayed
 from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable
 
 if TYPE_CHECKING:
-    from mcpctl.gateway.front import Gateway
+    from mcpctl.gateway.asks import Asks
+    from mcpctl.gateway.pool import Pool
     from mcpctl.gateway.sessions import Caller
+    from mcpctl.gateway.surfaces import Surfaces
+    from mcpctl.gateway.views import Views
     from mcpctl.upstream.supervisor import Upstream
 
 log = logging.getLogger("mcpctl.gateway")
 
 MAX_SUBSCRIPTIONS: Final = 4096          # (server, uri) pairs, each for any number of sessions
-LEGACY_ONLY_DROP: Final = ("resultType", "ttlMs", "cacheScope")   # 2026-only result fields
 
 
 class Relay:
     """Logging, subscriptions and completion between a gateway's clients and its upstreams."""
 
-    def __init__(self, gw: Gateway, known_capabilities: Mapping[str, dict[str, Any]] | None = None) -> None:
-        self.gw = gw
+    def __init__(self, pool: Pool, views: Views, asks: Asks, surfaces: Surfaces,
+                 known_capabilities: Mapping[str, dict[str, Any]] | None = None) -> None:
+        self.pool = pool
+        self.views = views
+        self.sessions = views.sessions
+        self.asks = asks
+        self.surfaces = surfaces
         self.known = dict(known_capabilities or {})       # server -> capabilities when last connected
         # (server, upstream uri) -> {session: (the uri it subscribed with, its credential profile)}
         self.subs: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
@@ -70,7 +77,7 @@ class Relay:
     def offered(self) -> set[str]:
         """Which relayed capabilities at least one upstream offers (`early.offered`)."""
         return offered({name: up.capabilities if up.capabilities is not None else self.known.get(name)
-                        for name, up in self.gw.upstreams.items()}, self.gw.catalogue.listings)
+                        for name, up in self.pool.upstreams.items()}, self.views.catalogue.listings)
 
     def advertise(self, caps: t.ServerCapabilities) -> t.ServerCapabilities:
         offered = self.offered()
@@ -93,10 +100,10 @@ class Relay:
                       ) -> dict[str, Any]:
         """Relay one request other than tools/call to its upstream, as a call of `caller` (what
         the upstream asks meanwhile reaches that client); the result without the era envelope."""
-        up = self.gw.upstreams.get(server)
+        up = self.pool.get(server)
         if up is None:
             raise MCPError(code=INTERNAL_ERROR, message=f"upstream server {server!r} is unavailable: "
-                           f"{self.gw.unavailable.get(server, 'not configured')}")
+                           f"{self.pool.why(server)}")
 
         async def send(p: dict[str, Any] = params) -> dict[str, Any]:
             try:
@@ -104,7 +111,7 @@ class Relay:
             except (UpstreamTimeout, UpstreamUnavailable) as e:
                 raise MCPError(code=INTERNAL_ERROR, message=str(e)) from None
 
-        asks = self.gw.asks
+        asks = self.asks
         if caller is None:
             result = await send()
         else:
@@ -112,11 +119,7 @@ class Relay:
             if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
                 result = await asks.resolve(caller, result, lambda answers, state: asks.relay(
                     caller, server, functools.partial(send, retry_params(params, answers, state))))
-        strip_upstream_meta(result)
-        if result.get("resultType") != "input_required":
-            for key in LEGACY_ONLY_DROP:
-                result.pop(key, None)
-        return result
+        return relayed(result)
 
     # -- upstream events ---------------------------------------------------------------------------------
 
@@ -127,7 +130,7 @@ class Relay:
         return {"logging_callback": on_log}
 
     async def upstream_log(self, server: str, params: t.LoggingMessageNotificationParams) -> None:
-        call = self.gw.asks.find(server)          # before any await: the call's result waits for it
+        call = self.asks.find(server)          # before any await: the call's result waits for it
         if isinstance(call, Relayed):
             call.delivering()
             try:
@@ -141,7 +144,7 @@ class Relay:
         peer = caller.peer
         if peer is None:
             return False
-        threshold = caller.log_level if peer.modern else self.gw.sessions.level_of(caller.session_id)
+        threshold = caller.log_level if peer.modern else self.sessions.level_of(caller.session_id)
         if peer.modern and threshold is None:
             return True                            # 2026: log messages only on request
         if log_allowed(params.level, threshold):
@@ -152,13 +155,13 @@ class Relay:
         return True
 
     async def _log_to_listeners(self, server: str, params: t.LoggingMessageNotificationParams) -> None:
-        sessions = self.gw.sessions
+        sessions = self.sessions
         if sessions.stdio is not None:
             targets = {sessions.stdio.session_id: sessions.level_of(sessions.stdio.session_id)}
         else:
             targets = dict(sessions.levels())
         for sid, level in targets.items():
-            if not log_allowed(params.level, level) or not self.gw.surfaces.session_uses(sid, server):
+            if not log_allowed(params.level, level) or not self.views.session_uses(sid, server):
                 continue
             peer = sessions.peer_of(sid)
             if peer is None or peer.modern:       # 2026: log messages only on a request's stream
@@ -174,7 +177,7 @@ class Relay:
             await self.resource_updated(up.name, str(message.params.uri))
         elif isinstance(message, t.ElicitCompleteNotification):
             # a URL-mode elicitation finished out of band: tell the client of the call that asked
-            call = self.gw.asks.find(up.name)
+            call = self.asks.find(up.name)
             peer = call.caller.peer if isinstance(call, Relayed) else None
             if peer is not None and not peer.modern:
                 try:
@@ -201,22 +204,22 @@ class Relay:
     # -- logging/setLevel --------------------------------------------------------------------------------
 
     async def set_level(self, caller: Caller, level: str) -> None:
-        self.gw.sessions.set_level(caller.session_id, level)
-        levels = self.gw.sessions.levels().values()
+        self.sessions.set_level(caller.session_id, level)
+        levels = self.sessions.levels().values()
         wanted = min(levels, key=lambda lv: LOG_RANK.get(lv, 0)) if levels else level
         if wanted == self.level:
             return
         self.level = wanted
         async with anyio.create_task_group() as tg:
-            for up in self.gw.upstreams.values():
+            for up in self.pool.upstreams.values():
                 if up.state == "up" and _has(up.capabilities, "logging"):
                     tg.start_soon(self._send, up, "logging/setLevel", {"level": wanted})
 
     # -- resources ----------------------------------------------------------------------------------------
 
     async def subscribe(self, caller: Caller, uri: str) -> None:
-        server, up_uri = self.gw.surfaces.route_resource(uri)
-        self.gw.surfaces.admit(caller, server, "resources/subscribe", uri)
+        server, up_uri = self.surfaces.route_resource(uri)
+        self.surfaces.admit(caller, server, "resources/subscribe", uri)
         key = (server, up_uri)
         subs = self.subs.get(key)
         if subs is None:
@@ -227,14 +230,14 @@ class Relay:
         subs[caller.session_id] = (uri, caller.profile)
 
     async def unsubscribe(self, session_id: str, uri: str) -> None:
-        server, up_uri = self.gw.surfaces.route_resource(uri)
+        server, up_uri = self.surfaces.route_resource(uri)
         key = (server, up_uri)
         subs = self.subs.get(key)
         if subs is None or subs.pop(session_id, None) is None:
             return
         if not subs:
             del self.subs[key]
-            up = self.gw.upstreams.get(server)
+            up = self.pool.get(server)
             if up is not None and up.state == "up":
                 await self._send(up, "resources/unsubscribe", {"uri": up_uri})
 
@@ -253,9 +256,9 @@ class Relay:
         subs = self.subs.get((server, uri))
         if not subs:
             return
-        sessions = self.gw.sessions
+        sessions = self.sessions
         for sid, (presented, profile) in list(subs.items()):
-            if self.gw.surfaces.view_of(sid, profile).admit(server, uri) is not None:
+            if self.views.view_of(sid, profile).admit(server, uri) is not None:
                 continue                              # its view no longer holds the resource
             await sessions.publish(sid, ResourceUpdated(uri=presented))
             peer = sessions.peer_of(sid)
@@ -278,22 +281,22 @@ class Relay:
         ref: dict[str, Any] = raw_ref if isinstance(raw_ref, dict) else {}
         kind = ref.get("type")
         if kind == "ref/prompt":
-            hit = self.gw.catalogue.prompts.get(str(ref.get("name")))
+            hit = self.views.catalogue.prompts.get(str(ref.get("name")))
             if hit is None:
                 raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {ref.get('name')}")
             server, fwd_ref, named = hit[0], {**ref, "name": hit[1]}, f"prompt {ref.get('name')}"
         elif kind == "ref/resource":
             uri = str(ref.get("uri"))
-            owner = self.gw.catalogue.template_owner(uri)
+            owner = self.views.catalogue.template_owner(uri)
             if owner is not None:
                 server, fwd_ref = owner, ref
             else:
-                server, up_uri = self.gw.surfaces.route_resource(uri)
+                server, up_uri = self.surfaces.route_resource(uri)
                 fwd_ref = {**ref, "uri": up_uri}
             named = f"resource {uri}"
         else:
             raise MCPError(code=INVALID_PARAMS, message=f"completion/complete: unknown ref type {kind!r}")
-        self.gw.surfaces.admit(caller, server, "completion/complete", named)
+        self.surfaces.admit(caller, server, "completion/complete", named)
         fwd = {k: v for k, v in params.items() if k != "_meta"}
         fwd["ref"] = fwd_ref
         return await self.request(caller, server, "completion/complete", fwd)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -43,13 +42,17 @@ from mcpctl.presentation.builtins import (
     structured_result,
     text_result,
 )
+from mcpctl.presentation.envelope import strip_upstream_meta
 from mcpctl.presentation.sections import SectionError
 from mcpctl.presentation.view import GATED, Refusal, Route, View
 from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable, describe_error
-from mcpctl.upstream.supervisor import SERVER_INFO_KEY
 
 if TYPE_CHECKING:
-    from mcpctl.gateway.front import Gateway
+    from mcpctl.gateway.asks import Asks
+    from mcpctl.gateway.calllog import CallLog
+    from mcpctl.gateway.pool import Pool
+    from mcpctl.gateway.views import Views
+    from mcpctl.presentation.sections import Sections
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -62,8 +65,12 @@ _BUILTIN_IDS: Final = {SEARCH_TOOL: SEARCH_CANONICAL_ID, BEGIN_SESSION: BEGIN_SE
 class Router:
     """Routes the calls of a gateway's sessions."""
 
-    def __init__(self, gw: Gateway) -> None:
-        self.gw = gw
+    def __init__(self, views: Views, pool: Pool, asks: Asks, sections: Sections, log_call: CallLog) -> None:
+        self.views = views
+        self.pool = pool
+        self.asks = asks
+        self.sections = sections
+        self.log_call = log_call
 
     async def call_tool(self, caller: Caller, params: Any) -> dict[str, Any]:
         """Route one tools/call (wire-format params) and return the result (no era envelope)."""
@@ -73,17 +80,17 @@ class Router:
         if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
             self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
-        if "requestState" in params and self.gw.asks.owns(params):
+        if "requestState" in params and self.asks.owns(params):
             return await self._resume(caller, ts, t0, name, params)
-        view = self.gw.view_for(caller)
+        view = self.views.view_for(caller)
         if name in view.builtins:
             return await self._builtin(caller, ts, t0, view, name, args)
-        if view.session.gated and name in self.gw.catalogue.view(replace(view.session, gated=False)).builtins:
+        if view.session.gated and name in self.views.ungated(view).builtins:
             # a built-in the session gets once it has begun: the gate's refusal, not "unknown tool"
             self.log_call(caller, ts, t0, name, _BUILTIN_IDS[name], GATED.outcome, GATED.error_class)
             return error_result(GATED.message)
         hit = view.resolve(name)
-        if hit is None and not self.gw.settled:
+        if hit is None and not self.pool.settled:
             hit = await self._resolve_later(caller, name)
         if hit is None:
             self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "UnknownTool")
@@ -99,15 +106,15 @@ class Router:
     async def _resolve_later(self, caller: Caller, name: str) -> Route | Refusal | None:
         """A name no view knows yet: a server never listed may bring it; wait for those servers
         (bounded by their connect timeout), as the call itself would."""
-        await self.gw.wait_for_unlisted()
-        return self.gw.view_for(caller).resolve(name)
+        await self.pool.wait_for_unlisted()
+        return self.views.view_for(caller).resolve(name)
 
     async def _relay_call(self, caller: Caller, ts: float, t0: float, presented: str, server: str, tool: str,
                           cid: str, args: dict[str, Any] | None, meta: dict[str, Any] | None,
                           mrtr: dict[str, Any] | None = None) -> dict[str, Any]:
-        up = self.gw.upstreams.get(server)
+        up = self.pool.get(server)
         if up is None:
-            why = self.gw.unavailable.get(server, "not configured")
+            why = self.pool.why(server)
             self.log_call(caller, ts, t0, presented, cid, "upstream_down", "UpstreamUnavailable")
             return error_result(f"upstream server {server!r} is unavailable: {why}")
         fwd: dict[str, Any] = {"name": tool}
@@ -130,9 +137,9 @@ class Router:
                                     on_progress=None if progress is None else counted(progress))
 
         try:
-            result = await self.gw.asks.relay(caller, server, send, tool=(presented, cid))
+            result = await self.asks.relay(caller, server, send, tool=(presented, cid))
             if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
-                result = await self.gw.asks.resolve(caller, result, lambda answers, state: self.gw.asks.relay(
+                result = await self.asks.resolve(caller, result, lambda answers, state: self.asks.relay(
                     caller, server, partial(send, retry_params(fwd, answers, state))))
         except (UpstreamTimeout, UpstreamUnavailable) as e:
             self.log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
@@ -163,7 +170,7 @@ class Router:
         strip_upstream_meta(result)
         failed = bool(result.get("isError"))
         # the content stage: text over results.maxTokens is cut, the rest kept for this caller
-        cut = self.gw.sections.apply((caller.session_id, caller.credential), result)
+        cut = self.sections.apply((caller.session_id, caller.credential), result)
         self.log_call(caller, ts, t0, presented, cid, "tool_error" if failed else "ok",
                        "ToolError" if failed else None, result=(cut.chars, cut.sections))
         return result
@@ -173,10 +180,10 @@ class Router:
         """A 2026 client's retry of a call parked for its input (`asks.Asks.resume`): logged as the
         parked call, and refused (`denied`) when it names another tool than the one parked, or one
         this caller may no longer call."""
-        view = self.gw.view_for(caller)
+        view = self.views.view_for(caller)
         hit = view.resolve(name)
         try:
-            parked = self.gw.asks.parked_call(caller, params)[1]
+            parked = self.asks.parked_call(caller, params)[1]
         except MCPError as e:
             self.log_call(caller, ts, t0, _bounded(name), hit_id(view, name), "protocol_error", f"MCPError{e.code}")
             raise
@@ -191,7 +198,7 @@ class Router:
                 f"requestState belongs to a call of {presented!r}, not {_bounded(name)!r}: retry that call with "
                 "the same name, or call the other tool without requestState"))
         try:
-            result = await self.gw.asks.resume(caller, params)
+            result = await self.asks.resume(caller, params)
         except MCPError as e:
             self.log_call(caller, ts, t0, presented, cid, "protocol_error", f"MCPError{e.code}")
             raise
@@ -222,7 +229,7 @@ class Router:
         credential's id is answered as an unknown one."""
         rid, section = parse_read_result(args)
         try:
-            text, n = self.gw.sections.store.read((caller.session_id, caller.credential), rid, section)
+            text, n = self.sections.store.read((caller.session_id, caller.credential), rid, section)
         except SectionError as e:
             self.log_call(caller, ts, t0, READ_RESULT, READ_RESULT_CANONICAL_ID, "tool_error", "NoSuchResult")
             return error_result(str(e))
@@ -236,26 +243,26 @@ class Router:
         return result
 
     async def _search(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
-        if self.gw.search is None:      # pragma: no cover - not in view.builtins then
+        if self.views.search is None:      # pragma: no cover - not in view.builtins then
             return error_result("search_tools is disabled in this project (search.enabled: false)")
-        query, top_k = parse_arguments(args if args is not None else {}, self.gw.project.search.top_k)
-        payload = await self.gw.search.search(self.gw.catalogue.version, view, query, top_k)
+        query, top_k = parse_arguments(args if args is not None else {}, self.views.project.search.top_k)
+        payload = await self.views.search.search(self.views.catalogue.version, view, query, top_k)
         self.log_call(caller, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "ok",
-                       query=query if self.gw.project.search.record_queries else None)
+                       query=query if self.views.project.search.record_queries else None)
         return search_result(payload)
 
     async def _begin_session(self, caller: Caller, ts: float, t0: float, args: Any) -> dict[str, Any]:
         """The session gate: brief the session for its task, then ungate it (it alone)."""
         task = parse_begin_session(args if args is not None else {})
-        was_gated = self.gw.sessions.begin(caller.session_id)
-        view = self.gw.view_for(caller)
+        was_gated = self.views.sessions.begin(caller.session_id)
+        view = self.views.view_for(caller)
         matches: list[dict[str, Any]] = []
-        if self.gw.search is not None:
-            found = await self.gw.search.search(self.gw.catalogue.version, view, task, self.gw.project.search.top_k)
+        if self.views.search is not None:
+            found = await self.views.search.search(self.views.catalogue.version, view, task, self.views.project.search.top_k)
             matches = found["tools"]
         favourites = [{"name": f.name or f.canonical_id, "description": f.description}
                       for f in view.favourites if f.listed]
-        gate_text = self.gw.project.gate.instructions or ""
+        gate_text = self.views.project.gate.instructions or ""
         payload = {"instructions": gate_text, "favourites": favourites, "matches": matches}
         lines = [gate_text] if gate_text else []
         if favourites:
@@ -266,9 +273,9 @@ class Router:
             lines += [f"- {m['name']}: {_first_line(m['description'])}" for m in matches]
         lines.append("Your full tool list is now available." if was_gated else "This session had already begun.")
         self.log_call(caller, ts, t0, BEGIN_SESSION, BEGIN_SESSION_CANONICAL_ID, "ok",
-                       query=task if self.gw.project.search.record_queries else None)
+                       query=task if self.views.project.search.record_queries else None)
         if was_gated:
-            await self.gw.sessions.notify({"tools"}, only=caller.session_id)
+            await self.views.sessions.notify({"tools"}, only=caller.session_id)
         return structured_result(payload, "\n".join(lines))
 
     async def _call_by_name(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
@@ -278,7 +285,7 @@ class Router:
         if name in view.builtins or name == CALL_TOOL:
             raise BuiltinError(f"call_tool calls the project's tools; call {name} directly")
         hit = view.resolve(name)
-        if hit is None and not self.gw.settled:
+        if hit is None and not self.pool.settled:
             hit = await self._resolve_later(caller, name)
         if hit is None:
             self.log_call(caller, ts, t0, _bounded(name), None, "tool_error", "UnknownTool")
@@ -289,22 +296,6 @@ class Router:
         return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
                                       tool_args, None)
 
-    def log_call(self, caller: Caller, ts: float, t0: float, presented: str,
-                  canonical: str | None, outcome: str, error_class: str | None = None,
-                  query: str | None = None, result: tuple[int, int | None] | None = None) -> None:
-        record = self.gw.record
-        if record is None:
-            return
-        try:
-            record(ts=ts, duration_ms=(time.perf_counter() - t0) * 1000.0, project=self.gw.project_name,
-                        presented_name=presented, canonical_id=canonical, outcome=outcome,
-                        error_class=error_class, client_name=caller.client_name,
-                        client_version=caller.client_version, session_id=caller.session_id,
-                        profile=caller.profile, query=query,
-                        result_chars=None if result is None else result[0],
-                        result_sections=(result[1] or None) if result is not None else None)
-        except Exception:
-            log.exception("recording a call failed")
 
 
 
@@ -324,13 +315,3 @@ def hit_id(view: View, name: str) -> str | None:
     """The canonical id a refused name stands for (the log keeps it), if any."""
     hit = view.table.lookup(name)
     return hit[1].canonical_id if hit is not None else None
-
-
-def strip_upstream_meta(result: dict[str, Any]) -> None:
-    meta = result.get("_meta")
-    if isinstance(meta, dict) and SERVER_INFO_KEY in meta:
-        rest = {k: v for k, v in meta.items() if k != SERVER_INFO_KEY}
-        if rest:
-            result["_meta"] = rest
-        else:
-            del result["_meta"]

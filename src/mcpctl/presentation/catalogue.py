@@ -16,6 +16,7 @@ from urllib.parse import quote, unquote
 
 from mcpctl.catalogue import cache
 from mcpctl.errors import NotFound
+from mcpctl.presentation.envelope import SERVER_INFO_KEY
 from mcpctl.presentation.names import Namer, assign, prompt_key, shared_names
 from mcpctl.presentation.view import (
     OPEN_SESSION,
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from mcpctl.resources.store import Store
 
 RESOURCE_SCHEME: Final = "mcpctl"
-SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 
 
 def cached_listing(entry: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:

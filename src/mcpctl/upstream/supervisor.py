@@ -57,7 +57,6 @@ BACKOFF_CAP: Final = 30.0
 STABLE_AFTER: Final = 60.0          # a connection up this long resets the backoff
 HUNG_AFTER_TIMEOUTS: Final = 3      # call timeouts in a row, no answer between: restart the upstream
 MAX_PAGES: Final = 1000
-SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 
 SECTIONS: Final = (
     # (section, list method, result key, capability attribute)
@@ -86,6 +85,7 @@ Listing = dict[str, list[dict[str, Any]]]
 OnListing = Callable[["Upstream", Listing], Awaitable[None]]
 OnState = Callable[["Upstream"], None]
 OnEvent = Callable[["Upstream", Any], Awaitable[None]]
+OpenTransport = Callable[[ServerSpec, Callable[[], None]], contextlib.AbstractAsyncContextManager[tuple[Any, Any, Any]]]
 
 
 @dataclass
@@ -110,6 +110,9 @@ class Upstream:
     # connection declares the same capabilities (`upstream_client.client_options`).
     client_kw: dict[str, Any] = field(default_factory=dict)
     on_event: OnEvent | None = None               # other notifications, and "up" after each connect
+    # How the server is reached: (spec, on_eof) -> async context of (read, write, raw stdio channel).
+    # Tests connect in-memory servers here.
+    open_transport: OpenTransport = open_transport
     next_attempt: float | None = None             # monotonic time of the next spawn when down
     spawns: deque[float] = field(default_factory=deque)
     _session: ClientSession | None = None
@@ -177,7 +180,7 @@ class Upstream:
 
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
-        async with open_transport(self.spec, self._connection_lost) as (read, write, raw):
+        async with self.open_transport(self.spec, self._connection_lost) as (read, write, raw):
             self._raw = raw
             try:
                 yield read, write

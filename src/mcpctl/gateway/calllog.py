@@ -1,0 +1,42 @@
+"""One row in the invocation log per call or refused request, never its arguments or result."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcpctl.gateway.sessions import Caller
+
+log = logging.getLogger("mcpctl.gateway")
+
+Recorder = Callable[..., None]
+
+
+class CallLog:
+    """Writes a project's rows through `record` (None: nothing is logged)."""
+
+    def __init__(self, record: Recorder | None, project_name: str) -> None:
+        self.record = record
+        self.project_name = project_name
+
+    def __call__(self, caller: Caller, ts: float, t0: float, presented: str, canonical: str | None, outcome: str,
+                 error_class: str | None = None, query: str | None = None,
+                 result: tuple[int, int | None] | None = None) -> None:
+        """`ts`: when it began (epoch s), `t0`: its `perf_counter` then; `result`: (characters,
+        sections it was cut into, if any)."""
+        record = self.record
+        if record is None:
+            return
+        try:
+            record(ts=ts, duration_ms=(time.perf_counter() - t0) * 1000.0, project=self.project_name,
+                   presented_name=presented, canonical_id=canonical, outcome=outcome,
+                   error_class=error_class, client_name=caller.client_name,
+                   client_version=caller.client_version, session_id=caller.session_id,
+                   profile=caller.profile, query=query,
+                   result_chars=None if result is None else result[0],
+                   result_sections=(result[1] or None) if result is not None else None)
+        except Exception:
+            log.exception("recording a call failed")
