@@ -23,19 +23,26 @@ The marks:
   characters is about 1,000 tokens, `doctor`'s budget for one tool's whole definition. Longer
   than any of them is room to hide instructions in, or a listing pasted in by mistake.
 
+Parameter descriptions reach the model as verbatim as the tool's own (they are part of the input
+schema it reads), so `scan_definition` scans them too: each parameter's `description` (and `title`),
+nested object properties and array items included, up to MAX_DEPTH levels and MAX_PARAMETERS
+texts per tool; a flag there says which parameter (`parameter 'path': ...`).
+
 No I/O and no `mcp` here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Final
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from mcpctl.terminal import visible
 
 MAX_DESCRIPTION: Final = 4_000
+MAX_DEPTH: Final = 4                # nested schema levels whose parameter descriptions are scanned
+MAX_PARAMETERS: Final = 500         # parameter texts scanned per tool (a schema is the upstream's to size)
 EXCERPT: Final = 40                 # characters of context either side of an offending match
 
 INVISIBLE: Final = "invisible"
@@ -133,4 +140,40 @@ def scan_all(tools: Iterable[tuple[str, str | None]]) -> list[Flag]:
     return [f for tool, description in tools for f in scan(tool, description)]
 
 
-__all__ = ["INSTRUCTION", "INVISIBLE", "LENGTH", "MARKUP", "MAX_DESCRIPTION", "Flag", "scan", "scan_all", "shown"]
+def parameter_texts(schema: Any, depth: int = 0, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(parameter path, text) of every parameter description and title in an input schema."""
+    if depth >= MAX_DEPTH or not isinstance(schema, Mapping):
+        return
+    props = schema.get("properties")
+    if isinstance(props, Mapping):
+        for name, sub in props.items():
+            path = f"{prefix}{name}"
+            if isinstance(sub, Mapping):
+                for key in ("title", "description"):
+                    text = sub.get(key)
+                    if isinstance(text, str) and text:
+                        yield path, text
+                yield from parameter_texts(sub, depth + 1, path + ".")
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        yield from parameter_texts(items, depth + 1, prefix[:-1] + "[]." if prefix else "[].")
+
+
+def scan_definition(tool: str, wire: Mapping[str, Any]) -> list[Flag]:
+    """The flags of a whole tool definition: its description, then its parameters' texts."""
+    description = wire.get("description")
+    out = scan(tool, description if isinstance(description, str) else None)
+    for n, (param, text) in enumerate(parameter_texts(wire.get("inputSchema"))):
+        if n >= MAX_PARAMETERS:
+            break
+        out.extend(replace(f, why=f"parameter {shown(param)!r}: {f.why}") for f in scan(tool, text))
+    return out
+
+
+def scan_definitions(tools: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Flag]:
+    """The flags of every (tool id, wire definition), tool by tool."""
+    return [f for tool, wire in tools for f in scan_definition(tool, wire)]
+
+
+__all__ = ["INSTRUCTION", "INVISIBLE", "LENGTH", "MARKUP", "MAX_DESCRIPTION", "Flag", "parameter_texts", "scan",
+           "scan_all", "scan_definition", "scan_definitions", "shown"]

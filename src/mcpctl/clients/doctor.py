@@ -298,10 +298,9 @@ def _pinned(report: DoctorReport, name: str, tools: list[dict[str, Any]]) -> Non
 def _descriptions(report: DoctorReport, name: str, tools: list[dict[str, Any]]) -> None:
     """A warning naming each tool whose description carries what tool poisoning uses (`catalogue.poison`);
     nothing when none does (flagged, never blocked)."""
-    from mcpctl.catalogue.poison import scan_all
+    from mcpctl.catalogue.poison import scan_definitions
 
-    flags = scan_all((f"{name}/{t.get('name')}", t.get("description") if isinstance(t.get("description"), str)
-                      else None) for t in tools)
+    flags = scan_definitions((f"{name}/{t.get('name')}", t) for t in tools)
     if not flags:
         return
     shown = "; ".join(f"{f.tool}: {f.why}: {f.text!r}" for f in flags[:MAX_FLAGS_SHOWN])

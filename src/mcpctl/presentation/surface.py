@@ -44,7 +44,7 @@ from mcpctl.catalogue.judge import (
     near_duplicate_pairs,
     reach,
 )
-from mcpctl.catalogue.poison import Flag, scan_all
+from mcpctl.catalogue.poison import Flag, scan_definitions
 from mcpctl.catalogue.tokens import TokenCounter, definition_text
 
 if TYPE_CHECKING:
@@ -404,7 +404,7 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
         flagged=sum(u.flagged for u in uses.values()), unknown_calls=unknown,
         neighbour_pairs=[NeighbourPair(a, b, n) for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))],
         profiles=profile_rows, recommendations=[], notes=[],
-        suspicious=scan_all((t.canonical_id, t.description) for t in all_tools))
+        suspicious=scan_definitions((t.canonical_id, t.wire) for t in all_tools))
     report.recommendations = recommendations(report, catalogue)
     report.notes = _notes(report)
     return report
