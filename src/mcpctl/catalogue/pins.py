@@ -140,9 +140,23 @@ def held(listings: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, str]:
     return {c.id: c.kind for server, tools in listings.items() for c in changes(server, tools) if c.kind != REMOVED}
 
 
+def pins_stamp(servers: Iterable[str]) -> tuple[tuple[int, int] | None, ...]:
+    """What changes when a pin file of `servers` is written (its mtime and size; None: no file):
+    a running gateway under `pinning: hold` compares this each second to see an approval."""
+    out: list[tuple[int, int] | None] = []
+    for server in servers:
+        try:
+            st = pins_path(server).stat()
+        except OSError:
+            out.append(None)
+        else:
+            out.append((st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
 def delete_pins(server: str) -> None:
     pins_path(server).unlink(missing_ok=True)
 
 
 __all__ = ["CHANGED", "NEW", "PINNED_FIELDS", "REMOVED", "Change", "approve", "changes", "definition",
-           "delete_pins", "digest", "held", "pin_first_listing", "pins_path", "read_pins"]
+           "delete_pins", "digest", "held", "pin_first_listing", "pins_path", "pins_stamp", "read_pins"]

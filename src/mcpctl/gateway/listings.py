@@ -148,18 +148,36 @@ class Listings:
     # -- the project -----------------------------------------------------------------------------------
 
     async def watch_project(self, load: Callable[[], ProjectSpec | None], interval: float = 1.0) -> None:
-        """Apply curation, presentation and search changes to the project while serving (polls `load`)."""
+        """Apply curation, presentation and search changes to the project while serving (polls
+        `load`), and under `pinning: hold` approvals (`tools approve` writes the pins)."""
+        pins: tuple[Any, ...] | None = None
         while True:
             await anyio.sleep(interval)
             try:
                 spec = await anyio.to_thread.run_sync(load)
             except Exception as e:
                 log.warning("re-reading project %s failed: %s", self.project_name, e)
-                continue
-            if spec is None or spec == self.views.project:
-                continue
-            self.reproject(spec)
+                spec = None
+            if spec is not None and spec != self.views.project:
+                self.reproject(spec)
+                await self.sessions.notify({"tools"})
+            pins = await self._recheck_pins(pins)
+
+    async def _recheck_pins(self, seen: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+        """Under `pinning: hold`, the pins' stamp now; when it changed since `seen` (None: the first
+        look, which may follow an approval made since the catalogue read the pins) and what is
+        withheld changed with it, the sessions hear `list_changed`."""
+        if self.views.project.pinning != "hold":
+            return None
+        from mcpctl.catalogue.pins import pins_stamp
+
+        stamp = await anyio.to_thread.run_sync(pins_stamp, list(self.pool.upstreams), limiter=self._disk)
+        catalogue = self.views.catalogue
+        if stamp != seen and self.changed(catalogue.recheck_held):
+            log.info("project %s: pins changed; %d tool(s) withheld now", self.project_name, len(catalogue.held))
+            self.index_soon()
             await self.sessions.notify({"tools"})
+        return stamp
 
     def reproject(self, spec: ProjectSpec) -> None:
         """A new project spec (its server list is fixed while serving: restart to change it)."""

@@ -119,6 +119,14 @@ class Catalogue:
         self.rebuild()
         return True
 
+    def recheck_held(self) -> bool:
+        """Read the pins again (`pinning: hold`: an approval releases a tool); True if what is
+        withheld changed (the views are rebuilt)."""
+        if self.project.pinning != "hold" or self._held() == self.held:
+            return False
+        self.rebuild()
+        return True
+
     def set_project(self, project: ProjectSpec) -> None:
         self.project = project
         self.rebuild()
