@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from gwkit import Kit
+from inproc import Harness, threads_now
 
 
 @pytest.fixture
@@ -19,6 +20,18 @@ def kit(tmp_home: Path) -> Iterator[Kit]:
     yield k
     k.leftovers(timeout=0)
 
+
+@pytest.fixture
+def gw(kit: Kit) -> Iterator[Harness]:
+    """Gateways in this process over in-memory upstreams (`inproc`); every test that drives an
+    in-process Gateway uses this fixture. Teardown: no upstream connection left open, no thread
+    left behind, no process started."""
+    before = threads_now()
+    h = Harness(kit.home)
+    yield h
+    assert h.upstreams.open == 0, "an in-memory upstream connection was left open"
+    assert threads_now() <= before | {0}, "a thread started by the gateway is still running"
+    assert kit.leftovers(timeout=0) == []
 
 
 @pytest.fixture
