@@ -127,7 +127,11 @@ def _alive(pid: int) -> bool:
 
 
 async def wait_tools(client: Any, want: set[str] | int, timeout: float = 20.0) -> list[Any]:
-    """Re-list until every name in `want` (or at least `want` tools) is listed."""
+    """Re-list until every name in `want` (or at least `want` tools) is listed. A client of an
+    in-process gateway (`inproc`) re-lists at each change instead of polling."""
+    running = getattr(client, "gw", None)
+    if running is not None:
+        return await running.wait_tools(client, want, timeout)   # type: ignore[no-any-return]
     with anyio.fail_after(timeout):
         while True:
             tools = (await client.list_tools()).tools

@@ -60,6 +60,22 @@ class NoInProcessServer(LookupError):
     """The spec names a server the harness cannot run in-process."""
 
 
+class Changes:
+    """Something changed (a status written, a notification received): wake whoever waits."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self.count = 0
+
+    def fire(self) -> None:
+        self.count += 1
+        self._event.set()
+        self._event = anyio.Event()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
 # -- upstreams -------------------------------------------------------------------------------------
 
 
@@ -69,6 +85,7 @@ class Connection:
 
     name: str
     number: int
+    seen: dict[str, Any] = field(default_factory=dict)     # the fault server's `state`
     closed: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
@@ -78,17 +95,72 @@ class Connection:
         await anyio.sleep_forever()
 
 
+class _OwnContext:
+    """A read stream that does not hand its reader the sender's contextvars.
+
+    The SDK's memory streams carry the sending task's context, and a dispatcher runs what it
+    receives in it, so a server in this process would run a gateway's call in that call's own
+    context: an association no stdio pipe carries. Over this wrapper the receiver runs in its
+    own context, as it would at the other end of a pipe."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def receive(self) -> Any:
+        return await self._inner.receive()
+
+    def __aiter__(self) -> _OwnContext:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _OwnContext:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
 class MemoryUpstreams:
-    """`open_transport=` for the gateway: every upstream an SDK server in this process."""
+    """`open_transport=` for the gateway: every upstream an SDK server in this process.
+
+    A stdio spec behaves as a pipe would: no contextvars cross it (`_OwnContext`), so what the
+    server asks during a call says nothing of which call it belongs to. An http spec registered
+    with `http` behaves as the SDK's streamable-HTTP client does: a request the server relates
+    to a call arrives in that call's context."""
 
     def __init__(self) -> None:
         self.factories: dict[str, ServerFactory] = {}
         self.connections: dict[str, list[Connection]] = {}
         self.open = 0
+        self.changes = Changes()
+
+    def http(self, store: Store, name: str, *fault_args: str) -> str:
+        """Register `name` as a streamable-HTTP upstream: the fault server with `fault_args`."""
+        opts = fault_app.parse(["--name", name, *fault_args])
+        self.factories[name] = lambda spec, conn: fault_app.build(opts, self._hooks(conn))
+        store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": name},
+                   "spec": {"transport": "http", "url": f"http://inproc.invalid/{name}/mcp", "headers": {}}})
+        return name
 
     def add(self, name: str, factory: Callable[[], Server[Any]]) -> None:
         """Serve `factory()` for the server named `name` (each connection gets a new one)."""
         self.factories[name] = lambda spec, conn: factory()
+
+    def _hooks(self, conn: Connection) -> fault_app.Hooks:
+        return fault_app.Hooks(crash=conn.crash, freeze=_refuse("freeze"), garbage=lambda: None, pid=conn.number,
+                               seen=conn.seen, changed=self.changes.fire)
+
+    def seen(self, name: str) -> dict[str, Any]:
+        """What the fault server `name` saw on its latest connection (its `state` tool's answer)."""
+        return self.connections[name][-1].seen
 
     def starts(self, name: str) -> int:
         """How many times the gateway connected to `name`."""
@@ -101,9 +173,7 @@ class MemoryUpstreams:
         args = list(spec.args)
         if spec.transport == "stdio" and args and Path(args[0]).name == "fault_server.py":
             opts = fault_app.parse(args[1:])
-            hooks = fault_app.Hooks(crash=conn.crash, freeze=_refuse("freeze"), garbage=lambda: None,
-                                    pid=conn.number)
-            return fault_app.build(opts, hooks), opts
+            return fault_app.build(opts, self._hooks(conn)), opts
         if spec.transport == "stdio" and args[:1] == ["example-server"] and len(args) >= 2:
             return _example(args[1], args[2:]), None
         raise NoInProcessServer(f"server {spec.name!r}: no in-process server for {spec.command} {args}")
@@ -120,6 +190,9 @@ class MemoryUpstreams:
             raise ConnectionError(f"server {spec.name!r} exited at start")
 
         async with create_client_server_memory_streams() as ((c_read, c_write), (s_read, s_write)):
+            if spec.transport == "stdio":
+                s_read, c_read = _OwnContext(s_read), _OwnContext(c_read)
+
             async def serve() -> None:
                 try:
                     with conn.scope:
@@ -189,22 +262,6 @@ def build_gateway(project_name: str, open_transport: MemoryUpstreams, *,
                    known_capabilities=known_capabilities(store, servers), open_transport=open_transport, **extra)
 
 
-class Changes:
-    """Something changed (a status written, a notification received): wake whoever waits."""
-
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-        self.count = 0
-
-    def fire(self) -> None:
-        self.count += 1
-        self._event.set()
-        self._event = anyio.Event()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-
-
 @dataclass
 class _Request:
     """What the HTTP front hands the SDK per request: its headers and the bearer check's verdict."""
@@ -246,7 +303,7 @@ class Running:
         self.gateway = gateway
         self.upstreams = upstreams
         self.store = store
-        self.changes = Changes()
+        self.changes = upstreams.changes
         self.statuses: dict[str, dict[str, Any]] = {}
         self.token = load_or_create_token(token_path(gateway.project_name))
         self._auth = BearerAuth(_no_app, self.token, TokenIndex(gateway.project_name))
@@ -274,7 +331,7 @@ class Running:
 
             async def serve() -> None:
                 try:
-                    await server.run(s_read, s_write, self.gateway.initialization_options())
+                    await server.run(_OwnContext(s_read), s_write, self.gateway.initialization_options())
                 finally:
                     done.set()
 
@@ -305,6 +362,7 @@ class Running:
         self._clients += 1
         async with Client(self._transport(token or self.token), mode=mode,  # type: ignore[arg-type]
                           message_handler=on_message, **info, **client_kw) as c:
+            c.gw = self          # `gwkit.wait_tools` and the tests find their gateway here
             yield c
 
     async def until(self, check: Callable[[], Awaitable[bool] | bool], timeout: float = 20.0) -> None:
@@ -397,7 +455,6 @@ class Harness:
     async def client(self, project: str, mode: str = "legacy", **kw: Any) -> AsyncIterator[Any]:
         """One gateway with one client (what `kit.client` gives through `mcpctl serve`)."""
         async with self.serve(project) as g, g.client(mode, **kw) as c:
-            c.gw = g
             yield c
 
     @contextlib.contextmanager
@@ -436,5 +493,10 @@ def _project_loader(store: Store, name: str) -> Callable[[], ProjectSpec | None]
     return load
 
 
-def threads_now() -> set[int]:
-    return {th.ident or 0 for th in threading.enumerate()}
+# anyio's worker threads (to_thread.run_sync) are a pool: idle ones linger, and are no leak.
+POOLED_THREADS = ("AnyIO worker thread", "asyncio_")
+
+
+def threads_now() -> set[str]:
+    """The threads alive now (name and id), pooled workers aside."""
+    return {f"{th.name}/{th.ident}" for th in threading.enumerate() if not th.name.startswith(POOLED_THREADS)}

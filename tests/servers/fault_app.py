@@ -50,6 +50,8 @@ class Hooks:
     freeze: Callable[[], None] = _process_freeze
     garbage: Callable[[], None] = _process_garbage
     pid: int = field(default_factory=os.getpid)
+    seen: dict[str, Any] = field(default_factory=dict)    # what `state` reports, kept here
+    changed: Callable[[], None] = lambda: None           # called when `seen` changes
 
 
 def parser() -> argparse.ArgumentParser:
@@ -136,7 +138,8 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
                         output_schema={"type": "object", "properties": {"items": {"type": "array"}},
                                        "required": ["items"]})]
     extra_count = 0
-    SEEN: dict[str, Any] = {"level": None, "subscribed": [], "roots_outside": [], "roots_changed": 0, "pid": hooks.pid}
+    SEEN = hooks.seen
+    SEEN.update({"level": None, "subscribed": [], "roots_outside": [], "roots_changed": 0, "pid": hooks.pid})
 
     async def list_tools(ctx: ServerRequestContext, params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
         if not opts.page_size:
@@ -277,14 +280,17 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
 
     async def set_level(ctx: ServerRequestContext, params: t.SetLevelRequestParams) -> t.EmptyResult:
         SEEN["level"] = params.level
+        hooks.changed()
         return t.EmptyResult()
 
     async def subscribe(ctx: ServerRequestContext, params: t.SubscribeRequestParams) -> t.EmptyResult:
         SEEN["subscribed"] = sorted({*SEEN["subscribed"], str(params.uri)})
+        hooks.changed()
         return t.EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext, params: t.UnsubscribeRequestParams) -> t.EmptyResult:
         SEEN["subscribed"] = [u for u in SEEN["subscribed"] if u != str(params.uri)]
+        hooks.changed()
         return t.EmptyResult()
 
     async def complete(ctx: ServerRequestContext, params: t.CompleteRequestParams) -> t.CompleteResult:
@@ -303,6 +309,7 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
         if opts.marker_dir:         # what it got, for a test that cannot call this server
             Path(opts.marker_dir, f"roots-{opts.name}-{SEEN['roots_changed']}").write_text(
                 "\n".join(SEEN["roots_outside"]))
+        hooks.changed()
         # a log message outside any call
         await ctx.session.send_notification(t.LoggingMessageNotification(params=t.LoggingMessageNotificationParams(
             level="notice", data=f"{opts.name}: roots changed")))
