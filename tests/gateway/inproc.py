@@ -452,9 +452,10 @@ class Harness:
                     tg.cancel_scope.cancel()
 
     @contextlib.asynccontextmanager
-    async def client(self, project: str, mode: str = "legacy", **kw: Any) -> AsyncIterator[Any]:
+    async def client(self, project: str, mode: str = "legacy", *, log: bool = False, page_size: int = 0,
+                     **kw: Any) -> AsyncIterator[Any]:
         """One gateway with one client (what `kit.client` gives through `mcpctl serve`)."""
-        async with self.serve(project) as g, g.client(mode, **kw) as c:
+        async with self.serve(project, log=log, page_size=page_size) as g, g.client(mode, **kw) as c:
             yield c
 
     @contextlib.contextmanager
