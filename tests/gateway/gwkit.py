@@ -141,6 +141,23 @@ async def wait_tools(client: Any, want: set[str] | int, timeout: float = 20.0) -
             await anyio.sleep(0.1)
 
 
+async def until(client: Any, check: Any, timeout: float = 20.0, interval: float = 0.1) -> None:
+    """Wait until `check()` (sync or async) holds: re-checked at each change for a client of an
+    in-process gateway (`inproc`), else every `interval` seconds (a gateway in another process)."""
+    running = getattr(client, "gw", None)
+    if running is not None:
+        await running.until(check, timeout)
+        return
+    with anyio.fail_after(timeout):
+        while True:
+            got = check()
+            if not isinstance(got, bool):
+                got = await got
+            if got:
+                return
+            await anyio.sleep(interval)
+
+
 def text_of(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 

@@ -54,6 +54,7 @@ import fault_app  # noqa: E402
 
 ServerFactory = Callable[[ServerSpec, "Connection"], Server[Any]]
 SHUTDOWN_GRACE = 5.0          # a server's own teardown after EOF; then it is cancelled
+WATCH_INTERVAL = 0.05        # how often a served project file is checked for changes (s)
 
 
 class NoInProcessServer(LookupError):
@@ -308,6 +309,8 @@ class Running:
         self.token = load_or_create_token(token_path(gateway.project_name))
         self._auth = BearerAuth(_no_app, self.token, TokenIndex(gateway.project_name))
         self._clients = 0
+        # a list changed for every session (what a 2026 client hears only through a listen stream)
+        gateway.add_notifier(lambda method: self.changes.fire())
 
     def on_status(self, name: str, status: dict[str, Any]) -> None:
         self.statuses.setdefault(name, {}).update(status)
@@ -441,7 +444,8 @@ class Harness:
 
                 tg.start_soon(run_upstreams)
                 if watch:
-                    tg.start_soon(gw.watch_project, _project_loader(self.store, project))
+                    # the project file is polled as `mcpctl serve` does, more often (tests wait for it)
+                    tg.start_soon(gw.watch_project, _project_loader(self.store, project), WATCH_INTERVAL)
                 try:
                     yield running
                 finally:
