@@ -8,7 +8,9 @@ the spec names in-process over memory streams:
 - the fault server (`tests/servers/fault_server.py ARGS`): `fault_app.build` with the same options;
   `crash` closes the connection (the process would exit), `--start-delay` delays the connect;
 - the bundled examples (`mcpctl example-server calc|notes|textkit`);
-- any server registered by name (`MemoryUpstreams.add`).
+- any server registered by name (`MemoryUpstreams.add`);
+- anything else through the real transport (`upstream.transport.open_transport`), counted in
+  `MemoryUpstreams.real`: a command that is not there fails as it would under `mcpctl serve`.
 
 Clients connect over memory streams to `gateway.server.run` (the SDK-facing server: both eras, the
 lean path for tools/*) and each carries a credential as the HTTP front would set it: the
@@ -141,6 +143,7 @@ class MemoryUpstreams:
         self.factories: dict[str, ServerFactory] = {}
         self.connections: dict[str, list[Connection]] = {}
         self.open = 0
+        self.real = 0             # connections that went through the real transport
         self.changes = Changes()
 
     def http(self, store: Store, name: str, *fault_args: str) -> str:
@@ -180,11 +183,19 @@ class MemoryUpstreams:
         raise NoInProcessServer(f"server {spec.name!r}: no in-process server for {spec.command} {args}")
 
     @contextlib.asynccontextmanager
-    async def __call__(self, spec: ServerSpec, on_eof: Callable[[], None]) -> AsyncIterator[tuple[Any, Any, None]]:
+    async def __call__(self, spec: ServerSpec, on_eof: Callable[[], None]) -> AsyncIterator[tuple[Any, Any, Any]]:
         conns = self.connections.setdefault(spec.name, [])
         conn = Connection(spec.name, len(conns) + 1)
         conns.append(conn)
-        server, opts = self._resolve(spec, conn)
+        try:
+            server, opts = self._resolve(spec, conn)
+        except NoInProcessServer:
+            from mcpctl.upstream.transport import open_transport
+
+            self.real += 1
+            async with open_transport(spec, on_eof) as streams:
+                yield streams
+            return
         if opts is not None and (opts.exit_at_start or opts.exit_after_start_delay):
             if opts.start_delay:
                 await anyio.sleep(opts.start_delay)
