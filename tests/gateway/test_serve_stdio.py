@@ -1,4 +1,5 @@
-"""`mcpctl serve` over stdio with the official SDK client, in both protocol eras."""
+"""`mcpctl serve` over stdio with the official SDK client, in both protocol eras; the same behaviour
+of the gateway in-process too (`front="inproc"`, `inproc`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 import anyio
 import mcp.types as t
 import pytest
-from gwkit import Kit, text_of, wait_tools
+from gwkit import Kit, text_of, until, wait_tools
+from inproc import Harness
 from mcp import MCPError
+from test_relay_requests import gateway_client
 
 pytestmark = pytest.mark.anyio
 
@@ -23,10 +26,11 @@ def _setup(kit: Kit, marker_dir: Path) -> str:
                                                       "enabled": ["beta/echo", "beta/add_tool", "beta/extra_*"]})
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_catalogue_calls_and_passthrough(kit: Kit, tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("stdio", "auto"), ("inproc", "legacy"),
+                                            ("inproc", "auto")])
+async def test_catalogue_calls_and_passthrough(kit: Kit, gw: Harness, tmp_path: Path, front: str, mode: str) -> None:
     project = _setup(kit, tmp_path)
-    async with kit.client(project, mode=mode) as c:
+    async with gateway_client(kit, project, front, mode, gw) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         # first contact: never-listed servers are waited for, so a client that lists once sees them
         first = await c.list_tools()
@@ -73,17 +77,13 @@ async def test_catalogue_calls_and_passthrough(kit: Kit, tmp_path: Path, mode: s
 
         r = await c.session.call_tool("alpha__progress", {}, progress_callback=on_progress)
         assert text_of(r) == "done"
-        with anyio.fail_after(5):
-            while len(seen) < 3:
-                await anyio.sleep(0.02)
+        await until(c, lambda: len(seen) >= 3, 5, 0.02)
         assert seen == [1.0, 2.0, 3.0]
 
         # client cancellation cancels the upstream request
         with anyio.move_on_after(0.5):
             await c.session.call_tool("alpha__hang", {})
-        with anyio.fail_after(10):
-            while not list(tmp_path.glob("cancelled-*")):
-                await anyio.sleep(0.05)
+        await until(c, lambda: bool(list(tmp_path.glob("cancelled-*"))), 10, 0.05)
 
         # prompts and resources are aggregated, namespaced and routed back; a server whose tools
         # are disabled as a whole (`beta/*`, whatever single tools are enabled again) shows none of
@@ -102,8 +102,10 @@ async def test_catalogue_calls_and_passthrough(kit: Kit, tmp_path: Path, mode: s
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_upstream_list_changed_reaches_the_client(kit: Kit, tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("stdio", "auto"), ("inproc", "legacy"),
+                                            ("inproc", "auto")])
+async def test_upstream_list_changed_reaches_the_client(kit: Kit, gw: Harness, tmp_path: Path, front: str,
+                                                        mode: str) -> None:
     project = _setup(kit, tmp_path)
     changed = anyio.Event()
 
@@ -111,17 +113,23 @@ async def test_upstream_list_changed_reaches_the_client(kit: Kit, tmp_path: Path
         if isinstance(msg, t.ToolListChangedNotification):
             changed.set()
 
-    async with kit.client(project, mode=mode, message_handler=on_message) as c:
+    async with gateway_client(kit, project, front, mode, gw, message_handler=on_message) as c:
         await wait_tools(c, {"alpha__echo", "beta__echo"})
         async with anyio.create_task_group() as tg:
             if mode == "auto":
+                listening = anyio.Event()
+
                 async def listen() -> None:
                     async with c.listen(tools_list_changed=True) as sub:
+                        listening.set()
                         async for _ in sub:
                             changed.set()
                             return
                 tg.start_soon(listen)
-                await anyio.sleep(0.3)
+                if front == "inproc":
+                    await listening.wait()         # entered: the gateway acknowledged the stream
+                else:
+                    await anyio.sleep(0.3)
             for server, expected in (("alpha", "alpha__extra_1"), ("beta", "beta__extra_1")):
                 changed = anyio.Event() if mode == "legacy" else changed
                 await c.session.call_tool(f"{server}__add_tool", {})
@@ -135,9 +143,9 @@ async def test_upstream_list_changed_reaches_the_client(kit: Kit, tmp_path: Path
     assert kit.leftovers() == []
 
 
-async def test_search_tools_contract(kit: Kit, tmp_path: Path) -> None:
+async def test_search_tools_contract(kit: Kit, gw: Harness, tmp_path: Path) -> None:
     project = _setup(kit, tmp_path)
-    async with kit.client(project) as c:
+    async with gw.client(project) as c:
         await wait_tools(c, {"alpha__echo", "beta__echo"})
         r = await c.session.call_tool("search_tools", {"query": "sleep for some seconds", "top_k": 3})
         assert not r.is_error
@@ -162,15 +170,15 @@ async def test_search_tools_contract(kit: Kit, tmp_path: Path) -> None:
             assert "search_tools" in text_of(r)
 
 
-async def test_search_can_be_disabled(kit: Kit) -> None:
+async def test_search_can_be_disabled(kit: Kit, gw: Harness) -> None:
     kit.server("alpha")
     project = kit.project("p", ["alpha"], search={"enabled": False})
-    async with kit.client(project) as c:
+    async with gw.client(project) as c:
         tools = await wait_tools(c, {"alpha__echo"})
         assert "search_tools" not in {x.name for x in tools}
 
 
-async def test_curation_changes_apply_while_serving(kit: Kit, runner: object) -> None:
+async def test_curation_changes_apply_while_serving(kit: Kit, gw: Harness, runner: object) -> None:
     from mcpctl.cli import app
 
     kit.server("alpha")
@@ -181,15 +189,18 @@ async def test_curation_changes_apply_while_serving(kit: Kit, runner: object) ->
         if isinstance(msg, t.ToolListChangedNotification):
             changed.set()
 
-    async with kit.client(project, message_handler=on_message) as c:
+    async with gw.client(project, message_handler=on_message) as c:
         await wait_tools(c, {"alpha__echo", "alpha__add"})
         changed = anyio.Event()
         r = runner.invoke(app, ["tools", "disable", "--project", "p", "alpha/add"])  # type: ignore[attr-defined]
         assert r.exit_code == 0, r.output
         with anyio.fail_after(10):
             await changed.wait()
-            while "alpha__add" in {x.name for x in (await c.list_tools()).tools}:
-                await anyio.sleep(0.1)
+
+        async def gone() -> bool:
+            return "alpha__add" not in {x.name for x in (await c.list_tools()).tools}
+
+        await until(c, gone, 10)
         r = await c.session.call_tool("alpha__add", {"a": 1, "b": 2})
         assert r.is_error and "disabled" in text_of(r)
     assert kit.leftovers() == []

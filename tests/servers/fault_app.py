@@ -171,6 +171,7 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
             except BaseException:
                 if opts.marker_dir:
                     Path(opts.marker_dir, f"cancelled-{hooks.pid}-{time.time_ns()}").touch()
+                    hooks.changed()
                 raise
             return _text("unreachable")
         if name == "freeze" and opts.freeze_tool:
