@@ -141,12 +141,14 @@ async def wait_tools(client: Any, want: set[str] | int, timeout: float = 20.0) -
             await anyio.sleep(0.1)
 
 
-async def until(client: Any, check: Any, timeout: float = 20.0, interval: float = 0.1) -> None:
+async def until(client: Any, check: Any, timeout: float = 20.0, interval: float = 0.1,
+                poll: float | None = None) -> None:
     """Wait until `check()` (sync or async) holds: re-checked at each change for a client of an
-    in-process gateway (`inproc`), else every `interval` seconds (a gateway in another process)."""
+    in-process gateway (`inproc`; and every `poll` s if given: what no event announces), else
+    every `interval` seconds (a gateway in another process)."""
     running = getattr(client, "gw", None)
     if running is not None:
-        await running.until(check, timeout)
+        await running.until(check, timeout, poll)
         return
     with anyio.fail_after(timeout):
         while True:

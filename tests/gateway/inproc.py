@@ -7,7 +7,8 @@ the spec names in-process over memory streams:
 
 - the fault server (`tests/servers/fault_server.py ARGS`): `fault_app.build` with the same options;
   `crash` closes the connection (the process would exit), `--start-delay` delays the connect;
-- the bundled examples (`mcpctl example-server calc|notes|textkit`);
+- the dataset server (`tests/servers/dataset_server.py ARGS`): `dataset_app.build`;
+- the bundled examples (`mcpctl example-server calc|notes|textkit`, `python -m mcpctl.examples.calc`);
 - any server registered by name (`MemoryUpstreams.add`);
 - anything else through the real transport (`upstream.transport.open_transport`), counted in
   `MemoryUpstreams.real`: a command that is not there fails as it would under `mcpctl serve`.
@@ -25,6 +26,7 @@ write, a notification, a listing; never a fixed sleep.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -52,10 +54,12 @@ SERVERS = Path(__file__).resolve().parents[1] / "servers"
 if str(SERVERS) not in sys.path:
     sys.path.insert(0, str(SERVERS))
 
+import dataset_app  # noqa: E402
 import fault_app  # noqa: E402
 
 ServerFactory = Callable[[ServerSpec, "Connection"], Server[Any]]
 SHUTDOWN_GRACE = 5.0          # a server's own teardown after EOF; then it is cancelled
+EXAMPLES = "mcpctl.examples."
 WATCH_INTERVAL = 0.05        # how often a served project file is checked for changes (s)
 
 
@@ -178,6 +182,10 @@ class MemoryUpstreams:
         if spec.transport == "stdio" and args and Path(args[0]).name == "fault_server.py":
             opts = fault_app.parse(args[1:])
             return fault_app.build(opts, self._hooks(conn)), opts
+        if spec.transport == "stdio" and args and Path(args[0]).name == "dataset_server.py":
+            return dataset_app.build(dataset_app.parse(args[1:])), None
+        if spec.transport == "stdio" and len(args) >= 2 and args[0] == "-m" and args[1].startswith(EXAMPLES):
+            return _example(args[1].removeprefix(EXAMPLES), args[2:]), None
         if spec.transport == "stdio" and args[:1] == ["example-server"] and len(args) >= 2:
             return _example(args[1], args[2:]), None
         raise NoInProcessServer(f"server {spec.name!r}: no in-process server for {spec.command} {args}")
@@ -379,8 +387,10 @@ class Running:
             c.gw = self          # `gwkit.wait_tools` and the tests find their gateway here
             yield c
 
-    async def until(self, check: Callable[[], Awaitable[bool] | bool], timeout: float = 20.0) -> None:
-        """Wait until `check()` holds, re-checking at each change (bounded)."""
+    async def until(self, check: Callable[[], Awaitable[bool] | bool], timeout: float = 20.0,
+                    poll: float | None = None) -> None:
+        """Wait until `check()` holds, re-checking at each change (bounded); `poll`: also every
+        `poll` seconds, for what no event announces (a file another thread writes)."""
         with anyio.fail_after(timeout):
             while True:
                 seen = self.changes.count
@@ -390,7 +400,8 @@ class Running:
                 if got:
                     return
                 if self.changes.count == seen:
-                    await self.changes.wait()
+                    with anyio.move_on_after(poll if poll is not None else math.inf):
+                        await self.changes.wait()
 
     async def settled(self, timeout: float = 20.0) -> None:
         """Every upstream has been listed or is down (each status says so)."""

@@ -1,5 +1,6 @@
 """`pinning: hold` while serving: `mcpctl tools approve` releases a held tool to a gateway that is
-already running, within a second and with `tools/list_changed`, without a restart or a new listing."""
+already running, within a second and with `tools/list_changed`, without a restart or a new listing.
+The gateway runs in-process (`inproc`); `tools approve` is the real CLI in a process of its own."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 import anyio
 import mcp.types as t
 import pytest
-from gwkit import MCPCTL, SLACK, SRC_ENV, Kit, text_of, wait_tools
+from gwkit import MCPCTL, SLACK, SRC_ENV, Kit, text_of, until, wait_tools
+from inproc import Harness
 
 pytestmark = pytest.mark.anyio
 DATASET_SERVER = Path(__file__).resolve().parents[1] / "servers" / "dataset_server.py"
@@ -31,18 +33,16 @@ def mcpctl(kit: Kit, *args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "MCPCTL_HOME": str(kit.home), **SRC_ENV})
 
 
-async def test_an_approval_reaches_a_running_gateway_within_a_second(kit: Kit, tmp_path: Path) -> None:
+async def test_an_approval_reaches_a_running_gateway_within_a_second(kit: Kit, gw: Harness, tmp_path: Path) -> None:
     tools_file = tmp_path / "tools.jsonl"
     serve(tools_file, "Adds two numbers.")
     kit.server("up", str(DATASET_SERVER), "--tools-file", str(tools_file), "--server", "up", command=sys.executable)
     kit.project("p", ["up"], pinning="hold")
-    async with kit.client("p") as c:                                     # the first start lists, and pins
-        await wait_tools(c, {"up__add", "up__sub"})
     from mcpctl.catalogue.pins import read_pins
 
-    with anyio.fail_after(10):
-        while read_pins("up") is None:
-            await anyio.sleep(0.05)
+    async with gw.client("p") as c:                                      # the first start lists, and pins
+        await wait_tools(c, {"up__add", "up__sub"})
+        await until(c, lambda: read_pins("up") is not None, 10, poll=0.05)   # a file written off-loop
     serve(tools_file, POISONED)
     changed = anyio.Event()
 
@@ -50,10 +50,11 @@ async def test_an_approval_reaches_a_running_gateway_within_a_second(kit: Kit, t
         if isinstance(msg, t.ToolListChangedNotification):
             changed.set()
 
-    async with kit.client("p", message_handler=on_message) as c:
-        with anyio.fail_after(30):                                       # the live listing holds the changed tool
-            while "up__add" in {tool.name for tool in (await c.list_tools()).tools}:
-                await anyio.sleep(0.1)
+    async with gw.client("p", message_handler=on_message) as c:
+        async def held() -> bool:                                        # the live listing holds the changed tool
+            return "up__add" not in {tool.name for tool in (await c.list_tools()).tools}
+
+        await until(c, held, 30)
         assert (await c.session.call_tool("up__add", {})).is_error
         changed = anyio.Event()                                          # only what the approval causes
         done = mcpctl(kit, "tools", "approve", "--project", "p", "up/add")
