@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from gwkit import Kit
-from inproc import Harness, threads_now
+from inproc import Harness, threads_left, threads_now
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def gw(kit: Kit, request: pytest.FixtureRequest) -> Iterator[Harness]:
     if h.gateways:
         INPROC.add(request.node.nodeid)
     assert h.upstreams.open == 0, "an in-memory upstream connection was left open"
-    assert threads_now() <= before, f"threads left running: {threads_now() - before}"
+    assert threads_left(before) == [], "threads left running"
     assert kit.leftovers(timeout=0) == []
 
 

@@ -524,6 +524,18 @@ def _project_loader(store: Store, name: str) -> Callable[[], ProjectSpec | None]
 POOLED_THREADS = ("AnyIO worker thread", "asyncio_")
 
 
-def threads_now() -> set[str]:
-    """The threads alive now (name and id), pooled workers aside."""
-    return {f"{th.name}/{th.ident}" for th in threading.enumerate() if not th.name.startswith(POOLED_THREADS)}
+def threads_now() -> set[threading.Thread]:
+    """The threads alive now, pooled workers aside."""
+    return {th for th in threading.enumerate() if not th.name.startswith(POOLED_THREADS)}
+
+
+def threads_left(before: set[threading.Thread], timeout: float = 60.0) -> list[str]:
+    """The threads started since `before` still running after `timeout` s: bounded background work
+    the gateway began (embedding a catalogue's tools) may finish meanwhile; a thread that never
+    ends is a leak."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    for th in threads_now() - before:
+        th.join(max(0.0, deadline - time.monotonic()))
+    return sorted(f"{th.name}/{th.ident}" for th in threads_now() - before)

@@ -3,7 +3,8 @@ catalogue's very first `search_tools` is answered by the hybrid ranker (the gate
 soon as the catalogue is listed, and a search waits for a small index), and a large catalogue's
 first answer says it is keyword-only while the index warms. The CLI's listings index the tools
 too, so they are ready before any gateway starts. Real servers: the bundled examples and
-`tests/servers/dataset_server.py` serving LiveMCPBench tools."""
+`tests/servers/dataset_server.py` serving LiveMCPBench tools; the gateway runs in-process
+(`inproc`, the servers in memory), the CLI's listing starts them as processes."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from gwkit import REPO, Kit, wait_tools
+from inproc import Harness
 from typer.testing import CliRunner
 
 from ci_support import skip_unless_ci
@@ -42,9 +44,9 @@ def _examples(kit: Kit) -> list[str]:
     return [kit.server(name, "-m", f"mcpctl.examples.{name}", command=sys.executable) for name in ("calc", "textkit")]
 
 
-def _search(kit: Kit, project: str, query: str, want: set[str] | int) -> dict[str, Any]:
+def _search(gw: Harness, project: str, query: str, want: set[str] | int) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
-        async with kit.client(project) as c:
+        async with gw.client(project) as c:
             await wait_tools(c, want, timeout=60)
             r = await c.session.call_tool("search_tools", {"query": query, "top_k": 5})
             assert not r.is_error
@@ -59,11 +61,12 @@ def _scores(project: str, kind: str, query: str) -> dict[str, float]:
     return {view.present(cid) or cid: round(score, 6) for cid, score in ranker.search(query, 5)}
 
 
-def test_a_fresh_gateway_on_a_cold_embedding_cache_answers_its_first_search_with_the_hybrid_ranker(kit: Kit) -> None:
+def test_a_fresh_gateway_on_a_cold_embedding_cache_answers_its_first_search_with_the_hybrid_ranker(
+        kit: Kit, gw: Harness) -> None:
     kit.project("p", _examples(kit), search={"ranker": "auto"})
     assert not _embeddings()                      # nothing listed, nothing embedded
     query = "add two numbers"
-    got = _search(kit, "p", query, {"calc__add", "textkit__word_count"})   # both listed
+    got = _search(gw, "p", query, {"calc__add", "textkit__word_count"})   # both listed
     structured = got["structured"]
     assert set(structured) == {"tools", "total_searched"}
     assert len(got["texts"]) == 1, got["texts"]   # no keyword-only note
@@ -72,7 +75,7 @@ def test_a_fresh_gateway_on_a_cold_embedding_cache_answers_its_first_search_with
     assert scores != _scores("p", "bm25", query)
 
 
-def test_a_large_catalogue_first_answer_says_it_is_keyword_only_while_the_index_warms(kit: Kit) -> None:
+def test_a_large_catalogue_first_answer_says_it_is_keyword_only_while_the_index_warms(kit: Kit, gw: Harness) -> None:
     counts = Counter(json.loads(line)["server"] for line in DATASET.read_text().splitlines() if line.strip())
     servers, total = [], 0
     for server, n in counts.most_common():
@@ -83,7 +86,7 @@ def test_a_large_catalogue_first_answer_says_it_is_keyword_only_while_the_index_
                                   command=sys.executable))
         total += n
     kit.project("big", servers, search={"ranker": "auto"})
-    got = _search(kit, "big", "create a bar chart", total + 1)      # and search_tools
+    got = _search(gw, "big", "create a bar chart", total + 1)      # and search_tools
     structured = got["structured"]
     assert set(structured) == {"tools", "total_searched"} and structured["total_searched"] == total
     assert structured["tools"], structured
