@@ -183,16 +183,17 @@ async def test_completion_is_routed_to_the_upstream_that_owns_the_prompt_or_temp
         assert r.completion.values == ["a-a", "a-b"]
 
 
-async def test_capabilities_are_only_what_some_upstream_offers(kit: Kit, gw: Harness) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_capabilities_are_only_what_some_upstream_offers(kit: Kit, gw: Harness, mode: str) -> None:
     kit.server("plain")
     project = kit.project("plain-only", ["plain"])
-    async with gw.client(project, "legacy") as c:
+    async with gw.client(project, mode) as c:
         caps = c.server_capabilities
         assert caps.logging is None and caps.completions is None
         assert caps.resources is not None and not caps.resources.subscribe and caps.prompts is not None
     kit.server("rich", "--ask-tools")
     project = kit.project("both", ["plain", "rich"])
-    async with gw.client(project, "legacy") as c:
+    async with gw.client(project, mode) as c:
         caps = c.server_capabilities
         assert caps.logging is not None and caps.completions is not None and caps.resources.subscribe
 

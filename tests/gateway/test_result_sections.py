@@ -141,12 +141,13 @@ async def test_with_max_tokens_0_nothing_is_cut_and_read_result_is_not_listed(ki
     assert kit.leftovers() == []
 
 
-async def test_the_log_records_result_size_and_sections_and_read_result_is_kept_loaded(kit: Kit,
-                                                                                       gw: Harness) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_log_records_result_size_and_sections_and_read_result_is_kept_loaded(kit: Kit, gw: Harness,
+                                                                                       mode: str) -> None:
     kit.server("up", "--large-tools")
     project = kit.project("p", ["up"], **BARE, favouriteIndex={"enabled": True, "tools": ["up/large_text"]},
                           results={"maxTokens": 1000})
-    async with gw.client(project, "legacy", log=True) as c:
+    async with gw.client(project, mode, log=True) as c:
         tools = {tl.name: tl for tl in await wait_tools(c, {"read_result"})}
         assert tools["read_result"].meta == {"anthropic/alwaysLoad": True}
         fav = next(n for n in tools if n.endswith("large_text") and tools[n].meta)

@@ -143,9 +143,10 @@ async def test_upstream_list_changed_reaches_the_client(kit: Kit, gw: Harness, t
     assert kit.leftovers() == []
 
 
-async def test_search_tools_contract(kit: Kit, gw: Harness, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_search_tools_contract(kit: Kit, gw: Harness, tmp_path: Path, mode: str) -> None:
     project = _setup(kit, tmp_path)
-    async with gw.client(project) as c:
+    async with gw.client(project, mode) as c:
         await wait_tools(c, {"alpha__echo", "beta__echo"})
         r = await c.session.call_tool("search_tools", {"query": "sleep for some seconds", "top_k": 3})
         assert not r.is_error
@@ -170,10 +171,11 @@ async def test_search_tools_contract(kit: Kit, gw: Harness, tmp_path: Path) -> N
             assert "search_tools" in text_of(r)
 
 
-async def test_search_can_be_disabled(kit: Kit, gw: Harness) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_search_can_be_disabled(kit: Kit, gw: Harness, mode: str) -> None:
     kit.server("alpha")
     project = kit.project("p", ["alpha"], search={"enabled": False})
-    async with gw.client(project) as c:
+    async with gw.client(project, mode) as c:
         tools = await wait_tools(c, {"alpha__echo"})
         assert "search_tools" not in {x.name for x in tools}
 
