@@ -444,7 +444,8 @@ class Harness:
     async def serve(self, project: str, *, page_size: int = 0, log: bool = False, watch: bool = True,
                     first_contact_cap: float | None = None) -> AsyncIterator[Running]:
         """Serve `project` until the block ends (as `mcpctl serve` does: upstreams supervised,
-        the project re-read when its file changes); `log`: record calls in the invocation log."""
+        the project re-read when its file changes); `log`: record calls in the invocation log
+        (every row written when the block ends)."""
         with self._recorder(log) as record:
             holder: list[Running] = []
             gw = build_gateway(project, self.upstreams, on_status=lambda n, s: holder[0].on_status(n, s),
@@ -486,17 +487,19 @@ class Harness:
 
     @contextlib.contextmanager
     def _recorder(self, log: bool) -> Iterator[Callable[..., None] | None]:
+        """`mcpctl serve`'s own recorder (batches handed to the log's writer thread), closed, and
+        so drained, when the gateway stops."""
         if not log:
             yield None
             return
-        from mcpctl import paths
-        from mcpctl.audit.log import CallRecord, InvocationLog
+        from mcpctl.gateway.run import _recorder
 
-        with InvocationLog(paths.invocation_log_path()) as inv:
-            def record(**fields: Any) -> None:
-                inv.record(CallRecord(**fields))
-
-            yield record
+        rec = _recorder()
+        assert rec is not None
+        try:
+            yield rec.record
+        finally:
+            rec.close()
 
 
 def _project_loader(store: Store, name: str) -> Callable[[], ProjectSpec | None]:

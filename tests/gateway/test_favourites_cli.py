@@ -1,7 +1,8 @@
 """`mcpctl favourites list|add|remove|suggest` and `create project` flags, on a real gateway's log.
 
-`suggest` is tested on an invocation log written by the real gateway while the SDK client calls
-through it under several presented forms of one tool, not on rows inserted by hand.
+`suggest` is tested on an invocation log written by the gateway while the SDK client calls
+through it under several presented forms of one tool, not on rows inserted by hand: the gateway
+in-process (`inproc`, with `mcpctl serve`'s recorder), and in one burst the real `mcpctl serve`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 from gwkit import MCPCTL, Kit, wait_tools
+from inproc import Harness
 from typer.testing import CliRunner
 
 from mcpctl.catalogue import cache
@@ -42,15 +44,18 @@ def _rows(project: str, at_least: int) -> list[Any]:
         time.sleep(0.05)
 
 
-async def _calls(kit: Kit, project: str, calls: list[tuple[str, dict[str, Any]]], mode: str = "legacy") -> None:
-    async with kit.client(project, mode=mode) as c:
+async def _calls(gw: Harness | Kit, project: str, calls: list[tuple[str, dict[str, Any]]],
+                 mode: str = "legacy") -> None:
+    """Make these calls through the gateway: in-process (`gw`), or `mcpctl serve` (a `Kit`)."""
+    client = gw.client(project, mode, log=True) if isinstance(gw, Harness) else gw.client(project, mode=mode)
+    async with client as c:
         await wait_tools(c, {"favourite__echo"})
         for name, args in calls:
             await c.session.call_tool(name, args)
 
 
 async def test_suggest_counts_every_presented_form_once_and_its_line_changes_only_favourites(
-        kit: Kit, runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        kit: Kit, gw: Harness, runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kit.server("alpha")
     kit.server("beta")
     kit.project("p", ["alpha", "beta"], favouriteIndex={"enabled": True, "tools": ["alpha/echo", "alpha/add"]},
@@ -58,17 +63,17 @@ async def test_suggest_counts_every_presented_form_once_and_its_line_changes_onl
                 description="favourites test")
     echo = {"text": "x"}
     # an older burst, outside the window measured below
-    await _calls(kit, "p", [("all__beta__echo", echo)] * 5)
+    await _calls(gw, "p", [("all__beta__echo", echo)] * 5)
     old_rows = _rows("p", 5)
     assert len(old_rows) == 5
     t_mid = time.time()
     assert all(r.ts < t_mid for r in old_rows)
     # in the window: alpha/echo under four forms in two sessions (two eras), a tool that mostly fails,
     # a disabled tool, and beta/add
-    await _calls(kit, "p", [("favourite__echo", echo), ("all__alpha__echo", echo), ("alpha/echo", echo),
+    await _calls(gw, "p", [("favourite__echo", echo), ("all__alpha__echo", echo), ("alpha/echo", echo),
                             ("alpha__echo", echo), ("all__alpha__fail", {}), ("all__alpha__fail", {}),
                             ("all__alpha__delete_all", {}), ("all__beta__add", {"a": 1, "b": 2})])
-    await _calls(kit, "p", [("favourite/echo", echo), ("all__alpha__fail", {})], mode="auto")
+    await _calls(kit, "p", [("favourite/echo", echo), ("all__alpha__fail", {})], mode="auto")   # mcpctl serve
     rows = _rows("p", 15)
     assert len(rows) == 15 and all(r.ts > t_mid for r in rows[5:])
     assert {r.presented_name for r in rows if r.canonical_id == "alpha/echo"} == {
@@ -120,12 +125,12 @@ async def test_suggest_counts_every_presented_form_once_and_its_line_changes_onl
     assert "Nothing to suggest" in r.stderr and "15 older call(s)" in r.stderr
 
 
-async def test_suggest_apply_shows_the_diff_and_writes_it(kit: Kit, runner: CliRunner) -> None:
+async def test_suggest_apply_shows_the_diff_and_writes_it(kit: Kit, gw: Harness, runner: CliRunner) -> None:
     kit.server("alpha")
     kit.project("q", ["alpha"], favouriteIndex={"enabled": True, "tools": ["alpha/echo"]})
     r = run(runner, "favourites", "suggest", "-p", "q")
     assert r.exit_code == 0 and "the invocation log has no calls for project 'q' yet" in r.stderr
-    await _calls(kit, "q", [("all__alpha__add", {"a": 1, "b": 2})] * 2 + [("favourite__echo", {"text": "y"})])
+    await _calls(gw, "q", [("all__alpha__add", {"a": 1, "b": 2})] * 2 + [("favourite__echo", {"text": "y"})])
     _rows("q", 3)
     r = run(runner, "favourites", "suggest", "-p", "q", "--top", "1", "--apply")
     assert r.exit_code == 0 and "No tool qualifies" in r.stderr, r.output       # 2 calls in 1 session
@@ -143,7 +148,7 @@ async def test_suggest_apply_shows_the_diff_and_writes_it(kit: Kit, runner: CliR
 
 
 async def test_the_suggested_line_run_by_a_shell_keeps_profiles_and_does_what_apply_does(
-        kit: Kit, runner: CliRunner) -> None:
+        kit: Kit, gw: Harness, runner: CliRunner) -> None:
     kit.server("alpha", "--extra-tool", "get pods")         # an upstream tool name with a space
     spec: dict[str, Any] = {
         "favouriteIndex": {"enabled": True, "tools": ["alpha/echo"], "maxFavourites": 4},
@@ -154,7 +159,7 @@ async def test_the_suggested_line_run_by_a_shell_keeps_profiles_and_does_what_ap
         "description": "keeps its profiles"}
     kit.project("p", ["alpha"], **spec)
     original = canonical_spec("Project", kit.store.get("Project", "p")["spec"])
-    await _calls(kit, "p", [("alpha/get pods", {})] * 3 + [("all__alpha__add", {"a": 1, "b": 2})] * 2)
+    await _calls(gw, "p", [("alpha/get pods", {})] * 3 + [("all__alpha__add", {"a": 1, "b": 2})] * 2)
     _rows("p", 5)
 
     table = run(runner, "favourites", "suggest", "-p", "p", "--min-sessions", "1", "--min-calls", "2")
