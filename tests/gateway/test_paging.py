@@ -88,8 +88,8 @@ async def _code(call: Awaitable[Any]) -> int:
     return e.value.error.code
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto"),
+                                            ("inproc", "2026-07-28")])
 async def test_lists_are_one_page_by_default_and_pages_of_n_with_page_size(kit: Kit, gw: Harness, front: str,
                                                                            mode: str) -> None:
     project = _setup(kit)
