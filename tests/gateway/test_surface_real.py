@@ -5,24 +5,23 @@ textkit), LiveMCPBench servers served by `tests/servers/dataset_server.py` from 
 and the npm reference servers (everything, filesystem, memory; skipped locally when not
 installed, an install bug in CI). The collisions and near-duplicate pairs asserted by name are
 ones that data really contains (measured on it; see `catalogue.judge.NEAR_DUPLICATE_THRESHOLD`).
-The use numbers come from an invocation log the real gateway wrote while the SDK client called
-through it, in two sessions, one of them under `serve --profile read-only`.
+The use numbers come from an invocation log the gateway wrote (in-process, `inproc`, with `mcpctl
+serve`'s recorder) while the SDK client called through it, in two sessions, one of them with a
+token of the read-only profile.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shlex
 import sys
 import time
-import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gwkit import REPO, Kit, npm_bin, wait_tools
+from inproc import Harness
 from typer.testing import CliRunner
 
 from ci_support import skip_unless_ci
@@ -159,16 +158,6 @@ def test_surface_with_the_npm_reference_servers(kit: Kit, runner: CliRunner, tmp
 # -- a log written by real calls through the gateway ------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def client(kit: Kit, project: str, *extra: str) -> AsyncIterator[Any]:
-    from mcp import Client
-    from mcp.client.stdio import stdio_client
-
-    with open(kit.home / f"client-{uuid.uuid4().hex[:6]}.log", "w") as errlog:
-        async with Client(stdio_client(kit.params(project, *extra), errlog=errlog), mode="legacy") as c:
-            yield c
-
-
 ARGS: dict[str, dict[str, Any]] = {
     "calc__add": {"a": 1, "b": 2}, "calc__multiply": {"a": 2, "b": 3}, "textkit__slugify": {"text": "Hello World"},
     "alpha__fail": {}, "alpha__echo": {"text": "x"}, "notes__create_note": {"title": "a note"},
@@ -206,7 +195,7 @@ def wait_rows(project: str, n: int) -> None:
 
 
 @pytest.mark.anyio
-async def test_surface_judges_use_from_real_calls_and_its_lines_run(kit: Kit, runner: CliRunner,
+async def test_surface_judges_use_from_real_calls_and_its_lines_run(kit: Kit, gw: Harness, runner: CliRunner,
                                                                      tmp_path: Path) -> None:
     servers = [kit.server("calc", "-m", "mcpctl.examples.calc", command=sys.executable),
                kit.server("textkit", "-m", "mcpctl.examples.textkit", command=sys.executable),
@@ -214,11 +203,13 @@ async def test_surface_judges_use_from_real_calls_and_its_lines_run(kit: Kit, ru
                           command=sys.executable),
                kit.server("alpha")]
     kit.project("p", servers, profiles={"writer": {"allow": ["notes/*", "calc/*"]}})
-    for extra, names in (((), SESSION_1), (("--profile", "read-only"), SESSION_2)):
-        async with client(kit, "p", *extra) as c:
-            await wait_tools(c, {"calc__add"}, timeout=60)
-            for name in names:
-                await c.session.call_tool(name, ARGS[name])
+    reader = run(runner, "create", "token", "reader", "-p", "p", "--profile", "read-only").stdout.strip()
+    async with gw.serve("p", log=True) as g:
+        for token, names in ((None, SESSION_1), (reader, SESSION_2)):
+            async with g.client("legacy", token=token) as c:
+                await wait_tools(c, {"calc__add"}, timeout=60)
+                for name in names:
+                    await c.session.call_tool(name, ARGS[name])
     wait_rows("p", len(SESSION_1) + len(SESSION_2))
 
     report = surface_json(runner, "p")
