@@ -95,41 +95,60 @@ async def test_a_client_without_the_capability_leaves_the_upstream_with_the_prot
         assert await call(c, "roots") == (False, "roots: file:///bob")
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_two_clients_calling_at_once_never_see_each_others_requests(kit: Kit, mode: str) -> None:
-    """200 interleaved round trips through an HTTP upstream, two clients of one HTTP gateway: every
-    request is answered by the client whose call caused it."""
+@contextlib.asynccontextmanager
+async def two_clients_over_an_http_upstream(kit: Kit, gw: Harness, front: str, mode: str
+                                            ) -> AsyncIterator[tuple[Any, Any]]:
+    """Alice and Bob, clients of one gateway whose upstream `up` speaks streamable HTTP (its
+    requests are related to the call that caused them): `mcpctl serve --transport http` over a
+    fault server process, or in-process (`inproc`: the HTTP upstream in memory, as the SDK's
+    HTTP client delivers its requests)."""
+    if front == "inproc":
+        gw.upstreams.http(kit.store, "up", "--ask-tools")
+        project = kit.project("p", ["up"], **BARE)
+        async with gw.serve(project) as g, g.client(mode, "alice", **answering("alice")) as a, \
+                g.client(mode, "bob", **answering("bob")) as b:
+            yield a, b
+        return
     with http_upstream(kit, "up", "--ask-tools"):
         project = kit.project("p", ["up"], **BARE)
         with http_gateway(kit, project) as (url, token):
             async with http_client(url, token, mode, "alice", **answering("alice")) as a, \
                     http_client(url, token, mode, "bob", **answering("bob")) as b:
-                await wait_tools(a, {"sample"})
-                await wait_tools(b, {"sample"})
-                wrong: list[str] = []
+                yield a, b
 
-                async def one(c: Any, who: str, i: int) -> None:
-                    kind = i % 3
-                    if kind == 0:
-                        got, want = await call(c, "sample", {"text": f"{who}-{i}"}), f"sampled: {who}: {who}-{i}"
-                    elif kind == 1:
-                        got, want = await call(c, "elicit"), f"elicited: accept {{'name': '{who}'}}"
-                    else:
-                        got, want = await call(c, "roots"), f"roots: file:///{who}"
-                    if got != (False, want):
-                        wrong.append(f"{who} #{i}: {got}")
 
-                async def client(c: Any, who: str) -> None:
-                    for i in range(0, 100, 4):           # 4 calls in flight per client
-                        async with anyio.create_task_group() as tg:
-                            for j in range(i, i + 4):
-                                tg.start_soon(one, c, who, j)
+@pytest.mark.parametrize(("front", "mode"), [("inproc", "legacy"), ("http", "auto")])
+async def test_two_clients_calling_at_once_never_see_each_others_requests(kit: Kit, gw: Harness, front: str,
+                                                                          mode: str) -> None:
+    """200 interleaved round trips through an HTTP upstream, two clients of one HTTP gateway: every
+    request is answered by the client whose call caused it."""
+    async with two_clients_over_an_http_upstream(kit, gw, front, mode) as (a, b):
+        await wait_tools(a, {"sample"})
+        await wait_tools(b, {"sample"})
+        wrong: list[str] = []
 
-                with anyio.fail_after(120):
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(client, a, "alice")
-                        tg.start_soon(client, b, "bob")
-                assert wrong == []
+        async def one(c: Any, who: str, i: int) -> None:
+            kind = i % 3
+            if kind == 0:
+                got, want = await call(c, "sample", {"text": f"{who}-{i}"}), f"sampled: {who}: {who}-{i}"
+            elif kind == 1:
+                got, want = await call(c, "elicit"), f"elicited: accept {{'name': '{who}'}}"
+            else:
+                got, want = await call(c, "roots"), f"roots: file:///{who}"
+            if got != (False, want):
+                wrong.append(f"{who} #{i}: {got}")
+
+        async def client(c: Any, who: str) -> None:
+            for i in range(0, 100, 4):           # 4 calls in flight per client
+                async with anyio.create_task_group() as tg:
+                    for j in range(i, i + 4):
+                        tg.start_soon(one, c, who, j)
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client, a, "alice")
+                tg.start_soon(client, b, "bob")
+        assert wrong == []
     assert kit.leftovers() == []
 
 
