@@ -1,4 +1,8 @@
-"""Misbehaving upstreams never take the gateway down or delay the others (loopback, bounded)."""
+"""Misbehaving upstreams never take the gateway down or delay the others (loopback, bounded).
+
+Through `mcpctl serve` with upstream processes; where the fault is the upstream's behaviour
+rather than its process (a crash that closes the connection, a hang, a slow start, a large
+result), also in-process (`front="inproc"`, `inproc`)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ import time
 
 import anyio
 import pytest
-from gwkit import MCPCTL, SLACK, Kit, text_of, wait_tools
+from gwkit import MCPCTL, SLACK, Kit, text_of, until, wait_tools
+from inproc import Harness
+from test_relay_requests import gateway_client
 
 pytestmark = pytest.mark.anyio
 
@@ -41,11 +47,12 @@ async def _good_call_is_fast(c: object) -> None:
     assert time.monotonic() - t0 < 1.0 * SLACK
 
 
-async def test_crash_mid_call_then_restart(kit: Kit) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_crash_mid_call_then_restart(kit: Kit, gw: Harness, front: str) -> None:
     kit.server("good")
     kit.server("crashy", call=5)
     _listed_before("good", "crashy")
-    async with kit.client(kit.project("p", ["good", "crashy"])) as c:
+    async with gateway_client(kit, kit.project("p", ["good", "crashy"]), front, "legacy", gw) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "crashy__crash"})
         t0 = time.monotonic()
@@ -54,24 +61,26 @@ async def test_crash_mid_call_then_restart(kit: Kit) -> None:
         assert time.monotonic() - t0 < 5 * SLACK
         await _good_call_is_fast(c)
         # meanwhile calls fail fast and clearly, then the restarted upstream serves again
-        with anyio.fail_after(15):
-            while True:
-                r = await c.session.call_tool("crashy__echo", {"text": "back"})
-                if not r.is_error:
-                    break
-                assert "crashy" in text_of(r)
-                await anyio.sleep(0.2)
+        async def back() -> bool:
+            nonlocal r
+            r = await c.session.call_tool("crashy__echo", {"text": "back"})
+            assert r.is_error or text_of(r) == "back"
+            assert not r.is_error or "crashy" in text_of(r)
+            return not r.is_error
+
+        await until(c, back, 15, 0.2)
         assert text_of(r) == "back"
     assert kit.leftovers() == []
     status = kit.store.status("Server", "crashy")
     assert status["tools"] > 0 and status["lastSeen"]
 
 
-async def test_hanging_call_times_out_without_delaying_others(kit: Kit) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_hanging_call_times_out_without_delaying_others(kit: Kit, gw: Harness, front: str) -> None:
     kit.server("good")
     kit.server("hangs", call=2)
     _listed_before("good", "hangs")
-    async with kit.client(kit.project("p", ["good", "hangs"])) as c:
+    async with gateway_client(kit, kit.project("p", ["good", "hangs"]), front, "legacy", gw) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "hangs__hang"})
         result: dict[str, object] = {}
@@ -83,7 +92,10 @@ async def test_hanging_call_times_out_without_delaying_others(kit: Kit) -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(hang)
-            await anyio.sleep(0.2)
+            if front == "inproc":              # the hanging call reached the upstream
+                await until(c, lambda: bool(gw.upstreams.seen("hangs").get("hanging")), 10)
+            else:
+                await anyio.sleep(0.2)
             for _ in range(5):
                 await _good_call_is_fast(c)
         r = result["r"]
@@ -112,14 +124,15 @@ async def test_slow_start_does_not_block_the_list(kit: Kit) -> None:
     assert kit.leftovers() == []
 
 
-async def test_starting_upstream_call_fails_within_its_timeout(kit: Kit) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_starting_upstream_call_fails_within_its_timeout(kit: Kit, gw: Harness, front: str) -> None:
     from mcpctl.catalogue import cache
 
     kit.server("good")
     kit.server("sleepy", "--start-delay", "10", call=2, connect=30)
     _listed_before("good")
     cache.write_server_tools("sleepy", [{"name": "echo", "inputSchema": {"type": "object"}}])
-    async with kit.client(kit.project("p", ["good", "sleepy"])) as c:
+    async with gateway_client(kit, kit.project("p", ["good", "sleepy"]), front, "legacy", gw) as c:
         assert "sleepy__echo" in await _listed_fast(c)   # from the cache, at once
         t0 = time.monotonic()
         r = await c.session.call_tool("sleepy__echo", {"text": "x"})
@@ -171,12 +184,14 @@ async def test_stderr_flood_is_drained(kit: Kit) -> None:
     assert kit.leftovers() == []
 
 
-async def test_five_megabyte_result(kit: Kit) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_five_megabyte_result(kit: Kit, gw: Harness, front: str) -> None:
     kit.server("good")
     kit.server("bulky")
     _listed_before("good", "bulky")
     # the relay itself, whole: results in sections are off here (test_result_sections has them)
-    async with kit.client(kit.project("p", ["good", "bulky"], results={"maxTokens": 0})) as c:
+    project = kit.project("p", ["good", "bulky"], results={"maxTokens": 0})
+    async with gateway_client(kit, project, front, "legacy", gw) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "bulky__big"})
         async with anyio.create_task_group() as tg:
@@ -231,9 +246,10 @@ async def test_sigterm_stops_gateway_and_upstreams(kit: Kit) -> None:
     assert kit.leftovers() == []
 
 
-async def test_call_before_first_listing_waits_for_the_upstream(kit: Kit) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_call_before_first_listing_waits_for_the_upstream(kit: Kit, gw: Harness, front: str) -> None:
     kit.server("good")
-    async with kit.client(kit.project("p", ["good"])) as c:
+    async with gateway_client(kit, kit.project("p", ["good"]), front, "legacy", gw) as c:
         r = await c.session.call_tool("good__echo", {"text": "early"})   # no cache, no list yet
         assert text_of(r) == "early"
         from mcp import MCPError

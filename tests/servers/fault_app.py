@@ -166,6 +166,8 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
             await hooks.crash()
             return _text("unreachable")
         if name == "hang":
+            SEEN["hanging"] = SEEN.get("hanging", 0) + 1
+            hooks.changed()
             try:
                 await anyio.sleep(3600)
             except BaseException:
