@@ -204,10 +204,10 @@ class MemoryUpstreams:
             async with open_transport(spec, on_eof) as streams:
                 yield streams
             return
-        if opts is not None and (opts.exit_at_start or opts.exit_after_start_delay):
-            if opts.start_delay:
-                await anyio.sleep(opts.start_delay)
-            raise ConnectionError(f"server {spec.name!r} exited at start")
+        if opts is not None and opts.start_marker:
+            Path(opts.start_marker, f"started-{conn.number}").touch()
+            self.changes.fire()
+        exits = opts is not None and (opts.exit_at_start or opts.exit_after_start_delay)
 
         async with create_client_server_memory_streams() as ((c_read, c_write), (s_read, s_write)):
             if spec.transport == "stdio":
@@ -216,8 +216,10 @@ class MemoryUpstreams:
             async def serve() -> None:
                 try:
                     with conn.scope:
-                        if opts is not None and opts.start_delay:
+                        if opts is not None and opts.start_delay and not opts.exit_at_start:
                             await anyio.sleep(opts.start_delay)
+                        if exits:          # the process would exit here: the connection closes
+                            return
                         if opts is not None:
                             await fault_app.serve(server, opts, s_read, s_write)
                         else:

@@ -1,5 +1,6 @@
 """A call to a down or failing upstream answers at once or within the connect timeout, never after
-the whole call timeout; a hung upstream is restarted (issue 8, defect 3)."""
+the whole call timeout; a hung upstream is restarted (issue 8, defect 3). Through `mcpctl serve`,
+and in-process (`front="inproc"`: a server that exits closes its connection)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gwkit import SLACK, Kit, _alive, _mark_pids, text_of, wait_tools
+from gwkit import SLACK, Kit, _alive, _mark_pids, text_of, until, wait_tools
+from inproc import Harness
+from test_relay_requests import gateway_client
 
 from mcpctl.upstream import supervisor as upstream
 
@@ -31,11 +34,13 @@ async def _timed_call(c: object, name: str, limit: float, **args: object) -> tup
     return r, time.monotonic() - t0
 
 
-async def test_a_cached_server_that_exits_at_start_fails_the_first_call_at_once(kit: Kit) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_a_cached_server_that_exits_at_start_fails_the_first_call_at_once(kit: Kit, gw: Harness,
+                                                                               front: str) -> None:
     kit.server("good")
     kit.server("broken", "--exit-at-start", call=30, connect=10)
     _cached("good", "broken")
-    async with kit.client(kit.project("p", ["good", "broken"])) as c:
+    async with gateway_client(kit, kit.project("p", ["good", "broken"]), front, "legacy", gw) as c:
         r, dt = await _timed_call(c, "broken__echo", 5 * SLACK, text="x")
         text = text_of(r)
         assert r.is_error and "broken" in text and "Connection closed" in text, text   # its last error
@@ -44,31 +49,32 @@ async def test_a_cached_server_that_exits_at_start_fails_the_first_call_at_once(
         assert text_of(r) == "ok"
 
 
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
 async def test_a_call_while_a_failing_server_respawns_returns_its_last_error_at_once(
-        kit: Kit, tmp_path: Path) -> None:
+        kit: Kit, gw: Harness, tmp_path: Path, front: str) -> None:
     markers = tmp_path / "markers"
     markers.mkdir()
     # Every start takes 1 s, then fails: a respawn is in progress for 1 s at a time.
     kit.server("flaky", "--start-delay", "1", "--exit-after-start-delay", "--start-marker", str(markers),
                call=30, connect=10)
     _cached("flaky")
-    async with kit.client(kit.project("p", ["flaky"])) as c:
+    async with gateway_client(kit, kit.project("p", ["flaky"]), front, "legacy", gw) as c:
         r, dt = await _timed_call(c, "flaky__echo", 10 * SLACK, text="x")   # the first start fails
         assert r.is_error and "flaky" in text_of(r)
         assert dt < 1 + 2 * SLACK
-        with anyio.fail_after(10):        # until the next start is under way
-            while len(list(markers.iterdir())) < 2:
-                await anyio.sleep(0.02)
+        await until(c, lambda: len(list(markers.iterdir())) >= 2, 10, 0.02)   # the next start is under way
         r, dt = await _timed_call(c, "flaky__echo", 5 * SLACK, text="x")
         text = text_of(r)
         assert r.is_error and "flaky" in text and "Connection closed" in text, text
         assert dt < 0.5 * SLACK
 
 
-async def test_a_server_that_never_comes_up_fails_a_call_within_its_connect_timeout(kit: Kit) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_a_server_that_never_comes_up_fails_a_call_within_its_connect_timeout(kit: Kit, gw: Harness,
+                                                                                    front: str) -> None:
     kit.server("stuck", "--start-delay", "60", call=30, connect=1)
     _cached("stuck")
-    async with kit.client(kit.project("p", ["stuck"])) as c:
+    async with gateway_client(kit, kit.project("p", ["stuck"]), front, "legacy", gw) as c:
         r, dt = await _timed_call(c, "stuck__echo", 10 * SLACK, text="x")
         text = text_of(r)
         assert r.is_error and "stuck" in text and "1s (timeouts.connect)" in text, text
