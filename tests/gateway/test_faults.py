@@ -47,12 +47,12 @@ async def _good_call_is_fast(c: object) -> None:
     assert time.monotonic() - t0 < 1.0 * SLACK
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
-async def test_crash_mid_call_then_restart(kit: Kit, gw: Harness, front: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
+async def test_crash_mid_call_then_restart(kit: Kit, gw: Harness, front: str, mode: str) -> None:
     kit.server("good")
     kit.server("crashy", call=5)
     _listed_before("good", "crashy")
-    async with gateway_client(kit, kit.project("p", ["good", "crashy"]), front, "legacy", gw) as c:
+    async with gateway_client(kit, kit.project("p", ["good", "crashy"]), front, mode, gw) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "crashy__crash"})
         t0 = time.monotonic()
@@ -75,12 +75,12 @@ async def test_crash_mid_call_then_restart(kit: Kit, gw: Harness, front: str) ->
     assert status["tools"] > 0 and status["lastSeen"]
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
-async def test_hanging_call_times_out_without_delaying_others(kit: Kit, gw: Harness, front: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
+async def test_hanging_call_times_out_without_delaying_others(kit: Kit, gw: Harness, front: str, mode: str) -> None:
     kit.server("good")
     kit.server("hangs", call=2)
     _listed_before("good", "hangs")
-    async with gateway_client(kit, kit.project("p", ["good", "hangs"]), front, "legacy", gw) as c:
+    async with gateway_client(kit, kit.project("p", ["good", "hangs"]), front, mode, gw) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "hangs__hang"})
         result: dict[str, object] = {}
@@ -124,15 +124,15 @@ async def test_slow_start_does_not_block_the_list(kit: Kit) -> None:
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
-async def test_starting_upstream_call_fails_within_its_timeout(kit: Kit, gw: Harness, front: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
+async def test_starting_upstream_call_fails_within_its_timeout(kit: Kit, gw: Harness, front: str, mode: str) -> None:
     from mcpctl.catalogue import cache
 
     kit.server("good")
     kit.server("sleepy", "--start-delay", "10", call=2, connect=30)
     _listed_before("good")
     cache.write_server_tools("sleepy", [{"name": "echo", "inputSchema": {"type": "object"}}])
-    async with gateway_client(kit, kit.project("p", ["good", "sleepy"]), front, "legacy", gw) as c:
+    async with gateway_client(kit, kit.project("p", ["good", "sleepy"]), front, mode, gw) as c:
         assert "sleepy__echo" in await _listed_fast(c)   # from the cache, at once
         t0 = time.monotonic()
         r = await c.session.call_tool("sleepy__echo", {"text": "x"})
@@ -184,14 +184,14 @@ async def test_stderr_flood_is_drained(kit: Kit) -> None:
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
-async def test_five_megabyte_result(kit: Kit, gw: Harness, front: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
+async def test_five_megabyte_result(kit: Kit, gw: Harness, front: str, mode: str) -> None:
     kit.server("good")
     kit.server("bulky")
     _listed_before("good", "bulky")
     # the relay itself, whole: results in sections are off here (test_result_sections has them)
     project = kit.project("p", ["good", "bulky"], results={"maxTokens": 0})
-    async with gateway_client(kit, project, front, "legacy", gw) as c:
+    async with gateway_client(kit, project, front, mode, gw) as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo", "bulky__big"})
         async with anyio.create_task_group() as tg:
@@ -246,10 +246,10 @@ async def test_sigterm_stops_gateway_and_upstreams(kit: Kit) -> None:
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
-async def test_call_before_first_listing_waits_for_the_upstream(kit: Kit, gw: Harness, front: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
+async def test_call_before_first_listing_waits_for_the_upstream(kit: Kit, gw: Harness, front: str, mode: str) -> None:
     kit.server("good")
-    async with gateway_client(kit, kit.project("p", ["good"]), front, "legacy", gw) as c:
+    async with gateway_client(kit, kit.project("p", ["good"]), front, mode, gw) as c:
         r = await c.session.call_tool("good__echo", {"text": "early"})   # no cache, no list yet
         assert text_of(r) == "early"
         from mcp import MCPError

@@ -34,13 +34,13 @@ async def _timed_call(c: object, name: str, limit: float, **args: object) -> tup
     return r, time.monotonic() - t0
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
 async def test_a_cached_server_that_exits_at_start_fails_the_first_call_at_once(kit: Kit, gw: Harness,
-                                                                               front: str) -> None:
+                                                                               front: str, mode: str) -> None:
     kit.server("good")
     kit.server("broken", "--exit-at-start", call=30, connect=10)
     _cached("good", "broken")
-    async with gateway_client(kit, kit.project("p", ["good", "broken"]), front, "legacy", gw) as c:
+    async with gateway_client(kit, kit.project("p", ["good", "broken"]), front, mode, gw) as c:
         r, dt = await _timed_call(c, "broken__echo", 5 * SLACK, text="x")
         text = text_of(r)
         assert r.is_error and "broken" in text and "Connection closed" in text, text   # its last error
@@ -49,16 +49,16 @@ async def test_a_cached_server_that_exits_at_start_fails_the_first_call_at_once(
         assert text_of(r) == "ok"
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
 async def test_a_call_while_a_failing_server_respawns_returns_its_last_error_at_once(
-        kit: Kit, gw: Harness, tmp_path: Path, front: str) -> None:
+        kit: Kit, gw: Harness, tmp_path: Path, front: str, mode: str) -> None:
     markers = tmp_path / "markers"
     markers.mkdir()
     # Every start takes 1 s, then fails: a respawn is in progress for 1 s at a time.
     kit.server("flaky", "--start-delay", "1", "--exit-after-start-delay", "--start-marker", str(markers),
                call=30, connect=10)
     _cached("flaky")
-    async with gateway_client(kit, kit.project("p", ["flaky"]), front, "legacy", gw) as c:
+    async with gateway_client(kit, kit.project("p", ["flaky"]), front, mode, gw) as c:
         r, dt = await _timed_call(c, "flaky__echo", 10 * SLACK, text="x")   # the first start fails
         assert r.is_error and "flaky" in text_of(r)
         assert dt < 1 + 2 * SLACK
@@ -69,12 +69,12 @@ async def test_a_call_while_a_failing_server_respawns_returns_its_last_error_at_
         assert dt < 0.5 * SLACK
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
 async def test_a_server_that_never_comes_up_fails_a_call_within_its_connect_timeout(kit: Kit, gw: Harness,
-                                                                                    front: str) -> None:
+                                                                                    front: str, mode: str) -> None:
     kit.server("stuck", "--start-delay", "60", call=30, connect=1)
     _cached("stuck")
-    async with gateway_client(kit, kit.project("p", ["stuck"]), front, "legacy", gw) as c:
+    async with gateway_client(kit, kit.project("p", ["stuck"]), front, mode, gw) as c:
         r, dt = await _timed_call(c, "stuck__echo", 10 * SLACK, text="x")
         text = text_of(r)
         assert r.is_error and "stuck" in text and "1s (timeouts.connect)" in text, text
