@@ -129,11 +129,11 @@ async def test_images_pass_untouched_and_structured_results_still_validate(kit: 
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("front", ["stdio", "inproc"])
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "auto"), ("inproc", "legacy"), ("inproc", "auto")])
 async def test_with_max_tokens_0_nothing_is_cut_and_read_result_is_not_listed(kit: Kit, gw: Harness,
-                                                                              front: str) -> None:
+                                                                              front: str, mode: str) -> None:
     project = _project(kit, maxTokens=0)
-    async with gateway_client(kit, project, front, "auto", gw) as c:
+    async with gateway_client(kit, project, front, mode, gw) as c:
         names = {tl.name for tl in await wait_tools(c, {"large_text"})}
         assert "read_result" not in names
         r = await c.call_tool("large_text", {"size": MB2})
