@@ -8,7 +8,7 @@ import stat
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from gwkit import MCPCTL, Kit, listening_port, text_of, wait_tools
+from inproc import Harness
 
 pytestmark = pytest.mark.anyio
 
@@ -197,10 +198,25 @@ async def test_handshake_http_clients_are_told_lists_change_and_are_notified(kit
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_http_clients_both_eras(kit: Kit, mode: str) -> None:
-    with http_gateway(kit, _setup(kit)) as (url, token):
-        async with http_client(url, token, mode) as c:
+@contextlib.asynccontextmanager
+async def _two_clients_one_after_the_other(kit: Kit, gw: Harness, front: str, mode: str
+                                           ) -> AsyncIterator[Callable[..., Any]]:
+    """A function connecting clients to one gateway: `mcpctl serve --transport http`, or in-process
+    (`inproc`, each client carrying the project's token as the HTTP front sees it; calls logged)."""
+    project = _setup(kit)
+    if front == "inproc":
+        async with gw.serve(project, log=True) as g:
+            yield lambda name=None: g.client(mode, name)
+        return
+    with http_gateway(kit, project) as (url, token):
+        yield lambda name=None: http_client(url, token, mode, name)
+
+
+@pytest.mark.parametrize(("front", "mode"), [("http", "legacy"), ("http", "auto"), ("inproc", "legacy"),
+                                            ("inproc", "auto")])
+async def test_http_clients_both_eras(kit: Kit, gw: Harness, front: str, mode: str) -> None:
+    async with _two_clients_one_after_the_other(kit, gw, front, mode) as client:
+        async with client() as c:
             assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
             await wait_tools(c, {"alpha__echo", "beta__echo"})
             r = await c.session.call_tool("beta__echo", {"text": "over http"})
@@ -209,7 +225,7 @@ async def test_http_clients_both_eras(kit: Kit, mode: str) -> None:
             assert r.is_error and "disabled" in text_of(r)
             r = await c.session.call_tool("alpha__structured", {"n": 4})
             assert r.structured_content == {"square": 16}
-        async with http_client(url, token, mode, name="second-client") as other:
+        async with client("second-client") as other:
             await other.session.call_tool("beta__echo", {"text": "second client"})
     assert kit.leftovers() == []
     # One client is one session in the log, in both eras, and a second client is another:
