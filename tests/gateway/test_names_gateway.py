@@ -15,8 +15,9 @@ from mcp import MCPError
 pytestmark = [pytest.mark.anyio,
               pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
 
-VALID = {"portable": re.compile(r"^[A-Za-z0-9_-]{1,64}$"), "spec": re.compile(r"^[A-Za-z0-9_./-]+$")}
-SEP = {"portable": "__", "spec": "/"}
+PORTABLE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+VALID = {"portable": PORTABLE, "bare": PORTABLE, "spec": re.compile(r"^[A-Za-z0-9_./-]+$")}
+SEP = {"portable": "__", "bare": "__", "spec": "/"}
 FAVOURITES = ["alpha/whoami", "beta/echo"]
 
 
@@ -38,7 +39,7 @@ async def _call(c: object, listed: list[str], name: str, args: dict[str, object]
 
 
 @pytest.mark.parametrize("era", ["legacy", "auto"])
-@pytest.mark.parametrize("style", ["portable", "spec"])
+@pytest.mark.parametrize("style", ["portable", "spec", "bare"])
 @pytest.mark.parametrize("presentation", ["flat", "favourite-index", "deferred"])
 async def test_the_client_lists_the_pipelines_names_and_each_reaches_its_own_tool(
         kit: Kit, gw: Harness, presentation: str, style: str, era: str) -> None:
