@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import mcp.types as t
 import pytest
-from gwkit import Kit, text_of, wait_tools
+from gwkit import Kit, text_of, until, wait_tools
 from inproc import Harness
 from test_relay_requests import BARE, gateway_client
 
@@ -243,11 +243,14 @@ async def test_progress_and_log_messages_of_a_call_reach_the_calling_client(kit:
         assert logs == ["call 0", "call 1"]
 
 
-async def test_over_stdio_a_subscribed_client_gets_updates_under_its_uri_until_it_unsubscribes(kit: Kit) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_over_stdio_a_subscribed_client_gets_updates_under_its_uri_until_it_unsubscribes(
+        kit: Kit, gw: Harness, front: str) -> None:
+    """Over stdio (one session), and in-process (a handshake-era session of its own)."""
     kit.server("up", "--ask-tools")
     project = kit.project("p", ["up"], **BARE)
     seen, on_message = _collector()
-    async with kit.client(project, "legacy", message_handler=on_message) as c:
+    async with gateway_client(kit, project, front, "legacy", gw, message_handler=on_message) as c:
         await wait_tools(c, {"touch"})
         presented = str((await c.list_resources()).resources[0].uri)
         upstream_uri = "file:///up/readme.txt"
@@ -255,9 +258,7 @@ async def test_over_stdio_a_subscribed_client_gets_updates_under_its_uri_until_i
         assert (await _state(c))["subscribed"] == [upstream_uri]
         await c.call_tool("touch", {"uri": upstream_uri})
         await c.call_tool("touch", {"uri": "file:///up/other.txt"})        # nobody subscribed to it
-        with anyio.fail_after(10):
-            while not any(isinstance(m, t.ResourceUpdatedNotification) for m in seen):
-                await anyio.sleep(0.05)
+        await until(c, lambda: any(isinstance(m, t.ResourceUpdatedNotification) for m in seen), 10, 0.05)
         await c.unsubscribe_resource(presented)
         assert (await _state(c))["subscribed"] == []
         await c.call_tool("touch", {"uri": upstream_uri})
