@@ -17,14 +17,15 @@ from inproc import Harness
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto", "2026-07-28"])     # initialize, discover, neither
 async def test_a_client_that_lists_once_sees_every_working_server_and_a_failed_one_delays_no_later_start(
-        kit: Kit, gw: Harness) -> None:
+        kit: Kit, gw: Harness, mode: str) -> None:
     kit.server("slow", "--start-delay", "2")                          # a slow starter, never listed
     kit.server("gone", command="/nonexistent/mcp-server")             # its command is missing
     kit.server("stuck", "--start-delay", "600", connect=3.0)          # never answers initialize
     kit.project("p", ["slow", "gone", "stuck"])
 
-    async with gw.client("p") as c:
+    async with gw.client("p", mode) as c:
         t0 = time.monotonic()
         tools = {t.name for t in (await c.list_tools()).tools}        # listed once, like MCP Inspector
         first = time.monotonic() - t0
@@ -39,7 +40,7 @@ async def test_a_client_that_lists_once_sees_every_working_server_and_a_failed_o
     assert status["stuck"]["state"] == "down"
 
     # the second start: slow is cached, gone and stuck failed before: the list answers at once
-    async with gw.client("p") as c:
+    async with gw.client("p", mode) as c:
         t0 = time.monotonic()
         tools = {t.name for t in (await c.list_tools()).tools}
         assert time.monotonic() - t0 < 1.0 * SLACK
