@@ -27,7 +27,7 @@ def _setup(kit: Kit, marker_dir: Path) -> str:
 
 
 @pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("stdio", "auto"), ("inproc", "legacy"),
-                                            ("inproc", "auto")])
+                                            ("inproc", "auto"), ("inproc", "2026-07-28")])
 async def test_catalogue_calls_and_passthrough(kit: Kit, gw: Harness, tmp_path: Path, front: str, mode: str) -> None:
     project = _setup(kit, tmp_path)
     async with gateway_client(kit, project, front, mode, gw) as c:
@@ -143,7 +143,7 @@ async def test_upstream_list_changed_reaches_the_client(kit: Kit, gw: Harness, t
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("mode", ["legacy", "auto", "2026-07-28"])
 async def test_search_tools_contract(kit: Kit, gw: Harness, tmp_path: Path, mode: str) -> None:
     project = _setup(kit, tmp_path)
     async with gw.client(project, mode) as c:
