@@ -209,9 +209,11 @@ class MemoryUpstreams:
             self.changes.fire()
         exits = opts is not None and (opts.exit_at_start or opts.exit_after_start_delay)
 
-        async with create_client_server_memory_streams() as ((c_read, c_write), (s_read, s_write)):
+        async with create_client_server_memory_streams() as ((c_read_ctx, c_write), (s_read_ctx, s_write)):
+            s_read: Any = s_read_ctx
+            c_read: Any = c_read_ctx
             if spec.transport == "stdio":
-                s_read, c_read = _OwnContext(s_read), _OwnContext(c_read)
+                s_read, c_read = _OwnContext(s_read_ctx), _OwnContext(c_read_ctx)
 
             async def serve() -> None:
                 try:
@@ -377,16 +379,16 @@ class Running:
         `Client` (callbacks, log_level...). Every message it receives also fires `changes`."""
         user_handler = client_kw.pop("message_handler", None)
 
-        async def on_message(msg: Any) -> None:
+        async def on_message(message: Any) -> None:
             self.changes.fire()
             if user_handler is not None:
-                await user_handler(msg)
+                await user_handler(message)
 
-        info = {"client_info": t.Implementation(name=name, version="1.0")} if name else {}
+        kw: dict[str, Any] = {"client_info": t.Implementation(name=name, version="1.0")} if name else {}
         self._clients += 1
-        async with Client(self._transport(token or self.token), mode=mode,  # type: ignore[arg-type]
-                          message_handler=on_message, **info, **client_kw) as c:
-            c.gw = self          # `gwkit.wait_tools` and the tests find their gateway here
+        async with Client(self._transport(token or self.token), mode=mode, message_handler=on_message,
+                          **kw, **client_kw) as c:
+            c.gw = self  # type: ignore[attr-defined]  # `gwkit.wait_tools` and the tests find their gateway here
             yield c
 
     async def until(self, check: Callable[[], Awaitable[bool] | bool], timeout: float = 20.0,

@@ -151,7 +151,7 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
     def _text(s: str, **kw: Any) -> t.CallToolResult:
         return t.CallToolResult(content=[t.TextContent(type="text", text=s)], **kw)
 
-    async def call_tool(ctx: ServerRequestContext, params: t.CallToolRequestParams) -> t.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext, params: t.CallToolRequestParams) -> Any:   # or input-required
         nonlocal extra_count
         args = params.arguments or {}
         name = params.name
