@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,7 +19,7 @@ EXIT_DIFFERENT = 1
 EXIT_ERROR = 2
 
 
-def _comparable(res: dict | None) -> str:
+def _comparable(res: dict[str, Any] | None) -> str:
     if res is None:
         return ""
     meta = {k: v for k, v in res.get("metadata", {}).items() if k in ("name", "labels", "annotations")}

@@ -192,10 +192,10 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
         from mcpctl.gateway import early as early_front
 
         early = early_front.start(project, profile, page_size)
-    from mcpctl.gateway import http, run
+    from mcpctl.gateway import http, http_guard, run
 
     if transport == "http":
-        http_limits = http.HttpLimits(**{k: limits.get(k, _OPT[k].default) for k in HTTP_LIMITS})
+        http_limits = http_guard.HttpLimits(**{k: limits.get(k, _OPT[k].default) for k in HTTP_LIMITS})
     log_path = run.setup_logging(project, verbose=verbose)
 
     def ready(where: str) -> None:

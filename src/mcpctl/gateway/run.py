@@ -24,7 +24,8 @@ from mcpctl import paths, terminal
 from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.early import EarlyFront, known_capabilities
 from mcpctl.gateway.front import Gateway
-from mcpctl.gateway.http import HttpLimits, load_or_create_token, serve_http, token_path, url_host
+from mcpctl.gateway.http import load_or_create_token, serve_http, token_path, url_host
+from mcpctl.gateway.http_guard import HttpLimits
 from mcpctl.presentation.catalogue import load_gateway_config
 from mcpctl.resources.kinds import ProjectSpec
 from mcpctl.resources.store import Store
