@@ -257,10 +257,8 @@ def lean_main(argv: list[str]) -> bool:
     try:
         _serve(**values)
     except MCPCtlError as e:    # the same report as _common.cli_errors
-        from ._common import err
+        from ._common import report_error
 
-        err.print(f"[red]error:[/red] {e.message}", markup=True, highlight=False)
-        if e.hint:
-            err.print(f"  {e.hint}", markup=False)
+        report_error(e)
         sys.exit(e.exit_code)
     return True
