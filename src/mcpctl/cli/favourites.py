@@ -18,9 +18,9 @@ import typer
 from mcpctl.catalogue.favourites import DEFAULT_FLOOR, Floor
 
 from ._common import (
+    Project,
     check_format,
     cli_errors,
-    complete_projects,
     err,
     out,
     output_option,
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 favourites_app = typer.Typer(help="A project's favourite tools: list, pin, unpin, and suggest them from real use.",
                              no_args_is_help=True)
 
-_Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
 _now = time.time            # the clock the window is measured from (a test can fix it)
 
 
@@ -304,21 +303,15 @@ def register(app: typer.Typer) -> None:
     @favourites_app.command("list")
     @cli_errors
     def list_cmd(
-        project: _Project,
+        project: Project,
         output: Annotated[str, output_option(("table", "json", "yaml"))] = "table",
     ) -> None:
         """Exactly what the gateway presents: favourites (★, presented name, state and why not listed), the
         count under all/, and the instruction text."""
-        from mcpctl.presentation.catalogue import cached_catalogue
+        from ._listing import listed_catalogue
 
         check_format(output, ("table", "json", "yaml"))
-        cached = cached_catalogue(project)
-        if cached.unlisted:         # never listed: list them now, as the gateway's first start would
-            from ._listing import list_project_now
-
-            todo = set(cached.unlisted)
-            list_project_now(project, lambda n: n in todo, "listing servers never listed")
-            cached = cached_catalogue(project)
+        cached, _ = listed_catalogue(project)   # never-listed servers listed now, as the gateway's first start would
         report = favourites_report(cached, project)
         if output == "json":
             print_json(report)
@@ -332,7 +325,7 @@ def register(app: typer.Typer) -> None:
     @favourites_app.command("add")
     @cli_errors
     def add_cmd(
-        project: _Project,
+        project: Project,
         ids: _Ids,
         max_favourites: Annotated[int | None, typer.Option("--max-favourites", help="Also set maxFavourites (1-200).")] = None,
     ) -> None:
@@ -369,7 +362,7 @@ def register(app: typer.Typer) -> None:
 
     @favourites_app.command("remove")
     @cli_errors
-    def remove_cmd(project: _Project, ids: _Pinned) -> None:
+    def remove_cmd(project: Project, ids: _Pinned) -> None:
         """Unpin favourites."""
         from mcpctl.catalogue import favourites as fv
 
@@ -383,7 +376,7 @@ def register(app: typer.Typer) -> None:
 
     @favourites_app.command("set")
     @cli_errors
-    def set_cmd(project: _Project, ids: _Ids) -> None:
+    def set_cmd(project: Project, ids: _Ids) -> None:
         """Make exactly these tools the favourites, in this order (the line `favourites suggest` prints).
         Turns the favourite index on; changes nothing else in the project."""
         result = set_favourites_of(project, ids)
@@ -395,7 +388,7 @@ def register(app: typer.Typer) -> None:
     @favourites_app.command("suggest")
     @cli_errors
     def suggest_cmd(
-        project: _Project,
+        project: Project,
         top: Annotated[int, typer.Option("--top", "-n", min=1, max=200, help="How many favourites to suggest.")] = 20,
         window: Annotated[float, typer.Option("--window", min=0.001, help="Days of the invocation log to count.")] = 30.0,
         apply: Annotated[bool, typer.Option("--apply", help="Show the change and write it.")] = False,

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ._common import (
+    Project,
     check_format,
     cli_errors,
-    complete_projects,
     out,
     output_option,
     print_json,
     safe,
-    warn,
     write_stdout,
 )
 
@@ -40,25 +39,13 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
                    ) -> tuple[SurfaceReport, list[str]]:
     """The report for `project` and the servers that could not be listed (each warned about once)."""
     from mcpctl.catalogue.tokens import token_counter
-    from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.presentation.surface import NEIGHBOUR_WINDOW_S, build_report
 
-    from ._listing import list_project_now, working
+    from ._listing import listed_catalogue, warn_unservable, working
     from .logs import open_log
 
-    with working(f"reading project {project}'s catalogue"):
-        cached = cached_catalogue(project)
-    failed: list[str] = []
-    if refresh or cached.unlisted:
-        todo = set(cached.project.servers) if refresh else set(cached.unlisted)
-        what = "listing servers" if refresh else "listing servers never listed"
-        results = list_project_now(project, lambda n: n in todo, what)
-        failed = [n for n, r in results.items() if not r.ok]
-        cached = cached_catalogue(project)
-    for name, why in cached.missing.items():
-        if name not in failed:
-            warn(f"server {name!r} cannot be listed: {why}")
-            failed.append(name)
+    cached, failed = listed_catalogue(project, refresh=refresh, progress=True)
+    failed = warn_unservable(cached, failed)
     now = _now() if now is None else now
     with working("reading the invocation log") as stage:
         with open_log() as log:
@@ -403,7 +390,7 @@ def register(app: typer.Typer) -> None:
                  short_help="Price and judge a project's tool surface: tokens, write reach, look-alikes, use.")
     @cli_errors
     def surface_cmd(
-        project: Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)],
+        project: Project,
         window: Annotated[float, typer.Option("--window", min=0.001, help="Days of the invocation log to judge use by.")
                           ] = 30.0,
         output: Annotated[str, output_option(FORMATS)] = "table",

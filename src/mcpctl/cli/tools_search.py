@@ -19,11 +19,11 @@ import typer
 from ._common import (
     check_format,
     cli_errors,
-    complete_projects,
     err,
     out,
     output_option,
     print_json,
+    project_option,
     safe,
     warn,
 )
@@ -110,8 +110,7 @@ def register(tools_app: typer.Typer) -> None:
     @cli_errors
     def search(
         query: Annotated[str, typer.Argument(help="What the agent wants to do, in words.")],
-        project: Annotated[str, typer.Option("--project", "-p", help="Project whose catalogue to search.",
-                                             autocompletion=complete_projects)],
+        project: Annotated[str, project_option("Project whose catalogue to search.")],
         top_k: Annotated[int | None, typer.Option("--top-k", "-k", min=1, max=100,
                                                   help="How many tools (default: the project's search.topK).")] = None,
         ranker_kind: Annotated[str | None, typer.Option(
@@ -124,20 +123,15 @@ def register(tools_app: typer.Typer) -> None:
         from mcpctl.catalogue.cache import read_about
         from mcpctl.catalogue.rank import RANKER_KINDS, ToolDoc, build_ranker, describe
         from mcpctl.errors import MCPCtlError
-        from mcpctl.presentation.catalogue import cached_catalogue
+
+        from ._listing import listed_catalogue
 
         if ranker_kind is not None and ranker_kind not in RANKER_KINDS:
             raise typer.BadParameter(f"{ranker_kind!r} is not one of: {', '.join(RANKER_KINDS)}",
                                      param_hint="'--ranker'")
         if not query.strip():
             raise MCPCtlError("QUERY is empty", hint='say what the agent wants to do, e.g. "create a github issue"')
-        cached = cached_catalogue(project)
-        if cached.unlisted:         # never listed: list them now, as the gateway's first start would
-            from ._listing import list_project_now
-
-            todo = set(cached.unlisted)
-            list_project_now(project, lambda n: n in todo, "listing servers never listed")
-            cached = cached_catalogue(project)
+        cached, _ = listed_catalogue(project)   # never-listed servers listed now, as the gateway's first start would
         spec = cached.project
         for server, why in cached.missing.items():
             warn(f"server {server!r} cannot be served ({why}); its tools are not searched")

@@ -57,7 +57,7 @@ class NoteStore:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
+            data: dict[str, Any] = json.loads(self.file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {"nextId": 1, "notes": {}}
         except json.JSONDecodeError as e:
@@ -85,7 +85,7 @@ class NoteStore:
         return sorted(notes, key=lambda n: int(n["id"]))
 
     def get(self, note_id: str) -> dict[str, Any]:
-        note = self._load()["notes"].get(note_id)
+        note: dict[str, Any] | None = self._load()["notes"].get(note_id)
         if note is None:
             raise ToolFailure(f"no note with id {note_id!r} (list_notes shows the ids)")
         return note
@@ -102,7 +102,7 @@ class NoteStore:
 
     def update(self, note_id: str, changes: dict[str, Any]) -> dict[str, Any]:
         with self._locked() as data:
-            note = data["notes"].get(note_id)
+            note: dict[str, Any] | None = data["notes"].get(note_id)
             if note is None:
                 raise ToolFailure(f"no note with id {note_id!r} (list_notes shows the ids)")
             note.update(changes)
@@ -111,7 +111,7 @@ class NoteStore:
 
     def delete(self, note_id: str) -> dict[str, Any]:
         with self._locked() as data:
-            note = data["notes"].pop(note_id, None)
+            note: dict[str, Any] | None = data["notes"].pop(note_id, None)
             if note is None:
                 raise ToolFailure(f"no note with id {note_id!r} (list_notes shows the ids)")
         return note

@@ -16,27 +16,23 @@ the presentation pipeline of `presentation.view`) and the invocation log's call 
 - use: calls per tool in the window, tools never called, and the calls that failed or were
   followed within a minute by a different tool of the same server (a proxy for "picked the
   neighbour");
-- recommendations as runnable `mcpctl` lines.
+- recommendations as runnable `mcpctl` lines (`presentation.advice`).
 
 Profiles (per-credential views) plug in as names: each gets its own view of the catalogue
 (`SessionKey(profile=...)`), the log says which profile made each call, and the report holds a
 profile x tool matrix. No I/O here: the caller passes the catalogue, the log rows and the clock.
 """
 
+
 from __future__ import annotations
 
-import shlex
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 from mcpctl.catalogue.judge import (
-    ANNOTATION_NOTE,
-    DELETE,
     NEAR_DUPLICATE_THRESHOLD,
-    SEND,
-    WRITE,
     Collision,
     NearDuplicate,
     Reach,
@@ -44,169 +40,29 @@ from mcpctl.catalogue.judge import (
     near_duplicate_pairs,
     reach,
 )
-from mcpctl.catalogue.poison import Flag, scan_definitions
+from mcpctl.catalogue.poison import scan_definitions
 from mcpctl.catalogue.tokens import TokenCounter, definition_text
+from mcpctl.presentation.advice import FLAT, MIN_CALLS_TO_JUDGE, notes, recommendations
+from mcpctl.presentation.surface_report import (
+    ModeCost,
+    NeighbourPair,
+    ProfileSurface,
+    Recommendation,
+    ServerSurface,
+    SurfaceReport,
+    ToolSurface,
+    TransitionRow,
+)
 
 if TYPE_CHECKING:
     from mcpctl.presentation.catalogue import Catalogue
     from mcpctl.presentation.view import View
 
-FLAT: Final = "flat"
 MODES: Final = ("flat", "favourite-index", "deferred")
 NEIGHBOUR_WINDOW_S: Final = 60.0
 # Near-duplicate pairs a report lists (best first) and counts beyond: a catalogue that registers
 # one server many times has as many pairs as copies squared.
 MAX_LISTED_PAIRS: Final = 1000
-# Disabling tools because they were never called needs some use to judge by: below this many calls
-# in the window the report lists the never-called tools but recommends no `tools disable` line.
-MIN_CALLS_TO_JUDGE: Final = 20
-MAX_FAVOURITE_SUGGESTIONS: Final = 5
-MOSTLY_FAILS: Final = 0.5
-
-
-class TransitionRow(Protocol):
-    """`audit.log.Transition`: calls of one tool grouped by the call that came next soon enough."""
-
-    @property
-    def canonical_id(self) -> str | None: ...
-    @property
-    def presented_name(self) -> str: ...
-    @property
-    def profile(self) -> str | None: ...
-    @property
-    def next_canonical_id(self) -> str | None: ...
-    @property
-    def next_presented_name(self) -> str | None: ...
-    @property
-    def calls(self) -> int: ...
-    @property
-    def errors(self) -> int: ...
-    @property
-    def last_ts(self) -> float: ...
-
-
-# -- the report ----------------------------------------------------------------------------------------
-
-
-@dataclass
-class ToolSurface:
-    id: str
-    server: str
-    name: str
-    description: str
-    enabled: bool                   # passes curation (tools.enabled / tools.disabled)
-    listed: bool                    # in the project's own presentation's tools/list
-    favourite: bool                 # a listed favourite
-    tokens: int                     # its definition in full (as the flat presentation lists it)
-    reach: Reach
-    calls: int = 0
-    failed: int = 0                 # any outcome but ok (denials included)
-    neighbour: int = 0              # followed within a minute by a different tool of the same server
-    flagged: int = 0                # failed or followed by a neighbour (each call once)
-    last_call: float | None = None
-    profiles: dict[str, bool] = field(default_factory=dict)          # profile -> visible to it
-    profile_calls: dict[str, int] = field(default_factory=dict)      # profile ("" = none) -> calls
-
-
-@dataclass
-class ServerSurface:
-    name: str
-    status: str                     # listed | never listed | not registered: ...
-    tools: int = 0
-    enabled: int = 0
-    listed: int = 0                 # its entries in the presentation's tools/list (a listed favourite
-                                    # has two: in full under favourite, and its pointer under all)
-    tokens: int = 0                 # its entries in the project's presentation, as presented
-    full_tokens: int = 0            # its enabled tools in full (what it costs listed flat)
-    share: float = 0.0              # of the project's total in its presentation
-    calls: int = 0
-
-
-@dataclass(frozen=True)
-class ModeCost:
-    mode: str
-    current: bool
-    listed: int                     # entries in tools/list (built-ins included)
-    tokens: int
-    bytes: int
-    instructions_tokens: int
-
-
-@dataclass(frozen=True)
-class NeighbourPair:
-    first: str
-    then: str
-    calls: int
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    kind: str
-    reason: str
-    argv: tuple[str, ...]
-    saves_tokens: int | None = None
-
-    @property
-    def command(self) -> str:
-        return shlex.join(self.argv)
-
-
-@dataclass(frozen=True)
-class ProfileSurface:
-    name: str
-    tools: int                      # enabled tools it sees
-    write_reach: int
-    calls: int
-
-
-@dataclass
-class SurfaceReport:
-    project: str
-    presentation: str
-    gate: bool
-    tokenizer: TokenCounter
-    window_days: float
-    since: float
-    until: float
-    servers: list[ServerSurface]
-    builtins_listed: int
-    builtins_tokens: int
-    modes: list[ModeCost]
-    tools: list[ToolSurface]
-    collisions: list[Collision]
-    near_duplicates: list[NearDuplicate]        # the best MAX_LISTED_PAIRS of them
-    near_duplicate_total: int                   # how many pairs there are in all
-    calls: int
-    failed: int
-    neighbour: int
-    flagged: int                    # failed or followed by a neighbour
-    unknown_calls: dict[str, int]   # calls to names/ids not in the catalogue now -> count
-    neighbour_pairs: list[NeighbourPair]
-    profiles: list[ProfileSurface]
-    recommendations: list[Recommendation]
-    notes: list[str]
-    threshold: float = NEAR_DUPLICATE_THRESHOLD
-    suspicious: list[Flag] = field(default_factory=list)      # descriptions carrying tool-poisoning marks
-
-    @property
-    def current(self) -> ModeCost:
-        return next(m for m in self.modes if m.current)
-
-    @property
-    def enabled(self) -> list[ToolSurface]:
-        return [t for t in self.tools if t.enabled]
-
-    @property
-    def write_reach(self) -> list[ToolSurface]:
-        return [t for t in self.tools if t.enabled and t.reach.can_write]
-
-    @property
-    def never_called(self) -> list[ToolSurface]:
-        return [t for t in self.tools if t.enabled and t.calls == 0]
-
-    @property
-    def flagged_share(self) -> float | None:
-        return self.flagged / self.calls if self.calls else None
 
 
 # -- pricing -----------------------------------------------------------------------------------------
@@ -406,90 +262,13 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
         profiles=profile_rows, recommendations=[], notes=[],
         suspicious=scan_definitions((t.canonical_id, t.wire) for t in all_tools))
     report.recommendations = recommendations(report, catalogue)
-    report.notes = _notes(report)
+    report.notes = notes(report)
     return report
 
 
-# -- recommendations ---------------------------------------------------------------------------------
-
-
-def recommendations(report: SurfaceReport, catalogue: Catalogue) -> list[Recommendation]:
-    """Runnable lines, from use in the window: disable what was never called (given at least
-    MIN_CALLS_TO_JUDGE calls; whole servers as `server/*`, tools that can write apart), unpin
-    favourites never called, pin the most called tools. Profile lines are not made yet."""
-    p = report.project
-    out: list[Recommendation] = []
-    if report.calls == 0:
-        return out
-    evidence = f"{report.calls} call(s) in the last {report.window_days:g} days"
-    pinned = set(catalogue.project.favourite_index.tools)
-    by_server: dict[str, list[ToolSurface]] = defaultdict(list)
-    for t in report.enabled:
-        by_server[t.server].append(t)
-    judge = report.calls >= MIN_CALLS_TO_JUDGE
-    idle_servers = [s for s, ts in by_server.items() if judge and ts and all(t.calls == 0 for t in ts)
-                    and not any(t.id in pinned for t in ts)]
-    if idle_servers:
-        saved = sum(t.tokens for s in idle_servers for t in by_server[s])
-        out.append(Recommendation(
-            "disable-idle-servers", f"no tool of {', '.join(idle_servers)} was called ({evidence})",
-            ("mcpctl", "tools", "disable", "--project", p, *(f"{s}/*" for s in idle_servers)), saved))
-    idle = set(idle_servers)
-    unused = [t for t in report.never_called if judge and t.server not in idle and t.id not in pinned]
-    writers = [t for t in unused if t.reach.can_write]
-    if writers:
-        out.append(Recommendation(
-            "disable-unused-writers", f"never called and can {'/'.join(_kinds(writers))} ({evidence})",
-            ("mcpctl", "tools", "disable", "--project", p, *(t.id for t in writers)), sum(t.tokens for t in writers)))
-    readers = [t for t in unused if not t.reach.can_write]
-    if readers:
-        out.append(Recommendation(
-            "disable-unused", f"never called ({evidence})",
-            ("mcpctl", "tools", "disable", "--project", p, *(t.id for t in readers)), sum(t.tokens for t in readers)))
-    fav = catalogue.project.favourite_index
-    pinned_idle = [cid for cid in fav.tools if judge and cid in {t.id for t in report.never_called}]
-    if pinned_idle:
-        out.append(Recommendation("unpin-unused", f"pinned as favourites but never called ({evidence})",
-                                  ("mcpctl", "favourites", "remove", "--project", p, *pinned_idle)))
-    room = max(0, fav.max_favourites - (len(fav.tools) - len(pinned_idle)))
-    used = sorted((t for t in report.enabled if t.calls >= 2 and t.id not in pinned
-                   and t.failed / t.calls <= MOSTLY_FAILS), key=lambda t: (-t.calls, t.id))
-    picks = used[:min(room, MAX_FAVOURITE_SUGGESTIONS)]
-    if picks:
-        why = "most called, not pinned"
-        if report.presentation == FLAT:
-            why += ("; favourites are presented by the favourite index, which this turns on unless the project "
-                    "sets presentation: flat")
-        out.append(Recommendation("favourites", f"{why} ({evidence})",
-                                  ("mcpctl", "favourites", "add", "--project", p, *(t.id for t in picks))))
-    return out
-
-
-def _kinds(tools: Iterable[ToolSurface]) -> list[str]:
-    seen = {k for t in tools for k in t.reach.kinds}
-    return [k for k in (WRITE, DELETE, SEND) if k in seen]
-
-
-def _notes(report: SurfaceReport) -> list[str]:
-    notes = [f"Token counts are approximate: {report.tokenizer.label}, of the compact JSON of each definition's "
-             "name, description, inputSchema and annotations as presented.", ANNOTATION_NOTE]
-    if report.gate:
-        notes.append("The session gate is on: until begin_session a session lists only begin_session; the "
-                     "prices are of the list it gets after that.")
-    gone = [s.name for s in report.servers if s.status != "listed"]
-    if gone:
-        notes.append(f"Incomplete: {', '.join(gone)} not listed, so their tools are not counted.")
-    if report.calls == 0:
-        notes.append(f"No calls in the last {report.window_days:g} days: use-based recommendations need the "
-                     "invocation log (serve the project to an agent and let it work).")
-    elif report.calls < MIN_CALLS_TO_JUDGE and report.never_called:
-        notes.append(f"Only {report.calls} call(s) in the last {report.window_days:g} days: too few to recommend "
-                     f"disabling the tools never called (at least {MIN_CALLS_TO_JUDGE}); widen --window or let "
-                     "agents work first.")
-    return notes
-
-
 __all__ = [
+    "FLAT",
+    "MIN_CALLS_TO_JUDGE",
     "MODES",
     "NEAR_DUPLICATE_THRESHOLD",
     "NEIGHBOUR_WINDOW_S",
@@ -503,6 +282,7 @@ __all__ = [
     "ServerSurface",
     "SurfaceReport",
     "ToolSurface",
+    "TransitionRow",
     "build_report",
     "collisions",
     "mode_catalogues",

@@ -119,6 +119,16 @@ def _default(node: Node) -> Any:
     return normalize(node, {}, ())
 
 
+def default_at(node: Obj, *path: str) -> Any:
+    """The default a document gets at `path` under `node` when it leaves the field out (the one
+    statement of a default: typed views take theirs from here)."""
+    child: Node = node
+    for name in path:
+        assert isinstance(child, Obj), path
+        child = child.fields[name]
+    return _default(child)
+
+
 def normalize(node: Node, value: Any, path: tuple[str | int, ...]) -> Any:
     """Validate `value` against `node` and return it with defaults filled in."""
     if isinstance(node, Scalar):
