@@ -20,8 +20,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parents[1] / "src" / "mcpctl"
 
 # Floors, highest first: a package may import packages on lower floors only (not its neighbours on
@@ -42,9 +40,6 @@ SDK_USERS = frozenset({"gateway", "upstream"})
 
 MAX_MODULE_LINES = 500
 MAX_GATEWAY_LINES = 5_500
-# The lead is splitting these right now (issue 18): their checks are expected to fail until then.
-LEAD_FILES = frozenset(f"gateway/{n}.py" for n in ("front", "router", "relay", "asks", "sessions", "surfaces", "peers"))
-LEAD_SPLIT = pytest.mark.xfail(strict=False, reason="lead's front.py split in progress")
 
 
 @dataclass(frozen=True)
@@ -207,11 +202,11 @@ def _lines(path: Path) -> int:
         return sum(1 for _ in fh)
 
 
-def _long_modules(lead: bool) -> list[str]:
+def _long_modules() -> list[str]:
     out = []
     for path in _modules().values():
         rel = path.relative_to(SRC).as_posix()
-        if (rel in LEAD_FILES) == lead and (n := _lines(path)) > MAX_MODULE_LINES:
+        if (n := _lines(path)) > MAX_MODULE_LINES:
             out.append(f"{rel}: {n} lines (at most {MAX_MODULE_LINES}; split it along its seams)")
     return out
 
@@ -241,24 +236,16 @@ def test_no_import_cycles_outside_gateway() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
-@LEAD_SPLIT
 def test_no_import_cycles_inside_gateway() -> None:
     cycles = _cycles(inside="gateway")
     assert not cycles, "import cycles in gateway/:\n" + "\n".join(cycles)
 
 
 def test_no_module_over_500_lines() -> None:
-    long = _long_modules(lead=False)
+    long = _long_modules()
     assert not long, "\n".join(long)
 
 
-@LEAD_SPLIT
-def test_no_module_over_500_lines_in_the_lead_files() -> None:
-    long = _long_modules(lead=True)
-    assert not long, "\n".join(long)
-
-
-@LEAD_SPLIT
 def test_gateway_size() -> None:
     total = sum(_lines(p) for p in (SRC / "gateway").rglob("*.py"))
     assert total <= MAX_GATEWAY_LINES, f"gateway/ holds {total} lines (at most {MAX_GATEWAY_LINES})"
