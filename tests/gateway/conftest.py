@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from gwkit import Kit
+from inproc import Harness, threads_now
 
 
 @pytest.fixture
@@ -20,7 +22,29 @@ def kit(tmp_home: Path) -> Iterator[Kit]:
     k.leftovers(timeout=0)
 
 
+INPROC: set[str] = set()      # tests that drove an in-process Gateway
+
+
+@pytest.fixture
+def gw(kit: Kit, request: pytest.FixtureRequest) -> Iterator[Harness]:
+    """Gateways in this process over in-memory upstreams (`inproc`); every test that drives an
+    in-process Gateway uses this fixture. Teardown: no upstream connection left open, no thread
+    left behind, no process started."""
+    before = threads_now()
+    h = Harness(kit.home)
+    yield h
+    if h.gateways:
+        INPROC.add(request.node.nodeid)
+    assert h.upstreams.open == 0, "an in-memory upstream connection was left open"
+    assert threads_now() <= before, f"threads left running: {threads_now() - before}"
+    assert kit.leftovers(timeout=0) == []
+
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if INPROC:
+        terminalreporter.write_line(f"{len(INPROC)} tests drove an in-process Gateway (the `gw` fixture)")

@@ -127,7 +127,11 @@ def _alive(pid: int) -> bool:
 
 
 async def wait_tools(client: Any, want: set[str] | int, timeout: float = 20.0) -> list[Any]:
-    """Re-list until every name in `want` (or at least `want` tools) is listed."""
+    """Re-list until every name in `want` (or at least `want` tools) is listed. A client of an
+    in-process gateway (`inproc`) re-lists at each change instead of polling."""
+    running = getattr(client, "gw", None)
+    if running is not None:
+        return await running.wait_tools(client, want, timeout)   # type: ignore[no-any-return]
     with anyio.fail_after(timeout):
         while True:
             tools = (await client.list_tools()).tools
@@ -135,6 +139,23 @@ async def wait_tools(client: Any, want: set[str] | int, timeout: float = 20.0) -
             if (want <= names) if isinstance(want, set) else len(tools) >= want:
                 return tools
             await anyio.sleep(0.1)
+
+
+async def until(client: Any, check: Any, timeout: float = 20.0, interval: float = 0.1) -> None:
+    """Wait until `check()` (sync or async) holds: re-checked at each change for a client of an
+    in-process gateway (`inproc`), else every `interval` seconds (a gateway in another process)."""
+    running = getattr(client, "gw", None)
+    if running is not None:
+        await running.until(check, timeout)
+        return
+    with anyio.fail_after(timeout):
+        while True:
+            got = check()
+            if not isinstance(got, bool):
+                got = await got
+            if got:
+                return
+            await anyio.sleep(interval)
 
 
 def text_of(result: Any) -> str:

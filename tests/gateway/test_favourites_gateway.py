@@ -1,5 +1,6 @@
-"""The favourite index, the session gate and the deferred presentation through the real gateway
-(`mcpctl serve` as a subprocess) with the official SDK client, in both protocol eras."""
+"""The favourite index, the session gate and the deferred presentation through the gateway with the
+official SDK client, in both protocol eras: in-process (`inproc`), and once each through the real
+gateway (`mcpctl serve` as a subprocess)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import anyio
 import mcp.types as t
 import pytest
 from gwkit import Kit, text_of, wait_tools
-from test_serve_http import http_client, http_gateway
+from inproc import Harness
 
 from mcpctl.presentation.builtins import ALWAYS_LOAD
 
@@ -81,8 +82,20 @@ def _meta(tool: Any) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _gate_client(kit: Kit, project: str, mode: str) -> AsyncIterator[tuple[Any, anyio.Event]]:
-    """A stdio client and an event set when it receives tools/list_changed: through the message
+async def _client(kit: Kit, gw: Harness, front: str, project: str, mode: str, **kw: Any) -> AsyncIterator[Any]:
+    """A client of `mcpctl serve` over stdio, or of the gateway in-process (calls logged)."""
+    if front == "stdio":
+        async with kit.client(project, mode=mode, **kw) as c:
+            yield c
+    else:
+        async with gw.client(project, mode, log=True, **kw) as c:
+            yield c
+
+
+@contextlib.asynccontextmanager
+async def _gate_client(kit: Kit, gw: Harness, front: str, project: str, mode: str
+                       ) -> AsyncIterator[tuple[Any, anyio.Event]]:
+    """A client and an event set when it receives tools/list_changed: through the message
     handler in the handshake era, through a `subscriptions/listen` stream in 2026-07-28."""
     changed = anyio.Event()
 
@@ -90,7 +103,7 @@ async def _gate_client(kit: Kit, project: str, mode: str) -> AsyncIterator[tuple
         if isinstance(msg, t.ToolListChangedNotification):
             changed.set()
 
-    async with kit.client(project, mode=mode, message_handler=on_message) as c:
+    async with _client(kit, gw, front, project, mode, message_handler=on_message) as c:
         if mode == "legacy":
             yield c, changed
             return
@@ -108,10 +121,11 @@ async def _gate_client(kit: Kit, project: str, mode: str) -> AsyncIterator[tuple
 # -- favourite index ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("style", ["portable", "spec"])
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize(("front", "mode", "style"), [
+    ("stdio", "legacy", "portable"), ("inproc", "legacy", "portable"), ("inproc", "legacy", "spec"),
+    ("inproc", "auto", "portable"), ("inproc", "auto", "spec")])
 async def test_a_call_through_favourite_and_all_reaches_the_same_tool(
-        kit: Kit, listings: dict[str, Any], mode: str, style: str) -> None:
+        kit: Kit, gw: Harness, listings: dict[str, Any], front: str, mode: str, style: str) -> None:
     _servers(kit)
     project = _project(kit, style)
     upstream = _warm_cache(listings)
@@ -124,7 +138,7 @@ async def test_a_call_through_favourite_and_all_reaches_the_same_tool(
     from mcpctl.presentation.catalogue import cached_catalogue
 
     pipeline = cached_catalogue(project).view()           # what `mcpctl tools list` shows
-    async with kit.client(project, mode=mode) as c:
+    async with _client(kit, gw, front, project, mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         # the instructions the client received: the PREFER line in this style, naming the favourites
         assert c.instructions is not None
@@ -177,13 +191,14 @@ async def test_a_call_through_favourite_and_all_reaches_the_same_tool(
 # -- the session gate ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_a_gated_session_sees_begin_session_only_until_it_begins(kit: Kit, listings: dict[str, Any],
-                                                                      mode: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "auto"), ("inproc", "legacy"), ("inproc", "auto")])
+async def test_a_gated_session_sees_begin_session_only_until_it_begins(kit: Kit, gw: Harness,
+                                                                      listings: dict[str, Any],
+                                                                      front: str, mode: str) -> None:
     _servers(kit)
     project = _project(kit, gate={"enabled": True, "instructions": GATE_TEXT})
     _warm_cache(listings)
-    async with _gate_client(kit, project, mode) as (c, changed):
+    async with _gate_client(kit, gw, front, project, mode) as (c, changed):
         assert c.instructions is not None and "Call begin_session with your task before anything else" \
             in c.instructions
         tools = (await c.list_tools()).tools
@@ -223,20 +238,23 @@ async def test_a_gated_session_sees_begin_session_only_until_it_begins(kit: Kit,
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_over_http_another_session_stays_gated_after_one_begins(kit: Kit, listings: dict[str, Any],
+async def test_over_http_another_session_stays_gated_after_one_begins(kit: Kit, gw: Harness,
+                                                                        listings: dict[str, Any],
                                                                         mode: str) -> None:
+    """Sessions as the HTTP front tells them apart, in-process (`inproc`: each client carries the
+    project's token, as the HTTP front would see it)."""
     _servers(kit)
     project = _project(kit, gate={"enabled": True, "instructions": GATE_TEXT})
     _warm_cache(listings)
-    with http_gateway(kit, project) as (url, token):
-        async with http_client(url, token, mode, name="first-client") as first:
+    async with gw.serve(project, log=True) as g:
+        async with g.client(mode, name="first-client") as first:
             assert first.instructions is not None and "begin_session" in first.instructions
             assert [x.name for x in (await first.list_tools()).tools] == ["begin_session"]
             r = await first.session.call_tool("begin_session", {"task": "say who answers"})
             assert not r.is_error and r.structured_content["instructions"] == GATE_TEXT
             await wait_tools(first, {"favourite__echo", "all__beta__whoami"})
             # legacy: a second connection is a second session; 2026: another clientInfo is
-            async with http_client(url, token, mode, name="second-client") as second:
+            async with g.client(mode, name="second-client") as second:
                 assert [x.name for x in (await second.list_tools()).tools] == ["begin_session"]
                 r = await second.session.call_tool("favourite__alpha__whoami", {})
                 assert r.is_error and "begin_session" in text_of(r)
@@ -256,13 +274,13 @@ async def test_over_http_another_session_stays_gated_after_one_begins(kit: Kit, 
 # -- the deferred presentation -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
 async def test_deferred_lists_favourites_and_reaches_the_rest_through_search_and_call_tool(
-        kit: Kit, listings: dict[str, Any], mode: str) -> None:
+        kit: Kit, gw: Harness, listings: dict[str, Any], front: str, mode: str) -> None:
     _servers(kit)
     project = _project(kit, presentation="deferred", favouriteIndex={"tools": ["alpha/echo", "beta/whoami"]})
     upstream = _warm_cache(listings)
-    async with kit.client(project, mode=mode) as c:
+    async with _client(kit, gw, front, project, mode) as c:
         assert c.instructions is not None and "call_tool(name, arguments)" in c.instructions
         tools = (await c.list_tools()).tools
         assert [x.name for x in tools] == ["favourite__echo", "favourite__whoami", "search_tools", "call_tool",

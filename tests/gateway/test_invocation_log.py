@@ -1,10 +1,12 @@
-"""Every call is recorded (one row, the right outcome), never its arguments or results."""
+"""Every call is recorded (one row, the right outcome), never its arguments or results: through the
+gateway in-process (`inproc`), and by several `mcpctl serve` processes writing one log."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 from gwkit import Kit, text_of, wait_tools
+from inproc import Harness
 
 pytestmark = pytest.mark.anyio
 
@@ -18,11 +20,11 @@ def _rows(project: str) -> list:
         return log.query(project=project)
 
 
-async def test_calls_are_logged_with_outcomes_and_secrets_never_written(kit: Kit) -> None:
+async def test_calls_are_logged_with_outcomes_and_secrets_never_written(kit: Kit, gw: Harness) -> None:
     kit.server("alpha", call=1.5, env={"SOME_TOKEN": SECRET})
     kit.project("p", ["alpha"], tools={"disabled": ["alpha/delete_*"]},
                 search={"recordQueries": False})
-    async with kit.client("p") as c:
+    async with gw.client("p", log=True) as c:
         await wait_tools(c, {"alpha__echo"})
         r = await c.session.call_tool("alpha__echo", {"text": SECRET})
         assert text_of(r) == SECRET                       # the secret travels through the result
@@ -58,10 +60,10 @@ async def test_calls_are_logged_with_outcomes_and_secrets_never_written(kit: Kit
     assert leaked == []
 
 
-async def test_search_queries_recorded_only_when_opted_in(kit: Kit) -> None:
+async def test_search_queries_recorded_only_when_opted_in(kit: Kit, gw: Harness) -> None:
     kit.server("alpha")
     kit.project("p", ["alpha"], search={"recordQueries": True})
-    async with kit.client("p") as c:
+    async with gw.client("p", log=True) as c:
         await wait_tools(c, {"alpha__echo"})
         await c.session.call_tool("search_tools", {"query": "add two numbers"})
     rows = _rows("p")

@@ -1,5 +1,6 @@
 """Downstream pagination (`serve --page-size`): one page by default, cursors honoured whenever a
-client sends one, bad cursors refused with -32602, in both eras over stdio and HTTP."""
+client sends one, bad cursors refused with -32602, in both eras over stdio and in-process
+(`inproc`, the SDK server the HTTP front serves)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import anyio
 import pytest
-from gwkit import Kit, wait_tools
+from gwkit import Kit, until, wait_tools
+from inproc import Harness
 from mcp import MCPError
 from test_early_front import _answered_early
 from test_serve_http import http_client, http_gateway
@@ -25,8 +26,13 @@ SECTIONS = ("tools", "resources", "resourceTemplates", "prompts")
 
 
 @contextlib.asynccontextmanager
-async def _client(kit: Kit, project: str, front: str, mode: str, *extra: str) -> AsyncIterator[Any]:
-    if front == "stdio":
+async def _client(kit: Kit, project: str, front: str, mode: str, *extra: str,
+                  gw: Harness | None = None) -> AsyncIterator[Any]:
+    if front == "inproc":
+        assert gw is not None and extra in ((), ("--page-size", str(PAGE)))
+        async with gw.client(project, mode, page_size=PAGE if extra else 0) as c:
+            yield c
+    elif front == "stdio":
         from mcp import Client
         from mcp.client.stdio import stdio_client
 
@@ -82,12 +88,13 @@ async def _code(call: Awaitable[Any]) -> int:
     return e.value.error.code
 
 
-@pytest.mark.parametrize("front", ["stdio", "http"])
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_lists_are_one_page_by_default_and_pages_of_n_with_page_size(kit: Kit, front: str, mode: str) -> None:
+async def test_lists_are_one_page_by_default_and_pages_of_n_with_page_size(kit: Kit, gw: Harness, front: str,
+                                                                           mode: str) -> None:
     project = _setup(kit)
     whole: dict[str, list[str]] = {}
-    async with _client(kit, project, front, mode) as c:
+    async with _client(kit, project, front, mode, gw=gw) as c:
         with warnings.catch_warnings():
             await wait_tools(c, {"a__synthetic_0019", "b__echo"})
         for section in SECTIONS:
@@ -96,7 +103,7 @@ async def test_lists_are_one_page_by_default_and_pages_of_n_with_page_size(kit: 
         assert len(whole["resources"]) == len(whole["prompts"]) == N + 1 + 3 + 1
     rounds = 2 if front == "stdio" else 1        # stdio again: the early front answers the first list
     for _ in range(rounds):
-        async with _client(kit, project, front, mode, "--page-size", str(PAGE)) as c:
+        async with _client(kit, project, front, mode, "--page-size", str(PAGE), gw=gw) as c:
             first, cursor = await _lister(c, "tools")(None)
             assert len(first) == PAGE and cursor is not None
             for section in SECTIONS:
@@ -113,31 +120,38 @@ async def test_lists_are_one_page_by_default_and_pages_of_n_with_page_size(kit: 
     if front == "stdio":
         early = _answered_early(kit.home, project)
         assert early and " 0 answered" not in early[-1]
-    async with _client(kit, project, front, mode) as c:
+    async with _client(kit, project, front, mode, gw=gw) as c:
         # a cursor from earlier is honoured by a gateway that pages nothing itself
         items, sizes = await _walk(c, "resources", saved)
         assert items == whole["resources"][PAGE:] and len(sizes) == 1
         assert await _code(c.list_tools(cursor="e30", cache_mode="bypass")) == -32602     # "{}"
 
 
-@pytest.mark.parametrize("front", ["stdio", "http"])
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_a_cursor_from_before_a_catalogue_change_is_honoured_at_its_offset(kit: Kit, front: str,
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "auto"), ("http", "legacy"), ("inproc", "legacy"),
+                                            ("inproc", "auto")])
+async def test_a_cursor_from_before_a_catalogue_change_is_honoured_at_its_offset(kit: Kit, gw: Harness, front: str,
                                                                                 mode: str) -> None:
     project = _setup(kit)
-    async with _client(kit, project, front, mode, "--page-size", str(PAGE)) as c:
-        with anyio.fail_after(20):
-            while not {"a__synthetic_0019", "b__echo"} <= set(before := (await _walk(c, "tools"))[0]):
-                await anyio.sleep(0.1)
+    async with _client(kit, project, front, mode, "--page-size", str(PAGE), gw=gw) as c:
+        before: list[str] = []
+        after: list[str] = []
+
+        async def listed_all() -> bool:
+            nonlocal before
+            before = (await _walk(c, "tools"))[0]
+            return {"a__synthetic_0019", "b__echo"} <= set(before)
+
+        await until(c, listed_all)
         _, cursor = await _lister(c, "tools")(None)
         assert cursor is not None
         kit.project("p", ["a", "b"], tools={"disabled": ["a/synthetic_000*"]})     # 10 tools fewer
-        with anyio.fail_after(20):
-            while True:
-                after, _ = await _walk(c, "tools")
-                if len(after) == len(before) - 10:
-                    break
-                await anyio.sleep(0.1)
+
+        async def ten_fewer() -> bool:
+            nonlocal after
+            after, _ = await _walk(c, "tools")
+            return len(after) == len(before) - 10
+
+        await until(c, ten_fewer)
         page, _ = await _lister(c, "tools")(cursor)
         assert page == after[PAGE:2 * PAGE]
 

@@ -11,7 +11,6 @@ what its own view lists.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ import anyio
 import mcp.types as t
 import pytest
 from gwkit import Kit
+from inproc import Harness, Running
 from mcp import MCPError
 from test_relay_requests import answering
-from test_serve_http import http_client, http_gateway
 from typer.testing import CliRunner
 
 from mcpctl.cli import app
@@ -192,18 +191,20 @@ async def _until(pred: Callable[[], bool]) -> None:
             await anyio.sleep(0.05)
 
 
-async def test_over_http_every_token_sees_and_hears_only_its_view_in_both_eras(kit: Kit, tmp_path: Path) -> None:
+async def test_over_http_every_token_sees_and_hears_only_its_view_in_both_eras(kit: Kit, gw: Harness,
+                                                                              tmp_path: Path) -> None:
+    """In-process (`inproc`): each client presents its token as the HTTP front would see it."""
     from mcpctl.audit.log import InvocationLog
 
     markers = tmp_path / "markers"
     project = _setup(kit, markers)
     tokens = _tokens(CliRunner())
-    with http_gateway(kit, project) as (url, full_token):
-        async with http_client(url, full_token, "legacy", "full") as full:
+    async with gw.serve(project, log=True) as g:
+        async with g.client("legacy", "full") as full:
             assert full.instructions is not None and "favourite__delete_all" in full.instructions
         for mode in ("legacy", "auto"):
             for profile, sees in SEES_ITEMS.items():
-                async with http_client(url, tokens[profile], mode, f"{profile}-{mode}") as c:
+                async with g.client(mode, f"{profile}-{mode}", token=tokens[profile]) as c:
                     assert c.instructions is not None and "favourite__delete_all" not in c.instructions
                     assert "favourite__echo" in c.instructions
                     await check_surfaces(c, sees, subscribe=mode == "legacy")
@@ -211,30 +212,32 @@ async def test_over_http_every_token_sees_and_hears_only_its_view_in_both_eras(k
         # outside any call: vault asks for roots and logs; only a session that may use vault hears it
         nv_logs, on_nv = _logger()
         ro_logs, on_ro = _logger()
-        async with http_client(url, tokens["read-only"], "legacy", "ro", logging_callback=on_ro,
-                               **answering("ro")) as ro, \
-                http_client(url, tokens["no-vault"], "legacy", "nv", logging_callback=on_nv,
-                            **answering("novault")) as nv:
+        async with g.client("legacy", "ro", token=tokens["read-only"], logging_callback=on_ro,
+                            **answering("ro")) as ro, \
+                g.client("legacy", "nv", token=tokens["no-vault"], logging_callback=on_nv,
+                         **answering("novault")) as nv:
             for c in (ro, nv):
                 await c.call_tool("begin_session", {"task": "x"})
                 await c.set_logging_level("debug")
             await nv.list_prompts()                   # the most recently active session
             await nv.session.send_roots_list_changed()
-            assert await _marker(markers, "docs") == "file:///novault"
-            assert await _marker(markers, "vault") == "file:///ro"        # not the session that denies vault
-            await _until(lambda: "vault: roots changed" in ro_logs and "docs: roots changed" in nv_logs)
+            assert await _marker_in(g, markers, "docs") == "file:///novault"
+            assert await _marker_in(g, markers, "vault") == "file:///ro"     # not the session that denies vault
+            await g.until(lambda: "vault: roots changed" in ro_logs and "docs: roots changed" in nv_logs)
             assert "vault: roots changed" not in nv_logs
-    assert kit.leftovers() == []
-    denied: list[Any] = []
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not {"NotPermitted", "SessionGated"} <= {r.error_class for r in denied}:
-        with InvocationLog() as log:
-            denied = [r for r in log.query(project="p") if r.outcome == "denied"]
-        await anyio.sleep(0.1)
+    with InvocationLog() as log:             # written as each call was answered
+        denied = [r for r in log.query(project="p") if r.outcome == "denied"]
     assert ("resources/read " + RAW, "no-vault", "NotPermitted") in {
         (r.presented_name, r.profile, r.error_class) for r in denied}
     assert ("prompts/get docs__greet", "read-only", "SessionGated") in {
         (r.presented_name, r.profile, r.error_class) for r in denied}
+
+
+async def _marker_in(g: Running, markers: Path, name: str) -> str:
+    """The roots the fault server `name` wrote outside a call, once written (awaited, in-process)."""
+    path = markers / f"roots-{name}-1"
+    await g.until(lambda: path.exists() and bool(path.read_text()))
+    return path.read_text()
 
 
 @contextlib.asynccontextmanager
@@ -283,7 +286,7 @@ def _collector() -> tuple[list[Any], Any]:
     return seen, on_message
 
 
-async def test_resource_updates_reach_only_sessions_whose_view_holds_the_resource(kit: Kit) -> None:
+async def test_resource_updates_reach_only_sessions_whose_view_holds_the_resource(kit: Kit, gw: Harness) -> None:
     """A subscription outside the view is refused in both eras (a 2026 `subscriptions/listen`
     stream's too, logged `denied`); one taken while the view held the resource stops receiving
     updates once the profile no longer does."""
@@ -296,35 +299,30 @@ async def test_resource_updates_reach_only_sessions_whose_view_holds_the_resourc
               for p in ("flex", "no-vault")}
     seen_flex, on_flex = _collector()
     seen_full, on_full = _collector()
-    with http_gateway(kit, project) as (url, full_token):
-        async with http_client(url, tokens["flex"], "legacy", "flex", message_handler=on_flex) as flex, \
-                http_client(url, full_token, "legacy", "full", message_handler=on_full) as full, \
-                http_client(url, tokens["no-vault"], "auto", "nv") as nv, \
-                http_client(url, full_token, "auto", "full26") as full26:
-            await flex.subscribe_resource(RAW)          # first: it would be told first
-            await full.subscribe_resource(RAW)
-            res = kit.store.get("Project", "p")
-            res["spec"]["profiles"]["flex"] = {"deny": ["vault/*"]}
-            kit.store.put(res)
-            await _until_async(lambda: _no_resources(flex))        # the gateway applied the change
-            await _refused(lambda: flex.subscribe_resource(RAW), "is not permitted for this credential")
-            await nv.list_tools()
-            async with nv.listen(resource_subscriptions=[RAW]), \
-                    full26.listen(resource_subscriptions=[RAW]) as sub:
-                await full.call_tool("touch", {"uri": RAW})
-                with anyio.fail_after(10):
-                    event = await sub.__anext__()
-                assert getattr(event, "uri", None) == RAW
-                await _until(lambda: bool(seen_full))
-            assert seen_full == [RAW] and seen_flex == []
-    deadline = time.monotonic() + 10
-    rows: set[tuple[str, str | None]] = set()
-    while time.monotonic() < deadline and ("resources/subscribe " + RAW, "no-vault") not in rows:
-        with InvocationLog() as log:
-            rows = {(r.presented_name, r.profile) for r in log.query(project="p") if r.outcome == "denied"}
-        await anyio.sleep(0.1)
+    async with gw.serve(project, log=True) as g, \
+            g.client("legacy", "flex", token=tokens["flex"], message_handler=on_flex) as flex, \
+            g.client("legacy", "full", message_handler=on_full) as full, \
+            g.client("auto", "nv", token=tokens["no-vault"]) as nv, \
+            g.client("auto", "full26") as full26:
+        await flex.subscribe_resource(RAW)          # first: it would be told first
+        await full.subscribe_resource(RAW)
+        res = kit.store.get("Project", "p")
+        res["spec"]["profiles"]["flex"] = {"deny": ["vault/*"]}
+        kit.store.put(res)
+        await g.until(lambda: _no_resources(flex))         # the gateway applied the change
+        await _refused(lambda: flex.subscribe_resource(RAW), "is not permitted for this credential")
+        await nv.list_tools()
+        async with nv.listen(resource_subscriptions=[RAW]), \
+                full26.listen(resource_subscriptions=[RAW]) as sub:
+            await full.call_tool("touch", {"uri": RAW})
+            with anyio.fail_after(10):
+                event = await sub.__anext__()
+            assert getattr(event, "uri", None) == RAW
+            await g.until(lambda: bool(seen_full))
+        assert seen_full == [RAW] and seen_flex == []
+    with InvocationLog() as log:             # written as each call was answered
+        rows = {(r.presented_name, r.profile) for r in log.query(project="p") if r.outcome == "denied"}
     assert {("resources/subscribe " + RAW, "no-vault"), ("resources/subscribe " + RAW, "flex")} <= rows
-    assert kit.leftovers() == []
 
 
 async def _no_resources(c: Any) -> bool:

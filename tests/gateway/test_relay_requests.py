@@ -1,5 +1,8 @@
 """What an upstream asks of a client during a call (sampling, elicitation, roots) reaches the
-client whose call caused it, in both protocol eras, over stdio and HTTP, and nobody else."""
+client whose call caused it, in both protocol eras, over stdio and HTTP, and nobody else.
+
+Most run in-process (`front="inproc"`: the gateway in this process, its upstreams in memory,
+`inproc`); each behaviour keeps a run through the real `mcpctl serve` (stdio or HTTP)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import anyio
 import mcp.types as t
 import pytest
 from gwkit import Kit, http_upstream, npm_bin, text_of, wait_tools
+from inproc import Harness
 from test_serve_http import http_client, http_gateway
 
 from ci_support import skip_unless_ci
@@ -40,8 +44,14 @@ def answering(who: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def gateway_client(kit: Kit, project: str, front: str, mode: str, **kw: Any) -> AsyncIterator[Any]:
-    if front == "stdio":
+async def gateway_client(kit: Kit, project: str, front: str, mode: str, gw: Harness | None = None,
+                         **kw: Any) -> AsyncIterator[Any]:
+    """A client of the project's gateway: `mcpctl serve` over stdio or HTTP, or in-process (`gw`)."""
+    if front == "inproc":
+        assert gw is not None
+        async with gw.client(project, mode, **kw) as c:
+            yield c
+    elif front == "stdio":
         async with kit.client(project, mode, **kw) as c:
             yield c
     else:
@@ -55,13 +65,13 @@ async def call(c: Any, name: str, args: dict[str, Any] | None = None) -> tuple[b
     return bool(r.is_error), text_of(r)
 
 
-@pytest.mark.parametrize("front", ["stdio", "http"])
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_sampling_elicitation_and_roots_are_answered_by_the_calling_client(kit: Kit, front: str,
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("http", "auto"), ("inproc", "legacy"),
+                                            ("inproc", "auto")])
+async def test_sampling_elicitation_and_roots_are_answered_by_the_calling_client(kit: Kit, gw: Harness, front: str,
                                                                                 mode: str) -> None:
     kit.server("up", "--ask-tools")
     project = kit.project("p", ["up"], **BARE)
-    async with gateway_client(kit, project, front, mode, **answering("alice")) as c:
+    async with gateway_client(kit, project, front, mode, gw, **answering("alice")) as c:
         await wait_tools(c, {"sample"})
         assert await call(c, "sample", {"text": "hi"}) == (False, "sampled: alice: hi")
         assert await call(c, "elicit", {"message": "name?"}) == (False, "elicited: accept {'name': 'alice'}")
@@ -71,13 +81,13 @@ async def test_sampling_elicitation_and_roots_are_answered_by_the_calling_client
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_a_client_without_the_capability_leaves_the_upstream_with_the_protocol_error(kit: Kit,
+async def test_a_client_without_the_capability_leaves_the_upstream_with_the_protocol_error(kit: Kit, gw: Harness,
                                                                                           mode: str) -> None:
     kit.server("up", "--ask-tools")
     project = kit.project("p", ["up"], **BARE)
     roots_only = {"list_roots_callback": answering("bob")["list_roots_callback"]}
-    async with kit.client(project, mode, **roots_only) as c:
-        await wait_tools(c, {"sample"})
+    async with gw.client(project, mode, **roots_only) as c:
+        await c.gw.wait_tools(c, {"sample"})
         failed, text = await call(c, "sample", {"text": "hi"})
         assert failed and text == "refused: -32600 Sampling not supported by the client"
         failed, text = await call(c, "elicit")
@@ -123,46 +133,46 @@ async def test_two_clients_calling_at_once_never_see_each_others_requests(kit: K
     assert kit.leftovers() == []
 
 
-async def test_over_a_stdio_upstream_requests_of_concurrent_clients_are_refused_never_crossed(kit: Kit) -> None:
+async def test_over_a_stdio_upstream_requests_of_concurrent_clients_are_refused_never_crossed(kit: Kit,
+                                                                                              gw: Harness) -> None:
     """A stdio upstream's requests carry no association: while calls of two sessions are in flight
     the gateway refuses them; a lone call is answered by its own client."""
     kit.server("up", "--ask-tools")
     project = kit.project("p", ["up"], **BARE)
-    with http_gateway(kit, project) as (url, token):
-        async with http_client(url, token, "legacy", "alice", **answering("alice")) as a, \
-                http_client(url, token, "legacy", "bob", **answering("bob")) as b:
-            await wait_tools(a, {"sample"})
-            await wait_tools(b, {"sample"})
-            assert await call(a, "sample", {"text": "alone"}) == (False, "sampled: alice: alone")
-            outcomes: dict[str, int] = {"own": 0, "refused": 0}
-            crossed: list[str] = []
+    async with gw.serve(project) as g, g.client("legacy", "alice", **answering("alice")) as a, \
+                g.client("legacy", "bob", **answering("bob")) as b:
+        await wait_tools(a, {"sample"})
+        await wait_tools(b, {"sample"})
+        assert await call(a, "sample", {"text": "alone"}) == (False, "sampled: alice: alone")
+        outcomes: dict[str, int] = {"own": 0, "refused": 0}
+        crossed: list[str] = []
 
-            async def many(c: Any, who: str) -> None:
-                for i in range(30):
-                    failed, text = await call(c, "sample", {"text": f"{who}-{i}"})
-                    if (failed, text) == (False, f"sampled: {who}: {who}-{i}"):
-                        outcomes["own"] += 1
-                    elif failed and "several clients are calling" in text:
-                        outcomes["refused"] += 1
-                    else:
-                        crossed.append(f"{who}: {text}")
+        async def many(c: Any, who: str) -> None:
+            for i in range(30):
+                failed, text = await call(c, "sample", {"text": f"{who}-{i}"})
+                if (failed, text) == (False, f"sampled: {who}: {who}-{i}"):
+                    outcomes["own"] += 1
+                elif failed and "several clients are calling" in text:
+                    outcomes["refused"] += 1
+                else:
+                    crossed.append(f"{who}: {text}")
 
-            async def busy(c: Any) -> None:
-                for _ in range(30):
-                    await call(c, "slow", {"seconds": 0.02})
+        async def busy(c: Any) -> None:
+            for _ in range(30):
+                await call(c, "slow", {"seconds": 0.02})
 
-            with anyio.fail_after(120):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(many, a, "alice")
-                    tg.start_soon(many, b, "bob")
-                    tg.start_soon(busy, b)
-            assert crossed == []
-            assert outcomes["own"] + outcomes["refused"] == 60
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(many, a, "alice")
+                tg.start_soon(many, b, "bob")
+                tg.start_soon(busy, b)
+        assert crossed == []
+        assert outcomes["own"] + outcomes["refused"] == 60
 
 
-@pytest.mark.parametrize("front", ["stdio", "http"])
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
 async def test_roots_outside_a_call_come_from_a_connected_client_and_roots_changes_reach_upstreams(
-        kit: Kit, front: str) -> None:
+        kit: Kit, gw: Harness, front: str) -> None:
     kit.server("up", "--ask-tools")
     project = kit.project("p", ["up"], **BARE)
 
@@ -181,23 +191,27 @@ async def test_roots_outside_a_call_come_from_a_connected_client_and_roots_chang
             seen = await roots_seen(c, ["file:///alice"])
             assert seen["roots_changed"] == 1
         return
-    with http_gateway(kit, project) as (url, token):
-        async with http_client(url, token, "legacy", "alice", **answering("alice")) as a, \
-                http_client(url, token, "legacy", "bob") as b:        # bob offers no roots
+    async with gw.serve(project) as g:
+        async def roots_seen(c: Any, want: list[str]) -> dict[str, Any]:
+            await g.until(lambda: gw.upstreams.seen("up")["roots_outside"] == want, 15)
+            return dict(gw.upstreams.seen("up"))
+
+        async with g.client("legacy", "alice", **answering("alice")) as a, \
+                g.client("legacy", "bob") as b:        # bob offers no roots
             await wait_tools(a, {"state"})
             await wait_tools(b, {"state"})
             await b.session.send_roots_list_changed()
             await roots_seen(b, ["file:///alice"])                 # the only client with roots
-            async with http_client(url, token, "legacy", "carol", **answering("carol")) as c:
+            async with g.client("legacy", "carol", **answering("carol")) as c:
                 await wait_tools(c, {"state"})                     # the most recently active one
                 await c.session.send_roots_list_changed()
                 await roots_seen(c, ["file:///carol"])
 
 
-@pytest.mark.parametrize("front", ["stdio", "http"])
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_progress_after_the_client_answered_reaches_the_request_that_answered(kit: Kit, front: str,
-                                                                                  mode: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "auto"), ("http", "legacy"), ("inproc", "legacy"),
+                                            ("inproc", "auto")])
+async def test_progress_after_the_client_answered_reaches_the_request_that_answered(kit: Kit, gw: Harness,
+                                                                                  front: str, mode: str) -> None:
     """A 2026 client's call is answered input-required while the upstream asks, and resumed by a new
     request with its own progress token: progress the upstream reports after the answer belongs to
     that request (the first one is over). A handshake-era client has one request throughout."""
@@ -208,7 +222,7 @@ async def test_progress_after_the_client_answered_reaches_the_request_that_answe
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         steps.append((progress, message))
 
-    async with gateway_client(kit, project, front, mode, **answering("erin")) as c:
+    async with gateway_client(kit, project, front, mode, gw, **answering("erin")) as c:
         await wait_tools(c, {"elicit"})
         r = await c.call_tool("elicit", {"progress": True}, progress_callback=on_progress)
         assert text_of(r) == "elicited: accept {'name': 'erin'}"
@@ -219,12 +233,12 @@ async def test_progress_after_the_client_answered_reaches_the_request_that_answe
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_an_upstreams_input_required_results_are_carried_both_ways(kit: Kit, mode: str) -> None:
+async def test_an_upstreams_input_required_results_are_carried_both_ways(kit: Kit, gw: Harness, mode: str) -> None:
     """A 2026-07-28-only upstream answers with an input-required result: a 2026 client gets it and
     its retry reaches the upstream; a handshake-era client is asked by the gateway instead."""
     kit.server("modern", "--ask-tools", "--modern-only")
     project = kit.project("p", ["modern"], **BARE)
-    async with kit.client(project, mode, **answering("dana")) as c:
+    async with gw.client(project, mode, **answering("dana")) as c:
         await wait_tools(c, {"ask_input"})
         assert await call(c, "ask_input") == (False, "hello {'name': 'dana'} (state round-1)")
     assert kit.store.status("Server", "modern")["protocolVersion"] == "2026-07-28"

@@ -1,5 +1,5 @@
-"""Results in sections through the real gateway: `mcpctl serve` over stdio and HTTP, the SDK's client
-in both protocol eras, the fault server's large tools as the upstream (issue 21)."""
+"""Results in sections through the gateway: in-process (`inproc`) and `mcpctl serve` over stdio and
+HTTP, the SDK's client in both protocol eras, the fault server's large tools as the upstream (issue 21)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import mcp.types as t
 import pytest
 from gwkit import Kit, text_of, wait_tools
+from inproc import Harness
 from test_relay_requests import gateway_client
-from test_serve_http import http_client, http_gateway
 from typer.testing import CliRunner
 
 from mcpctl.audit.log import InvocationLog
@@ -58,13 +58,13 @@ def _join_json(sections: list[str]) -> str:
     return ",".join(inner)
 
 
-@pytest.mark.parametrize("front", ["stdio", "http"])
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_large_text_and_json_results_come_in_sections_that_read_back_exactly(kit: Kit, front: str,
-                                                                                  mode: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("http", "auto"), ("inproc", "legacy"),
+                                            ("inproc", "auto")])
+async def test_large_text_and_json_results_come_in_sections_that_read_back_exactly(kit: Kit, gw: Harness,
+                                                                                  front: str, mode: str) -> None:
     project = _project(kit)
     limit = 8000                                           # the default
-    async with gateway_client(kit, project, front, mode) as c:
+    async with gateway_client(kit, project, front, mode, gw) as c:
         tools = {tl.name: tl for tl in await wait_tools(c, {"large_text", "read_result"})}
         assert tools["read_result"].meta is None            # flat: nothing is kept loaded
         r, rid, n = await _cut(c, "large_text", MB2)
@@ -89,33 +89,34 @@ def _sections_checked(sections: list[str], limit: int) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_another_session_or_credential_reads_nothing_and_eviction_is_said(kit: Kit, mode: str) -> None:
+async def test_another_session_or_credential_reads_nothing_and_eviction_is_said(kit: Kit, gw: Harness,
+                                                                              mode: str) -> None:
     project = _project(kit, maxTokens=2000, keepMegabytes=1)
     other = CliRunner().invoke(app, ["create", "token", "other", "-p", project]).stdout.strip()
-    with http_gateway(kit, project) as (url, token):
-        async with http_client(url, token, mode, name="first") as a, \
-                http_client(url, token, mode, name="second") as b, \
-                http_client(url, other, mode, name="first") as b2:
-            await wait_tools(a, {"large_text"})
-            _, rid, n = await _cut(a, "large_text", 400_000)
-            unknown = await a.call_tool("read_result", {"result_id": "r0000000000000000", "section": 2})
-            assert unknown.is_error
-            for c in (b, b2):
-                r = await c.call_tool("read_result", {"result_id": rid, "section": 2})
-                assert r.is_error and text_of(r) == text_of(unknown).replace("r0000000000000000", rid)
-            ok = await a.call_tool("read_result", {"result_id": rid, "section": n})
-            assert not ok.is_error
-            await _cut(a, "large_text", 400_000)            # 2 bytes a character: 1 MB holds one
-            gone = await a.call_tool("read_result", {"result_id": rid, "section": 2})
-            assert gone.is_error and "evicted to make room for newer results" in text_of(gone)
+    async with gw.serve(project) as g, \
+            g.client(mode, name="first") as a, g.client(mode, name="second") as b, \
+            g.client(mode, name="first", token=other) as b2:
+        await wait_tools(a, {"large_text"})
+        _, rid, n = await _cut(a, "large_text", 400_000)
+        unknown = await a.call_tool("read_result", {"result_id": "r0000000000000000", "section": 2})
+        assert unknown.is_error
+        for c in (b, b2):
+            r = await c.call_tool("read_result", {"result_id": rid, "section": 2})
+            assert r.is_error and text_of(r) == text_of(unknown).replace("r0000000000000000", rid)
+        ok = await a.call_tool("read_result", {"result_id": rid, "section": n})
+        assert not ok.is_error
+        await _cut(a, "large_text", 400_000)            # 2 bytes a character: 1 MB holds one
+        gone = await a.call_tool("read_result", {"result_id": rid, "section": 2})
+        assert gone.is_error and "evicted to make room for newer results" in text_of(gone)
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("front", ["stdio", "http"])
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_images_pass_untouched_and_structured_results_still_validate(kit: Kit, front: str, mode: str) -> None:
+@pytest.mark.parametrize(("front", "mode"), [("stdio", "auto"), ("http", "legacy"), ("inproc", "legacy"),
+                                            ("inproc", "auto")])
+async def test_images_pass_untouched_and_structured_results_still_validate(kit: Kit, gw: Harness, front: str,
+                                                                          mode: str) -> None:
     project = _project(kit, maxTokens=1000)
-    async with gateway_client(kit, project, front, mode) as c:
+    async with gateway_client(kit, project, front, mode, gw) as c:
         await wait_tools(c, {"image", "large_structured"})
         # 600 kB: over any limit in tokens, under the SDK client's 1 MB per server-sent event
         r = await c.call_tool("image", {"size": 600_000})
@@ -128,10 +129,11 @@ async def test_images_pass_untouched_and_structured_results_still_validate(kit: 
     assert kit.leftovers() == []
 
 
-@pytest.mark.parametrize("front", ["stdio", "http"])
-async def test_with_max_tokens_0_nothing_is_cut_and_read_result_is_not_listed(kit: Kit, front: str) -> None:
+@pytest.mark.parametrize("front", ["stdio", "inproc"])
+async def test_with_max_tokens_0_nothing_is_cut_and_read_result_is_not_listed(kit: Kit, gw: Harness,
+                                                                              front: str) -> None:
     project = _project(kit, maxTokens=0)
-    async with gateway_client(kit, project, front, "auto") as c:
+    async with gateway_client(kit, project, front, "auto", gw) as c:
         names = {tl.name for tl in await wait_tools(c, {"large_text"})}
         assert "read_result" not in names
         r = await c.call_tool("large_text", {"size": MB2})
@@ -139,11 +141,12 @@ async def test_with_max_tokens_0_nothing_is_cut_and_read_result_is_not_listed(ki
     assert kit.leftovers() == []
 
 
-async def test_the_log_records_result_size_and_sections_and_read_result_is_kept_loaded(kit: Kit) -> None:
+async def test_the_log_records_result_size_and_sections_and_read_result_is_kept_loaded(kit: Kit,
+                                                                                       gw: Harness) -> None:
     kit.server("up", "--large-tools")
     project = kit.project("p", ["up"], **BARE, favouriteIndex={"enabled": True, "tools": ["up/large_text"]},
                           results={"maxTokens": 1000})
-    async with kit.client(project, "legacy") as c:
+    async with gw.client(project, "legacy", log=True) as c:
         tools = {tl.name: tl for tl in await wait_tools(c, {"read_result"})}
         assert tools["read_result"].meta == {"anthropic/alwaysLoad": True}
         fav = next(n for n in tools if n.endswith("large_text") and tools[n].meta)
