@@ -361,7 +361,3 @@ def stdio_entry(s: GatewaySettings, env_ref: Callable[[str], str] | None, *,
     if env:
         entry["env"] = env
     return entry, warnings
-
-
-def token_hint(s: GatewaySettings) -> str:
-    return f'export {TOKEN_ENV}="$(cat {s.token_file})" in the environment the client starts from'

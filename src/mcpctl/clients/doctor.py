@@ -42,7 +42,6 @@ from mcpctl.resources.store import Store
 if TYPE_CHECKING:
     from mcpctl.gateway.refresh import Listed
 
-STATUSES: Final = ("ok", "info", "warn", "fail")
 NAME_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 DEFAULT_TOOL_BUDGET: Final = 1_000        # tokens for one tool's definition
 DEFAULT_BUDGET: Final = 10_000            # tokens for a project's whole tools/list
