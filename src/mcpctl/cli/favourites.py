@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -296,6 +297,65 @@ def _spec_diff(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
                                         fromfile=f"live/{ref}", tofile=f"suggested/{ref}"))
 
 
+def _pinning(project: str, ids: list[str], max_favourites: int | None,
+             notes: list[str]) -> Callable[[dict[str, Any]], None]:
+    """The spec edit of `favourites add`: pin `ids`, turn the index on when the project left it
+    unsaid; what the user should know goes to `notes`."""
+    from mcpctl.catalogue import favourites as fv
+
+    def change(spec: dict[str, Any]) -> None:
+        fv.pin(spec, ids)
+        fav = spec["favouriteIndex"]
+        if max_favourites is not None:
+            fav["maxFavourites"] = max_favourites
+        if spec.get("presentation") is None and fav.get("enabled") is None:
+            fav["enabled"] = True
+            notes.append("favourite index turned on (favourite-index presentation)")
+        elif spec.get("presentation") == "flat" or fav.get("enabled") is False:
+            notes.append("the favourite index is off in this project, so favourites are not presented: "
+                         "remove spec.presentation: flat / set favouriteIndex.enabled: true "
+                         f"(mcpctl edit project {project})")
+
+    return change
+
+
+def _print_list(report: dict[str, Any], cached: CachedCatalogue, output: str) -> None:
+    if output == "json":
+        print_json(report)
+    elif output == "yaml":
+        from mcpctl.resources.yamlio import to_yaml
+
+        write_stdout(to_yaml(report))
+    else:
+        _render_list(report, cached)
+
+
+def _nothing_to_suggest(project: str, window: float, ever: int) -> None:
+    why = (f"the invocation log has no calls for project {project!r} yet" if ever == 0 else
+           f"no calls in project {project!r} in the last {window:g} days ({ever} older call(s) in the log)")
+    err.print(f"Nothing to suggest: {why}.", markup=False)
+    err.print(f"  Serve the project to an agent (mcpctl serve --project {project}) and let it work, or "
+              "widen --window.", markup=False)
+
+
+def _print_command(command: str | None) -> None:
+    if command:
+        out.print("\nTo make these the favourites (changes nothing else in the project):", markup=False)
+        write_stdout(safe(command, markup=False) + "\n")
+    else:
+        err.print("No tool qualifies: every used tool is flagged or below the floor (--min-calls, "
+                  "--min-sessions).", markup=False)
+
+
+def _apply_suggested(project: str, suggested: list[str], before: CachedCatalogue) -> None:
+    """`suggest --apply`: run the very `favourites set` line it printed, show the change and its cost."""
+    result = set_favourites_of(project, suggested)
+    if result.changed:
+        err.print(_spec_diff(result.before, result.after, f"project/{project}"), markup=False, end="")
+        _report_cost(project, before)
+    write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
+
+
 # -- commands ------------------------------------------------------------------------------------------
 
 
@@ -312,15 +372,7 @@ def register(app: typer.Typer) -> None:
 
         check_format(output, ("table", "json", "yaml"))
         cached, _ = listed_catalogue(project)   # never-listed servers listed now, as the gateway's first start would
-        report = favourites_report(cached, project)
-        if output == "json":
-            print_json(report)
-        elif output == "yaml":
-            from mcpctl.resources.yamlio import to_yaml
-
-            write_stdout(to_yaml(report))
-        else:
-            _render_list(report, cached)
+        _print_list(favourites_report(cached, project), cached, output)
 
     @favourites_app.command("add")
     @cli_errors
@@ -331,25 +383,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Pin tools as favourites (appended in order). Turns the favourite index on unless the project
         turned it off explicitly."""
-        from mcpctl.catalogue import favourites as fv
-
         _check_ids(ids)
         notes: list[str] = []
-
-        def change(spec: dict[str, Any]) -> None:
-            fv.pin(spec, ids)
-            fav = spec["favouriteIndex"]
-            if max_favourites is not None:
-                fav["maxFavourites"] = max_favourites
-            if spec.get("presentation") is None and fav.get("enabled") is None:
-                fav["enabled"] = True
-                notes.append("favourite index turned on (favourite-index presentation)")
-            elif spec.get("presentation") == "flat" or fav.get("enabled") is False:
-                notes.append("the favourite index is off in this project, so favourites are not presented: "
-                             "remove spec.presentation: flat / set favouriteIndex.enabled: true "
-                             f"(mcpctl edit project {project})")
-
-        result = _edit(project, change, "add")
+        result = _edit(project, _pinning(project, ids, max_favourites, notes), "add")
         for w in result.warnings:
             warn(w)
         for note in notes if result.changed else []:
@@ -405,30 +441,15 @@ def register(app: typer.Typer) -> None:
         since = _now() - window * 86400.0
         floor = Floor(min_calls, min_sessions)
         s, before, ever = suggestions(project, top, since, floor)
-        command: str | None = None
-        if s.suggested:
-            command = set_command(project, s.suggested)
+        command = set_command(project, s.suggested) if s.suggested else None
         if output == "json":
             print_json(_suggest_json(project, s, window, since, command))
         elif not s.candidates:
-            why = (f"the invocation log has no calls for project {project!r} yet" if ever == 0 else
-                   f"no calls in project {project!r} in the last {window:g} days ({ever} older call(s) in the log)")
-            err.print(f"Nothing to suggest: {why}.", markup=False)
-            err.print(f"  Serve the project to an agent (mcpctl serve --project {project}) and let it work, or "
-                      "widen --window.", markup=False)
+            _nothing_to_suggest(project, window, ever)
         else:
             render_suggest(project, s, f"over the last {window:g} days (since {_when(since)})", floor)
-            if command:
-                out.print("\nTo make these the favourites (changes nothing else in the project):", markup=False)
-                write_stdout(safe(command, markup=False) + "\n")
-            else:
-                err.print("No tool qualifies: every used tool is flagged or below the floor (--min-calls, "
-                          "--min-sessions).", markup=False)
+            _print_command(command)
         if apply and s.suggested:
-            result = set_favourites_of(project, s.suggested)
-            if result.changed:
-                err.print(_spec_diff(result.before, result.after, f"project/{project}"), markup=False, end="")
-                _report_cost(project, before)
-            write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
+            _apply_suggested(project, s.suggested, before)
 
     app.add_typer(favourites_app, name="favourites", rich_help_panel="Gateway")

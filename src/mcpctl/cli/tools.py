@@ -130,6 +130,39 @@ def _check_matches(project_name: str, ids: list[str], *, enable: bool, force: bo
                               f"anyway with mcpctl tools {verb} --project {project_name} --force …")
 
 
+def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: list[str]) -> None:
+    if output == "json":
+        print_json(rows)
+    elif output == "yaml":
+        from mcpctl.resources import yamlio
+
+        write_stdout(yamlio.to_yaml(rows))
+    elif output == "name":
+        write_stdout("".join(r["canonicalId"] + "\n" for r in rows))
+    else:
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "★", "READ-ONLY", "DESTRUCTIVE"]
+        if output == "wide":
+            cols.append("DESCRIPTION")
+        for c in cols:
+            table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
+        for r in rows:
+            state = r["state"] if r["listed"] or r["state"] != "enabled" else "via search"
+            if r["pinned"]:
+                state += f", {r['pinned']} (tools changes)"
+            cells = [r["server"], r["canonicalId"], r["presentedName"], state,
+                     "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
+            if output == "wide":
+                cells.append(r["description"].split("\n", 1)[0][:120])
+            table.add_row(*map(safe, cells))
+        if rows:
+            out.print(table)
+        elif not failed:
+            err.print(f"Project {project!r} has no tools: its servers list none.", markup=False)
+
+
 def register(app: typer.Typer) -> None:
     @tools_app.command("list")
     @cli_errors
@@ -142,36 +175,7 @@ def register(app: typer.Typer) -> None:
         """The project's catalogue: server, canonical id, presented name, state and hints."""
         check_format(output, _FORMATS)
         rows, failed = _rows(project, refresh)
-        if output == "json":
-            print_json(rows)
-        elif output == "yaml":
-            from mcpctl.resources import yamlio
-
-            write_stdout(yamlio.to_yaml(rows))
-        elif output == "name":
-            write_stdout("".join(r["canonicalId"] + "\n" for r in rows))
-        else:
-            from rich.table import Table
-
-            table = Table(box=None, pad_edge=False, header_style="bold")
-            cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "★", "READ-ONLY", "DESTRUCTIVE"]
-            if output == "wide":
-                cols.append("DESCRIPTION")
-            for c in cols:
-                table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
-            for r in rows:
-                state = r["state"] if r["listed"] or r["state"] != "enabled" else "via search"
-                if r["pinned"]:
-                    state += f", {r['pinned']} (tools changes)"
-                cells = [r["server"], r["canonicalId"], r["presentedName"], state,
-                         "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
-                if output == "wide":
-                    cells.append(r["description"].split("\n", 1)[0][:120])
-                table.add_row(*map(safe, cells))
-            if rows:
-                out.print(table)
-            elif not failed:
-                err.print(f"Project {project!r} has no tools: its servers list none.", markup=False)
+        _print_rows(project, rows, output, failed)
         if failed:      # each failure was reported once, above
             raise typer.Exit(EXIT_UPSTREAM)
 

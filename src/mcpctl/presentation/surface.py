@@ -114,86 +114,9 @@ def _neighbour(first: str, then: str | None) -> bool:
     return then is not None and then != first and then.split("/", 1)[0] == first.split("/", 1)[0]
 
 
-# -- the report --------------------------------------------------------------------------------------
+def _tally(transitions: Iterable[TransitionRow], current: View) -> tuple[dict[str, _Use], Counter[tuple[str, str]]]:
+    """Calls per tool (by canonical id, else by the name called), and neighbour pairs (first, then)."""
 
-
-def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, now: float, window_days: float,
-                 counter: TokenCounter, profiles: Sequence[str] = (),
-                 missing: Mapping[str, str] | None = None,
-                 on_stage: Callable[[str], None] | None = None) -> SurfaceReport:
-    """The surface of `catalogue`'s project. `transitions`: the log's calls in the window
-    (`InvocationLog.transitions(project, since=now - window_days * 86400)`); `profiles`: the
-    profiles to show (none: no profile matrix); `missing`: servers not registered -> why. Servers
-    never listed have no tools to count: the report says it is incomplete. `on_stage` hears what
-    the report is doing now (a sentence), for a long catalogue's progress."""
-    from mcpctl.presentation.view import SessionKey
-
-    stage = on_stage or (lambda _text: None)
-    missing = dict(missing or {})
-    project = catalogue.project
-    name = catalogue.project_name
-    cats = mode_catalogues(catalogue)
-    views = {mode: cat.view() for mode, cat in cats.items()}
-    current = views[project.presentation]
-    flat_table = cats[FLAT].table
-    all_tools = list(catalogue.tools)
-    enabled_ids = {t.canonical_id for t in current.searchable}
-
-    # price: every mode's whole array, and each tool in full (its flat entry)
-    cache: dict[str, int] = {}
-
-    def count(text: str) -> int:
-        n = cache.get(text)
-        if n is None:
-            n = cache[text] = counter.count(text)
-        return n
-
-    stage(f"pricing {len(all_tools):,} tools in {len(MODES)} presentations")
-    modes: list[ModeCost] = []
-    for mode in MODES:
-        texts = [definition_text(entry) for entry in views[mode].tools]
-        # Priced definition by definition (each text is counted once whatever mode lists it): the
-        # sum is within 0.2 % of counting the whole array (237 real tools: 48,004 vs 47,929, as
-        # `},{` merges across definitions). Bytes are exact: the definitions, commas and brackets.
-        modes.append(ModeCost(mode, mode == project.presentation, len(texts), sum(map(count, texts)),
-                              sum(len(t.encode("utf-8")) for t in texts) + len(texts) + 1,
-                              count(cats[mode].instructions)))
-    total = next(m.tokens for m in modes if m.current)
-    per_server_tokens: Counter[str] = Counter()
-    per_server_entries: Counter[str] = Counter()
-    listed_ids: set[str] = set()
-    builtins_listed = builtins_tokens = 0
-    for cid, entry in _attribute(current):
-        n = count(definition_text(entry))
-        if cid is None:
-            builtins_listed += 1
-            builtins_tokens += n
-        else:
-            per_server_tokens[cid.split("/", 1)[0]] += n
-            per_server_entries[cid.split("/", 1)[0]] += 1
-            listed_ids.add(cid)
-    favourites = {f.canonical_id for f in current.favourites if f.listed}
-
-    tools: list[ToolSurface] = []
-    by_id: dict[str, ToolSurface] = {}
-    for t in all_tools:
-        flat_name = flat_table.name(FLAT, t.canonical_id) or t.canonical_id
-        ts = ToolSurface(t.canonical_id, t.server, t.name, t.description, t.canonical_id in enabled_ids,
-                         t.canonical_id in listed_ids, t.canonical_id in favourites,
-                         count(definition_text({**t.wire, "name": flat_name})), reach(t))
-        tools.append(ts)
-        by_id[ts.id] = ts
-
-    # profiles: each one's own view (the credential-view stage), in the project's presentation
-    profile_rows: list[ProfileSurface] = []
-    for p in profiles:
-        visible = {t.canonical_id for t in catalogue.view(SessionKey(profile=p)).searchable}
-        for ts in tools:
-            ts.profiles[p] = ts.id in visible
-        profile_rows.append(ProfileSurface(p, len(visible), sum(by_id[i].reach.can_write for i in visible
-                                                                 if i in by_id), 0))
-
-    # use
     def resolve(cid: str | None, presented: str | None) -> str | None:
         if cid:
             return cid
@@ -219,6 +142,84 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
             pairs[(cid, then)] += row.calls
         else:
             u.flagged += row.errors
+    return uses, pairs
+
+
+# -- the report --------------------------------------------------------------------------------------
+
+
+class _Pricer:
+    """Token counts of definition texts, each text counted once."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.cache: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        n = self.cache.get(text)
+        if n is None:
+            n = self.cache[text] = self.counter.count(text)
+        return n
+
+
+def _mode_costs(cats: Mapping[str, Catalogue], views: Mapping[str, View], current_mode: str,
+                count: _Pricer) -> list[ModeCost]:
+    """Every mode's whole tools/list array."""
+    modes: list[ModeCost] = []
+    for mode in MODES:
+        texts = [definition_text(entry) for entry in views[mode].tools]
+        # Priced definition by definition (each text is counted once whatever mode lists it): the
+        # sum is within 0.2 % of counting the whole array (237 real tools: 48,004 vs 47,929, as
+        # `},{` merges across definitions). Bytes are exact: the definitions, commas and brackets.
+        modes.append(ModeCost(mode, mode == current_mode, len(texts), sum(map(count, texts)),
+                              sum(len(t.encode("utf-8")) for t in texts) + len(texts) + 1,
+                              count(cats[mode].instructions)))
+    return modes
+
+
+@dataclass
+class _Listed:
+    """What the project's own presentation lists, priced: per server, and the built-ins."""
+
+    tokens: Counter[str] = field(default_factory=Counter)
+    entries: Counter[str] = field(default_factory=Counter)
+    ids: set[str] = field(default_factory=set)
+    builtins: int = 0
+    builtins_tokens: int = 0
+
+
+def _listed(current: View, count: _Pricer) -> _Listed:
+    listed = _Listed()
+    for cid, entry in _attribute(current):
+        n = count(definition_text(entry))
+        if cid is None:
+            listed.builtins += 1
+            listed.builtins_tokens += n
+        else:
+            listed.tokens[cid.split("/", 1)[0]] += n
+            listed.entries[cid.split("/", 1)[0]] += 1
+            listed.ids.add(cid)
+    return listed
+
+
+def _profile_rows(catalogue: Catalogue, profiles: Sequence[str], tools: list[ToolSurface]) -> list[ProfileSurface]:
+    """Each profile's own view (the credential-view stage), in the project's presentation; marks
+    each tool visible or not to it."""
+    from mcpctl.presentation.view import SessionKey
+
+    by_id = {t.id: t for t in tools}
+    rows: list[ProfileSurface] = []
+    for p in profiles:
+        visible = {t.canonical_id for t in catalogue.view(SessionKey(profile=p)).searchable}
+        for ts in tools:
+            ts.profiles[p] = ts.id in visible
+        rows.append(ProfileSurface(p, len(visible), sum(by_id[i].reach.can_write for i in visible if i in by_id), 0))
+    return rows
+
+
+def _apply_use(uses: Mapping[str, _Use], tools: list[ToolSurface]) -> dict[str, int]:
+    """Copy each tool's use onto its row; returns the calls to names not in the catalogue now."""
+    by_id = {t.id: t for t in tools}
     unknown: dict[str, int] = {}
     for key, u in uses.items():
         target = by_id.get(key)
@@ -228,36 +229,77 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
         target.calls, target.failed, target.neighbour, target.flagged, target.last_call = \
             u.calls, u.failed, u.neighbour, u.flagged, u.last
         target.profile_calls = dict(u.by_profile)
+    return unknown
+
+
+def _server_rows(catalogue: Catalogue, missing: Mapping[str, str], tools: list[ToolSurface], listed: _Listed,
+                 total: int) -> list[ServerSurface]:
+    servers: list[ServerSurface] = []
+    tools_of: dict[str, list[ToolSurface]] = defaultdict(list)      # once: servers x tools was quadratic
+    for ts in tools:
+        tools_of[ts.server].append(ts)
+    for s in catalogue.project.servers:
+        status = f"not registered: {missing[s]}" if s in missing else \
+            "listed" if s in catalogue.listings else "never listed"
+        mine = tools_of.get(s, [])
+        servers.append(ServerSurface(
+            s, status, len(mine), sum(t.enabled for t in mine), listed.entries[s], listed.tokens[s],
+            sum(t.tokens for t in mine if t.enabled), listed.tokens[s] / total if total else 0.0,
+            sum(t.calls for t in mine)))
+    return servers
+
+
+def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, now: float, window_days: float,
+                 counter: TokenCounter, profiles: Sequence[str] = (),
+                 missing: Mapping[str, str] | None = None,
+                 on_stage: Callable[[str], None] | None = None) -> SurfaceReport:
+    """The surface of `catalogue`'s project. `transitions`: the log's calls in the window
+    (`InvocationLog.transitions(project, since=now - window_days * 86400)`); `profiles`: the
+    profiles to show (none: no profile matrix); `missing`: servers not registered -> why. Servers
+    never listed have no tools to count: the report says it is incomplete. `on_stage` hears what
+    the report is doing now (a sentence), for a long catalogue's progress."""
+    stage = on_stage or (lambda _text: None)
+    project = catalogue.project
+    cats = mode_catalogues(catalogue)
+    views = {mode: cat.view() for mode, cat in cats.items()}
+    current = views[project.presentation]
+    flat_table = cats[FLAT].table
+    all_tools = list(catalogue.tools)
+    enabled_ids = {t.canonical_id for t in current.searchable}
+
+    # price: every mode's whole array, and each tool in full (its flat entry)
+    count = _Pricer(counter)
+    stage(f"pricing {len(all_tools):,} tools in {len(MODES)} presentations")
+    modes = _mode_costs(cats, views, project.presentation, count)
+    total = next(m.tokens for m in modes if m.current)
+    listed = _listed(current, count)
+    favourites = {f.canonical_id for f in current.favourites if f.listed}
+    tools = [ToolSurface(t.canonical_id, t.server, t.name, t.description, t.canonical_id in enabled_ids,
+                         t.canonical_id in listed.ids, t.canonical_id in favourites,
+                         count(definition_text({**t.wire, "name": flat_table.name(FLAT, t.canonical_id)
+                                                or t.canonical_id})), reach(t))
+             for t in all_tools]
+    profile_rows = _profile_rows(catalogue, profiles, tools)
+
+    uses, pairs = _tally(transitions, current)
+    unknown = _apply_use(uses, tools)
     profile_calls: Counter[str] = Counter()
     for u in uses.values():
         profile_calls.update(u.by_profile)
     profile_rows = [replace(p, calls=profile_calls.get(p.name, 0)) for p in profile_rows]
 
-    # servers
-    servers: list[ServerSurface] = []
-    tools_of: dict[str, list[ToolSurface]] = defaultdict(list)      # once: servers x tools was quadratic
-    for ts in tools:
-        tools_of[ts.server].append(ts)
-    for s in project.servers:
-        status = f"not registered: {missing[s]}" if s in missing else \
-            "listed" if s in catalogue.listings else "never listed"
-        mine = tools_of.get(s, [])
-        servers.append(ServerSurface(
-            s, status, len(mine), sum(t.enabled for t in mine), per_server_entries[s], per_server_tokens[s],
-            sum(t.tokens for t in mine if t.enabled), per_server_tokens[s] / total if total else 0.0,
-            sum(t.calls for t in mine)))
-
+    servers = _server_rows(catalogue, dict(missing or {}), tools, listed, total)
     enabled_tools = [t for t in all_tools if t.canonical_id in enabled_ids]
-    calls = sum(u.calls for u in uses.values())
     stage(f"comparing {len(enabled_tools):,} descriptions for near-duplicates")
     near, near_total = near_duplicate_pairs(enabled_tools, limit=MAX_LISTED_PAIRS)
     report = SurfaceReport(
-        project=name, presentation=project.presentation, gate=project.gate.enabled, tokenizer=counter,
-        window_days=window_days, since=now - window_days * 86400.0, until=now, servers=servers,
-        builtins_listed=builtins_listed, builtins_tokens=builtins_tokens, modes=modes, tools=tools,
+        project=catalogue.project_name, presentation=project.presentation, gate=project.gate.enabled,
+        tokenizer=counter, window_days=window_days, since=now - window_days * 86400.0, until=now, servers=servers,
+        builtins_listed=listed.builtins, builtins_tokens=listed.builtins_tokens, modes=modes, tools=tools,
         collisions=collisions(enabled_tools), near_duplicates=near, near_duplicate_total=near_total,
-        calls=calls, failed=sum(u.failed for u in uses.values()), neighbour=sum(u.neighbour for u in uses.values()),
-        flagged=sum(u.flagged for u in uses.values()), unknown_calls=unknown,
+        calls=sum(u.calls for u in uses.values()), failed=sum(u.failed for u in uses.values()),
+        neighbour=sum(u.neighbour for u in uses.values()), flagged=sum(u.flagged for u in uses.values()),
+        unknown_calls=unknown,
         neighbour_pairs=[NeighbourPair(a, b, n) for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))],
         profiles=profile_rows, recommendations=[], notes=[],
         suspicious=scan_definitions((t.canonical_id, t.wire) for t in all_tools))

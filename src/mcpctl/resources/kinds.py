@@ -188,8 +188,6 @@ METADATA: Final = Obj({
     "generation": Scalar(int, nullable=True, check=check_min(0)),
 })
 
-SERVER_OWNED_METADATA: Final = ("uid", "creationTimestamp", "resourceVersion", "generation")
-
 
 @dataclass(frozen=True)
 class Kind:
