@@ -451,6 +451,34 @@ def pct(a: int, b: int) -> str:
     return f"{100 * a / b:.1f} %" if b else "n/a"
 
 
+def print_sizes(results: dict[str, ModeResult], fav: dict[str, Any], favourites: list[str],
+                renamed: list[tuple[str, str]], tok: Tokenizer) -> None:
+    """The measured sizes: each mode's tools array, the favourites' own, the instructions, and the
+    tools the flat listing renames."""
+    flat = results["flat"]
+    print(f"\n== tools/list `tools` array (compact JSON as sent; {tok.label}) ==")
+    print(f"{'mode':16s} {'tools':>6s} {'bytes':>9s} {'tokens':>8s} {'vs flat (bytes / tokens)':>26s}  listed")
+    for r in results.values():
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(r.kinds.items()))
+        print(f"{r.mode:16s} {r.tools_listed:6d} {r.bytes:9,d} {r.tokens:8,d} "
+              f"{pct(r.bytes, flat.bytes) + ' / ' + pct(r.tokens, flat.tokens):>26s}  {kinds}"
+              + ("" if r.complete else "  INCOMPLETE") + ("" if r.verbatim else "  (re-serialised)"))
+    print(f"favourites' own size ({fav['listed']} of {len(favourites)} listed as favourite__ entries): "
+          f"{fav['bytes']:,d} bytes, {fav['tokens']:,d} tokens (in the flat listing: {fav['flat_bytes']:,d} bytes, "
+          f"{fav['flat_tokens']:,d} tokens)")
+    print("server instructions (initialize result):")
+    for r in results.values():
+        print(f"  {r.mode:16s} {r.instructions_bytes:6,d} bytes {r.instructions_tokens:6,d} tokens: "
+              f"{r.instructions[:100]!r}{'...' if len(r.instructions) > 100 else ''}")
+    if renamed:
+        print(f"tools the flat listing does not show as <server>__<tool> ({len(renamed)}; names are at most 48 "
+              "characters):")
+        for cid, name in renamed[:8]:
+            print(f"  {cid} -> {name}")
+        if len(renamed) > 8:
+            print(f"  ... and {len(renamed) - 8} more")
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     dataset_dir: Path = args.dataset or (SHARED_DATASET if (SHARED_DATASET / "tools.jsonl").exists()
                                          else VENDORED_DATASET)
@@ -507,27 +535,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     fav = favourites_size(flat_tools, json.loads(results["favourite-index"].array or "[]"), servers, favourites, tok)
     renamed = renamed_tools(flat_tools, servers)
 
-    print(f"\n== tools/list `tools` array (compact JSON as sent; {tok.label}) ==")
-    print(f"{'mode':16s} {'tools':>6s} {'bytes':>9s} {'tokens':>8s} {'vs flat (bytes / tokens)':>26s}  listed")
-    for r in results.values():
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(r.kinds.items()))
-        print(f"{r.mode:16s} {r.tools_listed:6d} {r.bytes:9,d} {r.tokens:8,d} "
-              f"{pct(r.bytes, flat.bytes) + ' / ' + pct(r.tokens, flat.tokens):>26s}  {kinds}"
-              + ("" if r.complete else "  INCOMPLETE") + ("" if r.verbatim else "  (re-serialised)"))
-    print(f"favourites' own size ({fav['listed']} of {len(favourites)} listed as favourite__ entries): "
-          f"{fav['bytes']:,d} bytes, {fav['tokens']:,d} tokens (in the flat listing: {fav['flat_bytes']:,d} bytes, "
-          f"{fav['flat_tokens']:,d} tokens)")
-    print("server instructions (initialize result):")
-    for r in results.values():
-        print(f"  {r.mode:16s} {r.instructions_bytes:6,d} bytes {r.instructions_tokens:6,d} tokens: "
-              f"{r.instructions[:100]!r}{'...' if len(r.instructions) > 100 else ''}")
-    if renamed:
-        print(f"tools the flat listing does not show as <server>__<tool> ({len(renamed)}; names are at most 48 "
-              "characters):")
-        for cid, name in renamed[:8]:
-            print(f"  {cid} -> {name}")
-        if len(renamed) > 8:
-            print(f"  ... and {len(renamed) - 8} more")
+    print_sizes(results, fav, favourites, renamed, tok)
 
     d, fi = results["deferred"], results["favourite-index"]
     all_complete = all(r.complete for r in results.values()) and fav["listed"] == len(favourites)

@@ -65,10 +65,6 @@ def invocation_log_path() -> Path:
     return data_dir() / "invocations.db"
 
 
-def lock_path() -> Path:
-    return config_dir() / ".lock"
-
-
 # -- private files ----------------------------------------------------------------------------
 # Everything mcpctl keeps is the user's alone: the invocation log says what they did, an upstream's
 # stderr log can hold a resolved secret, tokens and backups are credentials. Directories are 0700

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -72,22 +71,18 @@ def claude_list(env: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[str], timeout: float = 30) -> None:
+def listening_port(proc: subprocess.Popen[str], err_path: Path, timeout: float = 30) -> int:
+    """The port an HTTP gateway started with `--port 0` bound (the kernel picks a free one: no
+    port is guessed), read from the line it prints once it listens; bounded by `timeout`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        m = re.search(r"serving project '[^']*' at http://127\.0\.0\.1:(\d+)/mcp", err_path.read_text())
+        if m:
+            return int(m.group(1))
         if proc.poll() is not None:
-            raise AssertionError(f"the HTTP gateway exited: {proc.stderr.read() if proc.stderr else ''}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"nothing listens on {port} after {timeout}s")
+            raise AssertionError(f"the HTTP gateway exited: {err_path.read_text()}")
+        time.sleep(0.05)
+    raise AssertionError(f"the HTTP gateway did not say where it listens after {timeout}s: {err_path.read_text()}")
 
 
 def test_connect_claude_code_shows_the_gateway_connected_over_stdio_and_http(claude_env: dict[str, str]) -> None:
@@ -104,12 +99,13 @@ def test_connect_claude_code_shows_the_gateway_connected_over_stdio_and_http(cla
     assert listed["mcpctl"].endswith("✔ Connected"), listed
     assert f"{MCPCTL} serve --project work" in listed["mcpctl"]
 
-    port = free_port()
-    gateway = subprocess.Popen([str(MCPCTL), "serve", "--project", "work", "--transport", "http", "--port", str(port)],
-                               env=env, cwd=env["PWD"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    err_path = Path(env["MCPCTL_HOME"]) / "http-gateway.stderr"
+    with open(err_path, "w") as err_file:
+        gateway = subprocess.Popen([str(MCPCTL), "serve", "--project", "work", "--transport", "http", "--port", "0"],
+                                   env=env, cwd=env["PWD"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=err_file, text=True)
     try:
-        wait_for_port(port, gateway)
+        port = listening_port(gateway, err_path)
         mcpctl(env, "connect", "claude-code", "--project", "work", "--transport", "http", "--port", str(port),
                "--name", "mcpctl-http")
         token = (Path(env["MCPCTL_HOME"]) / "state" / "tokens" / "work.token").read_text().strip()

@@ -143,15 +143,17 @@ async def test_calc_over_stdio(stdio_example: Any, mode: str) -> None:
             assert unknown.is_error and "unknown unit 'parsec'" in text(unknown)
 
             progress: list[tuple[float, float | None]] = []
+            all_four = anyio.Event()
 
             async def on_progress(p: float, total: float | None, message: str | None) -> None:
                 progress.append((p, total))
+                if len(progress) >= 4:
+                    all_four.set()
 
             r = await c.call_tool("long_computation", {"steps": 4, "step_ms": 5}, progress_callback=on_progress)
             assert ok(r) == "sum of squares 1..4 = 30"
             with anyio.fail_after(5):  # notifications may trail the result by a moment
-                while len(progress) < 4:
-                    await anyio.sleep(0.01)
+                await all_four.wait()
             assert progress == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 

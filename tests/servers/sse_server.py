@@ -97,8 +97,9 @@ def main() -> None:
     async def run() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(srv.serve)
-            while not srv.started:
-                await anyio.sleep(0.01)
+            with anyio.fail_after(30):      # uvicorn sets `started` and has no event for it: poll, bounded
+                while not srv.started:
+                    await anyio.sleep(0.01)
             print(srv.servers[0].sockets[0].getsockname()[1], flush=True)
 
     anyio.run(run)

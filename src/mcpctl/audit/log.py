@@ -138,6 +138,12 @@ def _is_busy(e: sqlite3.OperationalError) -> bool:
     return "locked" in str(e) or "busy" in str(e)
 
 
+def _int(value: object) -> int:
+    """A COUNT/MAX column: sqlite returns an int (the rows are typed `object`)."""
+    assert isinstance(value, int), value
+    return value
+
+
 def _conditions(*filters: tuple[str, object]) -> tuple[list[str], list[object]]:
     """WHERE clauses and their parameters for the filters whose value is given (not None).
 
@@ -401,13 +407,13 @@ class InvocationLog:
 
     def cursor(self) -> int:
         """An opaque position in insertion order: rows recorded later have a larger cursor."""
-        return int(self._read("SELECT COALESCE(MAX(id), 0) FROM invocations")[0][0])  # type: ignore[call-overload]
+        return _int(self._read("SELECT COALESCE(MAX(id), 0) FROM invocations")[0][0])
 
     def count(self, project: str | None = None, *, until: float | None = None) -> int:
         """How many calls (in one project; started before `until`)."""
         where, params = _conditions(("project = ?", project), ("ts < ?", until))
         sql = "SELECT COUNT(*) FROM invocations" + (" WHERE " + " AND ".join(where) if where else "")
-        return int(self._read(sql, params)[0][0])  # type: ignore[call-overload]
+        return _int(self._read(sql, params)[0][0])
 
     def summary(self) -> LogSummary:
         rows, oldest, newest = self._read("SELECT COUNT(*), MIN(ts), MAX(ts) FROM invocations")[0]

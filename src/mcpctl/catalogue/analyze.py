@@ -49,7 +49,8 @@ def _make_stem() -> Callable[[str], str]:
 
     @lru_cache(maxsize=200_000)
     def stem(word: str) -> str:
-        return stemmer.stemWord(word)
+        stemmed: str = stemmer.stemWord(word)
+        return stemmed
 
     return stem
 

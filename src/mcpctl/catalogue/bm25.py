@@ -24,7 +24,6 @@ from typing import Any, Final
 
 from mcpctl.catalogue.analyze import analyze
 
-FIELDS: Final = ("server", "name", "description", "param_names", "param_descriptions", "server_about")
 # The server's own title, description and instructions: one text shared by all its tools, so it
 # acts as a prior on the server; low weight: half a description's. On the dev portion of
 # user_requests, weights 0 to 1 score the same (R@5 .569), 2 loses (.556): docs/ranking.md.

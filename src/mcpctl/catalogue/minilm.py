@@ -259,7 +259,8 @@ class MiniLM:
             h = _layer_norm_(x, L["ln2_w"], L["ln2_b"], self.eps)
         m = mask[:, :, None]
         pooled = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        unit: np.ndarray = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return unit
 
     def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         encoded = [self.tokenizer.encode(t) for t in texts]

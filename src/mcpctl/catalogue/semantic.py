@@ -125,13 +125,13 @@ class QueryVectors:
     def get(self, model: MiniLM, model_key: str, query: str) -> np.ndarray:
         key = (model_key, query)
         with self._lock:
-            vec = self._items.get(key)
-            if vec is not None:
+            cached = self._items.get(key)
+            if cached is not None:
                 self._items.move_to_end(key)
                 self.hits += 1
-                return vec
+                return cached
             self.misses += 1
-        vec = model.embed([query])[0]
+        vec: np.ndarray = model.embed([query])[0]
         vec.setflags(write=False)
         with self._lock:
             self._items[key] = vec
@@ -282,7 +282,8 @@ def _normalised(model: MiniLM, stored: dict[bytes, np.ndarray], keys: list[bytes
     if not keys:
         return np.zeros((0, model.dim), dtype=np.float32)
     matrix = np.stack([stored[k] for k in keys]).astype(np.float32)
-    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    unit: np.ndarray = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return unit
 
 
 def embed_tools(model: MiniLM, model_key: str, docs: Sequence[ToolDoc],
@@ -379,7 +380,7 @@ class HybridRanker:
 
     def semantic_scores(self, query: str, vectors: np.ndarray) -> np.ndarray:
         q = self._query_vector(query)
-        cos = vectors @ q
+        cos: np.ndarray = vectors @ q
         about = self.about_vectors
         if self.about_weight and about is not None and len(about):
             cos = cos + self.about_weight * np.append(about @ q, np.float32(0.0))[self._server_of]

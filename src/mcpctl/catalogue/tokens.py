@@ -13,7 +13,7 @@ puts in front of the model (name, description, inputSchema, annotations), as pre
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
@@ -77,8 +77,3 @@ def definition(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 def definition_text(tool: Mapping[str, Any]) -> str:
     return compact_json(definition(tool))
-
-
-def listing_text(tools: Iterable[Mapping[str, Any]]) -> str:
-    """A whole `tools` array as the model sees it: the compact JSON array of the definitions."""
-    return compact_json([definition(t) for t in tools])

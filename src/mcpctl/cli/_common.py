@@ -6,7 +6,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -44,12 +44,17 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except MCPCtlError as e:
-            err.print(f"[red]error:[/red] {safe(e.message)}", markup=True, highlight=False)
-            if e.hint:
-                err.print(f"  {safe(e.hint, markup=False)}", markup=False)
+            report_error(e)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper
+
+
+def report_error(e: MCPCtlError) -> None:
+    """An MCPCtlError as every command reports it: `error: <message>` and its hint, on stderr."""
+    err.print(f"[red]error:[/red] {safe(e.message)}", markup=True, highlight=False)
+    if e.hint:
+        err.print(f"  {safe(e.hint, markup=False)}", markup=False)
 
 
 def warn(message: str) -> None:
@@ -104,3 +109,12 @@ def complete_names(kind_name: str) -> Callable[[str], list[tuple[str, str]]]:
 
 def complete_projects(incomplete: str) -> list[tuple[str, str]]:
     return complete_names("Project")(incomplete)
+
+
+def project_option(help: str = "The project.") -> Any:
+    """The `-p/--project` option: a project's name, completed from the store."""
+    return typer.Option("--project", "-p", help=help, autocompletion=complete_projects)
+
+
+# A command's required `--project`, as the tools, favourites and surface commands spell it.
+Project = Annotated[str, project_option()]

@@ -16,6 +16,7 @@ from ._common import err, warn
 
 if TYPE_CHECKING:
     from mcpctl.gateway.refresh import Listed
+    from mcpctl.presentation.catalogue import CachedCatalogue
     from mcpctl.resources.kinds import ServerSpec
 
 
@@ -67,6 +68,35 @@ def list_project_now(project: str, which: Callable[[str], bool], what: str) -> d
 
     _, servers = load_gateway_config(project)
     return list_now({n: s for n, s in servers.items() if which(n)}, what)
+
+
+def listed_catalogue(project: str, *, refresh: bool = False, progress: bool = False
+                     ) -> tuple[CachedCatalogue, list[str]]:
+    """The project's catalogue from the cache, after listing its never-listed servers now (all of
+    them with `refresh`), as the gateway's first start would, and re-reading it; with the servers
+    that failed to list now. `progress`: say on a terminal that the catalogue is being read."""
+    from mcpctl.presentation.catalogue import cached_catalogue
+
+    with working(f"reading project {project}'s catalogue") if progress else nullcontext():
+        cached = cached_catalogue(project)
+    failed: list[str] = []
+    if refresh or cached.unlisted:
+        todo = set(cached.project.servers) if refresh else set(cached.unlisted)
+        what = "listing servers" if refresh else "listing servers never listed"
+        results = list_project_now(project, lambda n: n in todo, what)
+        failed = [n for n, r in results.items() if not r.ok]
+        cached = cached_catalogue(project)
+    return cached, failed
+
+
+def warn_unservable(cached: CachedCatalogue, failed: list[str]) -> list[str]:
+    """Warn once about each server that cannot be listed (not registered, bad spec) and did not
+    just fail to list; returns `failed` with them added."""
+    for name, why in cached.missing.items():
+        if name not in failed:
+            warn(f"server {name!r} cannot be listed: {why}")
+            failed.append(name)
+    return failed
 
 
 @contextlib.contextmanager

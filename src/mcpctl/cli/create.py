@@ -341,8 +341,6 @@ def project_command(resource: dict[str, Any], *, favourites: list[str] | None = 
     `create_project`'s flags; a test keeps the two in step. (One spec has no flags: favourites
     pinned while the index is neither on nor off and no presentation is set; the line turns the
     index on.)"""
-    from mcpctl.resources.kinds import DEFAULT_MAX_FAVOURITES
-
     meta, spec = resource.get("metadata") or {}, resource.get("spec") or {}
     argv = ["mcpctl", "create", "project", str(meta["name"])] + (["--force"] if force else [])
     for s in spec.get("servers") or []:
@@ -351,6 +349,19 @@ def project_command(resource: dict[str, Any], *, favourites: list[str] | None = 
     for key, flag in (("disabled", "--disable"), ("enabled", "--enable")):
         for pattern in tools.get(key) or []:
             argv += [flag, pattern]
+    argv += _favourite_flags(spec, favourites, max_favourites)
+    argv += _setting_flags(spec)
+    for key, flag in (("labels", "--label"), ("annotations", "--annotation")):
+        for k, v in (meta.get(key) or {}).items():
+            argv += [flag, f"{k}={v}"]
+    return argv
+
+
+def _favourite_flags(spec: dict[str, Any], favourites: list[str] | None, max_favourites: int | None) -> list[str]:
+    """--favourite-index, --favourite, --max-favourites and --presentation: the spec's, or with
+    `favourites` pinned instead (the index on; an explicit flat presentation dropped)."""
+    from mcpctl.resources.kinds import DEFAULT_MAX_FAVOURITES
+
     fav = spec.get("favouriteIndex") or {}
     presentation = spec.get("presentation")
     if favourites is not None:
@@ -360,6 +371,7 @@ def project_command(resource: dict[str, Any], *, favourites: list[str] | None = 
             presentation = None
     else:
         enabled, pins, limit = fav.get("enabled"), list(fav.get("tools") or []), fav.get("maxFavourites")
+    argv: list[str] = []
     if enabled is not None:
         argv.append("--favourite-index" if enabled else "--no-favourite-index")
     for tool in pins:
@@ -368,28 +380,38 @@ def project_command(resource: dict[str, Any], *, favourites: list[str] | None = 
         argv += ["--max-favourites", str(limit)]
     if presentation:
         argv += ["--presentation", presentation]
+    return argv
+
+
+def _setting_flags(spec: dict[str, Any]) -> list[str]:
+    """The gate, names and search flags, and --description: each only where the spec differs from
+    the schema's default."""
+    from mcpctl.resources.kinds import PROJECT_SPEC
+    from mcpctl.resources.schema import default_at
+
+    def default(*path: str) -> Any:
+        return default_at(PROJECT_SPEC, *path)
+
     gate, names, search = spec.get("gate") or {}, spec.get("names") or {}, spec.get("search") or {}
+    argv: list[str] = []
     if gate.get("enabled"):
         argv.append("--gate")
     if gate.get("instructions"):
         argv += ["--gate-instructions", gate["instructions"]]
-    if names.get("style", "portable") != "portable":
+    if names.get("style", default("names", "style")) != default("names", "style"):
         argv += ["--names", names["style"]]
-    if names.get("maxLength", 48) != 48:
+    if names.get("maxLength", default("names", "maxLength")) != default("names", "maxLength"):
         argv += ["--max-name-length", str(names["maxLength"])]
     if search.get("enabled") is False:
         argv.append("--no-search")
-    if search.get("ranker", "bm25") != "bm25":
+    if search.get("ranker", default("search", "ranker")) != default("search", "ranker"):
         argv += ["--ranker", search["ranker"]]
-    if search.get("topK", 5) != 5:
+    if search.get("topK", default("search", "topK")) != default("search", "topK"):
         argv += ["--top-k", str(search["topK"])]
     if search.get("recordQueries"):
         argv.append("--record-queries")
     if spec.get("description"):
         argv += ["--description", spec["description"]]
-    for key, flag in (("labels", "--label"), ("annotations", "--annotation")):
-        for k, v in (meta.get(key) or {}).items():
-            argv += [flag, f"{k}={v}"]
     return argv
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -13,13 +13,13 @@ from mcpctl.resources.apply import plan, validate_all
 from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import load_sources, skipped_message, to_yaml
 
-from ._common import err, write_stdout
+from ._common import err, report_error, write_stdout
 
 EXIT_DIFFERENT = 1
 EXIT_ERROR = 2
 
 
-def _comparable(res: dict | None) -> str:
+def _comparable(res: dict[str, Any] | None) -> str:
     if res is None:
         return ""
     meta = {k: v for k, v in res.get("metadata", {}).items() if k in ("name", "labels", "annotations")}
@@ -40,9 +40,7 @@ def register(app: typer.Typer) -> None:
             objs, _warnings = validate_all(docs, store, allow_missing=True)
             changes = plan(objs, store)
         except MCPCtlError as e:
-            err.print(f"[red]error:[/red] {e.message}", highlight=False)
-            if e.hint:
-                err.print(f"  {e.hint}", markup=False)
+            report_error(e)
             raise typer.Exit(max(EXIT_ERROR, e.exit_code)) from None
         different = False
         for c in changes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -18,9 +19,9 @@ import typer
 from mcpctl.catalogue.favourites import DEFAULT_FLOOR, Floor
 
 from ._common import (
+    Project,
     check_format,
     cli_errors,
-    complete_projects,
     err,
     out,
     output_option,
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 favourites_app = typer.Typer(help="A project's favourite tools: list, pin, unpin, and suggest them from real use.",
                              no_args_is_help=True)
 
-_Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
 _now = time.time            # the clock the window is measured from (a test can fix it)
 
 
@@ -297,6 +297,65 @@ def _spec_diff(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
                                         fromfile=f"live/{ref}", tofile=f"suggested/{ref}"))
 
 
+def _pinning(project: str, ids: list[str], max_favourites: int | None,
+             notes: list[str]) -> Callable[[dict[str, Any]], None]:
+    """The spec edit of `favourites add`: pin `ids`, turn the index on when the project left it
+    unsaid; what the user should know goes to `notes`."""
+    from mcpctl.catalogue import favourites as fv
+
+    def change(spec: dict[str, Any]) -> None:
+        fv.pin(spec, ids)
+        fav = spec["favouriteIndex"]
+        if max_favourites is not None:
+            fav["maxFavourites"] = max_favourites
+        if spec.get("presentation") is None and fav.get("enabled") is None:
+            fav["enabled"] = True
+            notes.append("favourite index turned on (favourite-index presentation)")
+        elif spec.get("presentation") == "flat" or fav.get("enabled") is False:
+            notes.append("the favourite index is off in this project, so favourites are not presented: "
+                         "remove spec.presentation: flat / set favouriteIndex.enabled: true "
+                         f"(mcpctl edit project {project})")
+
+    return change
+
+
+def _print_list(report: dict[str, Any], cached: CachedCatalogue, output: str) -> None:
+    if output == "json":
+        print_json(report)
+    elif output == "yaml":
+        from mcpctl.resources.yamlio import to_yaml
+
+        write_stdout(to_yaml(report))
+    else:
+        _render_list(report, cached)
+
+
+def _nothing_to_suggest(project: str, window: float, ever: int) -> None:
+    why = (f"the invocation log has no calls for project {project!r} yet" if ever == 0 else
+           f"no calls in project {project!r} in the last {window:g} days ({ever} older call(s) in the log)")
+    err.print(f"Nothing to suggest: {why}.", markup=False)
+    err.print(f"  Serve the project to an agent (mcpctl serve --project {project}) and let it work, or "
+              "widen --window.", markup=False)
+
+
+def _print_command(command: str | None) -> None:
+    if command:
+        out.print("\nTo make these the favourites (changes nothing else in the project):", markup=False)
+        write_stdout(safe(command, markup=False) + "\n")
+    else:
+        err.print("No tool qualifies: every used tool is flagged or below the floor (--min-calls, "
+                  "--min-sessions).", markup=False)
+
+
+def _apply_suggested(project: str, suggested: list[str], before: CachedCatalogue) -> None:
+    """`suggest --apply`: run the very `favourites set` line it printed, show the change and its cost."""
+    result = set_favourites_of(project, suggested)
+    if result.changed:
+        err.print(_spec_diff(result.before, result.after, f"project/{project}"), markup=False, end="")
+        _report_cost(project, before)
+    write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
+
+
 # -- commands ------------------------------------------------------------------------------------------
 
 
@@ -304,59 +363,29 @@ def register(app: typer.Typer) -> None:
     @favourites_app.command("list")
     @cli_errors
     def list_cmd(
-        project: _Project,
+        project: Project,
         output: Annotated[str, output_option(("table", "json", "yaml"))] = "table",
     ) -> None:
         """Exactly what the gateway presents: favourites (★, presented name, state and why not listed), the
         count under all/, and the instruction text."""
-        from mcpctl.presentation.catalogue import cached_catalogue
+        from ._listing import listed_catalogue
 
         check_format(output, ("table", "json", "yaml"))
-        cached = cached_catalogue(project)
-        if cached.unlisted:         # never listed: list them now, as the gateway's first start would
-            from ._listing import list_project_now
-
-            todo = set(cached.unlisted)
-            list_project_now(project, lambda n: n in todo, "listing servers never listed")
-            cached = cached_catalogue(project)
-        report = favourites_report(cached, project)
-        if output == "json":
-            print_json(report)
-        elif output == "yaml":
-            from mcpctl.resources.yamlio import to_yaml
-
-            write_stdout(to_yaml(report))
-        else:
-            _render_list(report, cached)
+        cached, _ = listed_catalogue(project)   # never-listed servers listed now, as the gateway's first start would
+        _print_list(favourites_report(cached, project), cached, output)
 
     @favourites_app.command("add")
     @cli_errors
     def add_cmd(
-        project: _Project,
+        project: Project,
         ids: _Ids,
         max_favourites: Annotated[int | None, typer.Option("--max-favourites", help="Also set maxFavourites (1-200).")] = None,
     ) -> None:
         """Pin tools as favourites (appended in order). Turns the favourite index on unless the project
         turned it off explicitly."""
-        from mcpctl.catalogue import favourites as fv
-
         _check_ids(ids)
         notes: list[str] = []
-
-        def change(spec: dict[str, Any]) -> None:
-            fv.pin(spec, ids)
-            fav = spec["favouriteIndex"]
-            if max_favourites is not None:
-                fav["maxFavourites"] = max_favourites
-            if spec.get("presentation") is None and fav.get("enabled") is None:
-                fav["enabled"] = True
-                notes.append("favourite index turned on (favourite-index presentation)")
-            elif spec.get("presentation") == "flat" or fav.get("enabled") is False:
-                notes.append("the favourite index is off in this project, so favourites are not presented: "
-                             "remove spec.presentation: flat / set favouriteIndex.enabled: true "
-                             f"(mcpctl edit project {project})")
-
-        result = _edit(project, change, "add")
+        result = _edit(project, _pinning(project, ids, max_favourites, notes), "add")
         for w in result.warnings:
             warn(w)
         for note in notes if result.changed else []:
@@ -369,7 +398,7 @@ def register(app: typer.Typer) -> None:
 
     @favourites_app.command("remove")
     @cli_errors
-    def remove_cmd(project: _Project, ids: _Pinned) -> None:
+    def remove_cmd(project: Project, ids: _Pinned) -> None:
         """Unpin favourites."""
         from mcpctl.catalogue import favourites as fv
 
@@ -383,7 +412,7 @@ def register(app: typer.Typer) -> None:
 
     @favourites_app.command("set")
     @cli_errors
-    def set_cmd(project: _Project, ids: _Ids) -> None:
+    def set_cmd(project: Project, ids: _Ids) -> None:
         """Make exactly these tools the favourites, in this order (the line `favourites suggest` prints).
         Turns the favourite index on; changes nothing else in the project."""
         result = set_favourites_of(project, ids)
@@ -395,7 +424,7 @@ def register(app: typer.Typer) -> None:
     @favourites_app.command("suggest")
     @cli_errors
     def suggest_cmd(
-        project: _Project,
+        project: Project,
         top: Annotated[int, typer.Option("--top", "-n", min=1, max=200, help="How many favourites to suggest.")] = 20,
         window: Annotated[float, typer.Option("--window", min=0.001, help="Days of the invocation log to count.")] = 30.0,
         apply: Annotated[bool, typer.Option("--apply", help="Show the change and write it.")] = False,
@@ -412,30 +441,15 @@ def register(app: typer.Typer) -> None:
         since = _now() - window * 86400.0
         floor = Floor(min_calls, min_sessions)
         s, before, ever = suggestions(project, top, since, floor)
-        command: str | None = None
-        if s.suggested:
-            command = set_command(project, s.suggested)
+        command = set_command(project, s.suggested) if s.suggested else None
         if output == "json":
             print_json(_suggest_json(project, s, window, since, command))
         elif not s.candidates:
-            why = (f"the invocation log has no calls for project {project!r} yet" if ever == 0 else
-                   f"no calls in project {project!r} in the last {window:g} days ({ever} older call(s) in the log)")
-            err.print(f"Nothing to suggest: {why}.", markup=False)
-            err.print(f"  Serve the project to an agent (mcpctl serve --project {project}) and let it work, or "
-                      "widen --window.", markup=False)
+            _nothing_to_suggest(project, window, ever)
         else:
             render_suggest(project, s, f"over the last {window:g} days (since {_when(since)})", floor)
-            if command:
-                out.print("\nTo make these the favourites (changes nothing else in the project):", markup=False)
-                write_stdout(safe(command, markup=False) + "\n")
-            else:
-                err.print("No tool qualifies: every used tool is flagged or below the floor (--min-calls, "
-                          "--min-sessions).", markup=False)
+            _print_command(command)
         if apply and s.suggested:
-            result = set_favourites_of(project, s.suggested)
-            if result.changed:
-                err.print(_spec_diff(result.before, result.after, f"project/{project}"), markup=False, end="")
-                _report_cost(project, before)
-            write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
+            _apply_suggested(project, s.suggested, before)
 
     app.add_typer(favourites_app, name="favourites", rich_help_panel="Gateway")

@@ -13,11 +13,14 @@ import datetime as dt
 import re
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ._common import cli_errors, complete_projects, err, json_text, out, print_json, safe, write_stdout
+
+if TYPE_CHECKING:
+    from mcpctl.audit.log import LogSummary, ToolStats
 
 _RELATIVE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|wk|wks)\s*$",
                           re.IGNORECASE)
@@ -164,6 +167,79 @@ def _human_size(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+def _check_format(output: str) -> None:
+    if output not in _LOG_FORMATS:
+        raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
+
+
+def _print_calls(records: list[Any], output: str, limit: int, *, filtered: bool) -> None:
+    """`records`: the newest `limit` calls and one more when there are older ones (left out here)."""
+    truncated = bool(limit) and len(records) > limit
+    if truncated:
+        records = records[1:]
+    if output == "json":
+        print_json([record_to_json(r) for r in records])
+        return
+    if not records:
+        err.print("No calls logged" + (" matching those filters." if filtered
+                                       else " yet. Start a gateway: mcpctl serve --project P"))
+        return
+    out.print(render_table(records))
+    if truncated:
+        err.print(f"(the newest {limit} calls; older ones left out: --limit 0 shows all, --since narrows)")
+
+
+def _print_status(s: LogSummary, output: str) -> None:
+    if output == "json":
+        print_json({
+            "path": str(s.path),
+            "rows": s.rows,
+            "sizeBytes": s.size_bytes,
+            "oldest": _iso_utc(s.oldest_ts) if s.oldest_ts is not None else None,
+            "newest": _iso_utc(s.newest_ts) if s.newest_ts is not None else None,
+            "migrations": list(s.migrations),
+        })
+        return
+    from rich.table import Table
+
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Path", safe(str(s.path)))
+    table.add_row("Rows", str(s.rows))
+    table.add_row("Size", _human_size(s.size_bytes))
+    table.add_row("Oldest", _local(s.oldest_ts) if s.oldest_ts is not None else "-")
+    table.add_row("Newest", _local(s.newest_ts) if s.newest_ts is not None else "-")
+    table.add_row("Migrations", ", ".join(s.migrations))
+    out.print(table)
+
+
+def _print_stats(stats: list[ToolStats], output: str, *, filtered: bool) -> None:
+    if output == "json":
+        print_json([{
+            "canonicalId": st.canonical_id, "calls": st.calls, "errors": st.errors,
+            "errorRate": round(st.error_rate, 4), "p50Ms": round(st.p50_ms, 3), "p95Ms": round(st.p95_ms, 3),
+            "firstCall": _iso_utc(st.first_ts), "lastCall": _iso_utc(st.last_ts),
+        } for st in stats])
+        return
+    if not stats:
+        err.print("No calls logged" + (" matching those filters." if filtered else " yet."))
+        return
+    from rich.console import JustifyMethod
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("TOOL", "left"), ("CALLS", "right"), ("ERRORS", "right"), ("ERROR%", "right"),
+        ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left"))
+    for col, justify in columns:
+        table.add_column(col, justify=justify)
+    for st in stats:
+        table.add_row(safe(st.canonical_id), str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
+                      f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
+    out.print(table)
+
+
 def register(app: typer.Typer) -> None:
     logs_app = typer.Typer(
         name="logs",
@@ -202,8 +278,7 @@ def register(app: typer.Typer) -> None:
             return
         from mcpctl.audit.log import OUTCOMES
 
-        if output not in _LOG_FORMATS:
-            raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
+        _check_format(output)
         if outcome is not None and outcome not in OUTCOMES:
             raise typer.BadParameter(f"{outcome!r} is not one of: {', '.join(OUTCOMES)}",
                                      param_hint="'--outcome'")
@@ -217,19 +292,7 @@ def register(app: typer.Typer) -> None:
         with open_log() as log:
             # one extra row tells whether older calls were left out
             records = log.query(**filters, limit=limit + 1 if limit else None)
-        truncated = bool(limit) and len(records) > limit
-        if truncated:
-            records = records[1:]
-        if output == "json":
-            print_json([record_to_json(r) for r in records])
-            return
-        if not records:
-            err.print("No calls logged" + (" matching those filters." if any(
-                (project, since, until, tool, outcome)) else " yet. Start a gateway: mcpctl serve --project P"))
-            return
-        out.print(render_table(records))
-        if truncated:
-            err.print(f"(the newest {limit} calls; older ones left out: --limit 0 shows all, --since narrows)")
+        _print_calls(records, output, limit, filtered=any((project, since, until, tool, outcome)))
 
     @logs_app.command("path")
     @cli_errors
@@ -245,32 +308,10 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
     ) -> None:
         """Rows, size on disk, oldest and newest call, applied migrations."""
-        if output not in _LOG_FORMATS:
-            raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
+        _check_format(output)
         with open_log() as log:
             s = log.summary()
-        if output == "json":
-            print_json({
-                "path": str(s.path),
-                "rows": s.rows,
-                "sizeBytes": s.size_bytes,
-                "oldest": _iso_utc(s.oldest_ts) if s.oldest_ts is not None else None,
-                "newest": _iso_utc(s.newest_ts) if s.newest_ts is not None else None,
-                "migrations": list(s.migrations),
-            })
-            return
-        from rich.table import Table
-
-        table = Table(box=None, show_header=False, pad_edge=False)
-        table.add_column(style="bold")
-        table.add_column()
-        table.add_row("Path", safe(str(s.path)))
-        table.add_row("Rows", str(s.rows))
-        table.add_row("Size", _human_size(s.size_bytes))
-        table.add_row("Oldest", _local(s.oldest_ts) if s.oldest_ts is not None else "-")
-        table.add_row("Newest", _local(s.newest_ts) if s.newest_ts is not None else "-")
-        table.add_row("Migrations", ", ".join(s.migrations))
-        out.print(table)
+        _print_status(s, output)
 
     @logs_app.command("stats")
     @cli_errors
@@ -282,34 +323,11 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",
     ) -> None:
         """Per tool: calls, errors, error rate, p50/p95 latency and the last call. Most called first."""
-        if output not in _LOG_FORMATS:
-            raise typer.BadParameter(f"{output!r} is not one of: table, json", param_hint="'-o' / '--output'")
+        _check_format(output)
         since_ts = _time_option(since, "--since")
         with open_log() as log:
             stats = log.tool_stats(project=project, since=since_ts)
-        if output == "json":
-            print_json([{
-                "canonicalId": st.canonical_id, "calls": st.calls, "errors": st.errors,
-                "errorRate": round(st.error_rate, 4), "p50Ms": round(st.p50_ms, 3), "p95Ms": round(st.p95_ms, 3),
-                "firstCall": _iso_utc(st.first_ts), "lastCall": _iso_utc(st.last_ts),
-            } for st in stats])
-            return
-        if not stats:
-            err.print("No calls logged" + (" matching those filters." if project or since else " yet."))
-            return
-        from rich.console import JustifyMethod
-        from rich.table import Table
-
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        columns: tuple[tuple[str, JustifyMethod], ...] = (
-            ("TOOL", "left"), ("CALLS", "right"), ("ERRORS", "right"), ("ERROR%", "right"),
-            ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left"))
-        for col, justify in columns:
-            table.add_column(col, justify=justify)
-        for st in stats:
-            table.add_row(safe(st.canonical_id), str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
-                          f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
-        out.print(table)
+        _print_stats(stats, output, filtered=bool(project or since))
 
     @logs_app.command("backup")
     @cli_errors

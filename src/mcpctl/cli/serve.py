@@ -192,10 +192,10 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
         from mcpctl.gateway import early as early_front
 
         early = early_front.start(project, profile, page_size)
-    from mcpctl.gateway import http, run
+    from mcpctl.gateway import http, http_guard, run
 
     if transport == "http":
-        http_limits = http.HttpLimits(**{k: limits.get(k, _OPT[k].default) for k in HTTP_LIMITS})
+        http_limits = http_guard.HttpLimits(**{k: limits.get(k, _OPT[k].default) for k in HTTP_LIMITS})
     log_path = run.setup_logging(project, verbose=verbose)
 
     def ready(where: str) -> None:
@@ -257,10 +257,8 @@ def lean_main(argv: list[str]) -> bool:
     try:
         _serve(**values)
     except MCPCtlError as e:    # the same report as _common.cli_errors
-        from ._common import err
+        from ._common import report_error
 
-        err.print(f"[red]error:[/red] {e.message}", markup=True, highlight=False)
-        if e.hint:
-            err.print(f"  {e.hint}", markup=False)
+        report_error(e)
         sys.exit(e.exit_code)
     return True

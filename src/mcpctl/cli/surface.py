@@ -14,18 +14,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ._common import (
+    Project,
     check_format,
     cli_errors,
-    complete_projects,
     out,
     output_option,
     print_json,
     safe,
-    warn,
     write_stdout,
 )
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from mcpctl.presentation.surface import SurfaceReport, ToolSurface
 
 FORMATS = ("table", "json", "markdown")
@@ -40,25 +41,13 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
                    ) -> tuple[SurfaceReport, list[str]]:
     """The report for `project` and the servers that could not be listed (each warned about once)."""
     from mcpctl.catalogue.tokens import token_counter
-    from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.presentation.surface import NEIGHBOUR_WINDOW_S, build_report
 
-    from ._listing import list_project_now, working
+    from ._listing import listed_catalogue, warn_unservable, working
     from .logs import open_log
 
-    with working(f"reading project {project}'s catalogue"):
-        cached = cached_catalogue(project)
-    failed: list[str] = []
-    if refresh or cached.unlisted:
-        todo = set(cached.project.servers) if refresh else set(cached.unlisted)
-        what = "listing servers" if refresh else "listing servers never listed"
-        results = list_project_now(project, lambda n: n in todo, what)
-        failed = [n for n, r in results.items() if not r.ok]
-        cached = cached_catalogue(project)
-    for name, why in cached.missing.items():
-        if name not in failed:
-            warn(f"server {name!r} cannot be listed: {why}")
-            failed.append(name)
+    cached, failed = listed_catalogue(project, refresh=refresh, progress=True)
+    failed = warn_unservable(cached, failed)
     now = _now() if now is None else now
     with working("reading the invocation log") as stage:
         with open_log() as log:
@@ -193,26 +182,26 @@ def _kinds(t: ToolSurface) -> str:
 # -- table -----------------------------------------------------------------------------------------
 
 
-def render_table(r: SurfaceReport) -> None:
+def _table(*cols: str, right: tuple[str, ...] = ()) -> Table:
     from rich.table import Table
 
-    def table(*cols: str, right: tuple[str, ...] = ()) -> Table:
-        t = Table(box=None, pad_edge=False, header_style="bold")
-        for c in cols:
-            t.add_column(c, justify="right" if c in right else "left", no_wrap=c not in ("EVIDENCE", "SERVERS"),
-                         overflow="fold")
-        return t
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    for c in cols:
+        t.add_column(c, justify="right" if c in right else "left", no_wrap=c not in ("EVIDENCE", "SERVERS"),
+                     overflow="fold")
+    return t
 
-    def say(text: str = "") -> None:
-        out.print(safe(text, markup=False), markup=False)
 
-    say(_headline(r))
-    say()
+def _say(text: str = "") -> None:
+    out.print(safe(text, markup=False), markup=False)
+
+
+def _servers_table(r: SurfaceReport) -> None:
     # FULL differs from ≈ TOKENS only when the presentation lists less (deferred) or more (favourites)
     full = r.presentation != "flat"
     status = any(s.status != "listed" for s in r.servers)
     num = ("TOOLS", "ENABLED", "LISTED", "≈ TOKENS", "SHARE", *(("FULL ≈ TOKENS",) if full else ()), "CALLS")
-    t = table("SERVER", *num, *(("STATUS",) if status else ()), right=num)
+    t = _table("SERVER", *num, *(("STATUS",) if status else ()), right=num)
 
     def row(*cells: str, full_cell: str = "", status_cell: str = "", **kw: Any) -> None:
         head, calls = cells[:-1], cells[-1]
@@ -228,97 +217,123 @@ def render_table(r: SurfaceReport) -> None:
     row("TOTAL", str(len(r.tools)), str(len(r.enabled)), str(cur.listed), f"{cur.tokens:,}", "", str(r.calls),
         full_cell=f"{sum(s.full_tokens for s in r.servers):,}", style="bold")
     out.print(t)
-    say("≈ TOKENS: the definitions as the project's presentation lists them"
-        + ("; FULL: every enabled tool's whole definition (what listing it flat costs)." if full else "."))
-    say()
-    t = table("PRESENTATION", "LISTED", "≈ TOKENS", "VS FLAT", "INSTRUCTIONS ≈ TOKENS",
-              right=("LISTED", "≈ TOKENS", "VS FLAT", "INSTRUCTIONS ≈ TOKENS"))
+    _say("≈ TOKENS: the definitions as the project's presentation lists them"
+         + ("; FULL: every enabled tool's whole definition (what listing it flat costs)." if full else "."))
+
+
+def _modes_table(r: SurfaceReport) -> None:
+    t = _table("PRESENTATION", "LISTED", "≈ TOKENS", "VS FLAT", "INSTRUCTIONS ≈ TOKENS",
+               right=("LISTED", "≈ TOKENS", "VS FLAT", "INSTRUCTIONS ≈ TOKENS"))
     flat = next(m for m in r.modes if m.mode == "flat")
     for m in r.modes:
         t.add_row(m.mode + ("  ← this project" if m.current else ""), str(m.listed), f"{m.tokens:,}",
                   _pct(m.tokens / flat.tokens if flat.tokens else None), f"{m.instructions_tokens:,}")
     out.print(t)
 
+
+def _reach_section(r: SurfaceReport) -> None:
     writers = r.write_reach
-    say()
-    say(f"Write reach: {len(writers)} of {len(r.enabled)} enabled tools can write, delete or send outward")
+    _say(f"Write reach: {len(writers)} of {len(r.enabled)} enabled tools can write, delete or send outward")
     if writers:
-        t = table("TOOL", "CAN", "FROM", "EVIDENCE")
+        t = _table("TOOL", "CAN", "FROM", "EVIDENCE")
         for w in writers:
             t.add_row(safe(w.id), _kinds(w), w.reach.source, safe(w.reach.evidence))
         out.print(t)
 
-    say()
+
+def _confusion_section(r: SurfaceReport) -> None:
     if r.collisions:
-        say(f"Name collisions: {len(r.collisions)} tool name(s) listed by several servers")
-        t = table("NAME", "SERVERS")
+        _say(f"Name collisions: {len(r.collisions)} tool name(s) listed by several servers")
+        t = _table("NAME", "SERVERS")
         for c in r.collisions:
             t.add_row(f"{safe(c.name)} ×{len(c.ids)}", safe(", ".join(i.split("/", 1)[0] for i in c.ids)))
         out.print(t)
     else:
-        say("Name collisions: none")
-    say()
+        _say("Name collisions: none")
+    _say()
     pairs = r.near_duplicates
-    say(f"Near-duplicate descriptions across servers (similarity ≥ {r.threshold:.2f}): "
-        + (f"{r.near_duplicate_total:,} pair(s)" if pairs else "none"))
+    _say(f"Near-duplicate descriptions across servers (similarity ≥ {r.threshold:.2f}): "
+         + (f"{r.near_duplicate_total:,} pair(s)" if pairs else "none"))
     for p in pairs[:TABLE_PAIRS]:
-        say(f"  {p.score:.2f}  {p.a}  ~  {p.b}" + ("  (same name)" if p.same_name else ""))
-        say(f"        {p.a}: {_one_line(p.description_a)}")
-        say(f"        {p.b}: {_one_line(p.description_b)}")
+        _say(f"  {p.score:.2f}  {p.a}  ~  {p.b}" + ("  (same name)" if p.same_name else ""))
+        _say(f"        {p.a}: {_one_line(p.description_a)}")
+        _say(f"        {p.b}: {_one_line(p.description_b)}")
     if r.near_duplicate_total > TABLE_PAIRS:
-        say(f"  … and {r.near_duplicate_total - TABLE_PAIRS:,} more ({_json_lists(r)})")
+        _say(f"  … and {r.near_duplicate_total - TABLE_PAIRS:,} more ({_json_lists(r)})")
     if r.suspicious:
-        say()
-        say(_suspicious_headline(r))
+        _say()
+        _say(_suspicious_headline(r))
         for f in r.suspicious:
-            say(f"  {f.tool}: {f.why}: {f.text}")
+            _say(f"  {f.tool}: {f.why}: {f.text}")
 
-    say()
-    say(f"Use in the last {r.window_days:g} days: {r.calls} call(s), {r.failed} failed, {r.neighbour} followed within "
-        "a minute by a different tool of the same server")
+
+def _use_section(r: SurfaceReport) -> None:
+    _say(f"Use in the last {r.window_days:g} days: {r.calls} call(s), {r.failed} failed, {r.neighbour} followed "
+         "within a minute by a different tool of the same server")
     used = sorted((x for x in r.tools if x.calls), key=lambda x: (-x.calls, x.id))
     if used:
-        t = table("TOOL", "CALLS", "FAILED", "NEIGHBOUR NEXT", "LAST CALL", right=("CALLS", "FAILED", "NEIGHBOUR NEXT"))
+        t = _table("TOOL", "CALLS", "FAILED", "NEIGHBOUR NEXT", "LAST CALL", right=("CALLS", "FAILED", "NEIGHBOUR NEXT"))
         for x in used:
             t.add_row(safe(x.id) + ("" if x.enabled else " (disabled)"), str(x.calls), str(x.failed),
                       str(x.neighbour), _when(x.last_call))
         out.print(t)
     for n in r.neighbour_pairs[:5]:
-        say(f"  {n.first} → {n.then} within a minute ×{n.calls}")
+        _say(f"  {n.first} → {n.then} within a minute ×{n.calls}")
     for name, calls in sorted(r.unknown_calls.items()):
-        say(f"  {name}: {calls} call(s), not in the catalogue now")
+        _say(f"  {name}: {calls} call(s), not in the catalogue now")
     never = r.never_called
     if never:
-        say(f"Never called ({len(never)} enabled tools):")
+        _say(f"Never called ({len(never)} enabled tools):")
         for server in dict.fromkeys(x.server for x in never):
-            say(f"  {server}: " + ", ".join(x.name for x in never if x.server == server))
+            _say(f"  {server}: " + ", ".join(x.name for x in never if x.server == server))
 
-    if r.profiles:
-        say()
-        say("Profiles × tools (calls in the window; · = not visible to the profile):")
-        t = table("TOOL", *(p.name.upper() for p in r.profiles), right=tuple(p.name.upper() for p in r.profiles))
-        for x in r.enabled:
-            t.add_row(safe(x.id), *(str(x.profile_calls.get(p.name, 0)) if x.profiles.get(p.name) else "·"
-                                      for p in r.profiles))
-        out.print(t)
 
-    say()
-    say("The three numbers to know before adding a server:")
+def _profiles_section(r: SurfaceReport) -> None:
+    if not r.profiles:
+        return
+    _say()
+    _say("Profiles × tools (calls in the window; · = not visible to the profile):")
+    t = _table("TOOL", *(p.name.upper() for p in r.profiles), right=tuple(p.name.upper() for p in r.profiles))
+    for x in r.enabled:
+        t.add_row(safe(x.id), *(str(x.profile_calls.get(p.name, 0)) if x.profiles.get(p.name) else "·"
+                                  for p in r.profiles))
+    out.print(t)
+
+
+def _advice_section(r: SurfaceReport) -> None:
+    _say("The three numbers to know before adding a server:")
     for value, text in _numbers(r):
-        say(f"  {value:>6}  {text}")
-
-    say()
+        _say(f"  {value:>6}  {text}")
+    _say()
     if r.recommendations:
-        say("Recommendations (each line runs as is):")
+        _say("Recommendations (each line runs as is):")
         for rec in r.recommendations:
             saves = f"; saves ≈ {rec.saves_tokens:,} tokens a request when listed" if rec.saves_tokens else ""
-            say(f"  # {rec.reason}{saves}")
-            say(f"  {rec.command}")
+            _say(f"  # {rec.reason}{saves}")
+            _say(f"  {rec.command}")
     else:
-        say("Recommendations: none")
-    say()
+        _say("Recommendations: none")
+    _say()
     for note in r.notes:
-        say(f"Note: {note}")
+        _say(f"Note: {note}")
+
+
+def render_table(r: SurfaceReport) -> None:
+    """The report for a terminal: one section after another, as `mcpctl surface` prints it."""
+    _say(_headline(r))
+    _say()
+    _servers_table(r)
+    _say()
+    _modes_table(r)
+    _say()
+    _reach_section(r)
+    _say()
+    _confusion_section(r)
+    _say()
+    _use_section(r)
+    _profiles_section(r)
+    _say()
+    _advice_section(r)
 
 
 # -- markdown --------------------------------------------------------------------------------------
@@ -403,7 +418,7 @@ def register(app: typer.Typer) -> None:
                  short_help="Price and judge a project's tool surface: tokens, write reach, look-alikes, use.")
     @cli_errors
     def surface_cmd(
-        project: Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)],
+        project: Project,
         window: Annotated[float, typer.Option("--window", min=0.001, help="Days of the invocation log to judge use by.")
                           ] = 30.0,
         output: Annotated[str, output_option(FORMATS)] = "table",

@@ -9,9 +9,9 @@ import typer
 from mcpctl.errors import EXIT_UPSTREAM
 
 from ._common import (
+    Project,
     check_format,
     cli_errors,
-    complete_projects,
     err,
     out,
     output_option,
@@ -28,7 +28,6 @@ tools_app = typer.Typer(help="A project's tool catalogue: list it, enable or dis
 _FORMATS = ("table", "wide", "json", "yaml", "name")
 _Ids = Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).",
                                             autocompletion=complete_tool_ids)]
-_Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
 _Force = Annotated[bool, typer.Option("--force", help="Store ids or globs that match no tool the project's servers "
                                       "last listed (they are refused otherwise).")]
 
@@ -36,26 +35,14 @@ _Force = Annotated[bool, typer.Option("--force", help="Store ids or globs that m
 def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per catalogue tool, named as the gateway presents it (the same pipeline). Servers
     never listed are listed now (all of them with `refresh`); returns (rows, failed servers)."""
-    from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.presentation.modes import FLAT
     from mcpctl.presentation.names import ALL
     from mcpctl.presentation.view import Refusal
 
-    from ._listing import list_project_now, working
+    from ._listing import listed_catalogue, warn_unservable
 
-    with working(f"reading project {project_name}'s catalogue"):
-        cached = cached_catalogue(project_name)
-    failed: list[str] = []
-    if refresh or cached.unlisted:
-        todo = set(cached.project.servers) if refresh else set(cached.unlisted)
-        what = "listing servers" if refresh else "listing servers never listed"
-        results = list_project_now(project_name, lambda n: n in todo, what)
-        failed = [n for n, r in results.items() if not r.ok]
-        cached = cached_catalogue(project_name)
-    for name, why in cached.missing.items():
-        if name not in failed:
-            warn(f"server {name!r} cannot be listed: {why}")
-            failed.append(name)
+    cached, failed = listed_catalogue(project_name, refresh=refresh, progress=True)
+    failed = warn_unservable(cached, failed)
     view = cached.view()
     listed = set(view.listed_names)
     table = view.table
@@ -143,11 +130,44 @@ def _check_matches(project_name: str, ids: list[str], *, enable: bool, force: bo
                               f"anyway with mcpctl tools {verb} --project {project_name} --force …")
 
 
+def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: list[str]) -> None:
+    if output == "json":
+        print_json(rows)
+    elif output == "yaml":
+        from mcpctl.resources import yamlio
+
+        write_stdout(yamlio.to_yaml(rows))
+    elif output == "name":
+        write_stdout("".join(r["canonicalId"] + "\n" for r in rows))
+    else:
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "★", "READ-ONLY", "DESTRUCTIVE"]
+        if output == "wide":
+            cols.append("DESCRIPTION")
+        for c in cols:
+            table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
+        for r in rows:
+            state = r["state"] if r["listed"] or r["state"] != "enabled" else "via search"
+            if r["pinned"]:
+                state += f", {r['pinned']} (tools changes)"
+            cells = [r["server"], r["canonicalId"], r["presentedName"], state,
+                     "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
+            if output == "wide":
+                cells.append(r["description"].split("\n", 1)[0][:120])
+            table.add_row(*map(safe, cells))
+        if rows:
+            out.print(table)
+        elif not failed:
+            err.print(f"Project {project!r} has no tools: its servers list none.", markup=False)
+
+
 def register(app: typer.Typer) -> None:
     @tools_app.command("list")
     @cli_errors
     def list_cmd(
-        project: _Project,
+        project: Project,
         output: Annotated[str, output_option(("table", "wide", "json", "yaml", "name"))] = "table",
         refresh: Annotated[bool, typer.Option("--refresh", help="Connect to the servers and list them now "
                                               "(otherwise the cached listing is shown).")] = False,
@@ -155,48 +175,19 @@ def register(app: typer.Typer) -> None:
         """The project's catalogue: server, canonical id, presented name, state and hints."""
         check_format(output, _FORMATS)
         rows, failed = _rows(project, refresh)
-        if output == "json":
-            print_json(rows)
-        elif output == "yaml":
-            from mcpctl.resources import yamlio
-
-            write_stdout(yamlio.to_yaml(rows))
-        elif output == "name":
-            write_stdout("".join(r["canonicalId"] + "\n" for r in rows))
-        else:
-            from rich.table import Table
-
-            table = Table(box=None, pad_edge=False, header_style="bold")
-            cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "★", "READ-ONLY", "DESTRUCTIVE"]
-            if output == "wide":
-                cols.append("DESCRIPTION")
-            for c in cols:
-                table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
-            for r in rows:
-                state = r["state"] if r["listed"] or r["state"] != "enabled" else "via search"
-                if r["pinned"]:
-                    state += f", {r['pinned']} (tools changes)"
-                cells = [r["server"], r["canonicalId"], r["presentedName"], state,
-                         "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
-                if output == "wide":
-                    cells.append(r["description"].split("\n", 1)[0][:120])
-                table.add_row(*map(safe, cells))
-            if rows:
-                out.print(table)
-            elif not failed:
-                err.print(f"Project {project!r} has no tools: its servers list none.", markup=False)
+        _print_rows(project, rows, output, failed)
         if failed:      # each failure was reported once, above
             raise typer.Exit(EXIT_UPSTREAM)
 
     @tools_app.command("enable")
     @cli_errors
-    def enable_cmd(project: _Project, ids: _Ids, force: _Force = False) -> None:
+    def enable_cmd(project: Project, ids: _Ids, force: _Force = False) -> None:
         """Enable tools: drop an exact entry from tools.disabled, else add to tools.enabled."""
         _edit_and_report(project, ids, enable=True, force=force)
 
     @tools_app.command("disable")
     @cli_errors
-    def disable_cmd(project: _Project, ids: _Ids, force: _Force = False) -> None:
+    def disable_cmd(project: Project, ids: _Ids, force: _Force = False) -> None:
         """Disable tools: drop an exact entry from tools.enabled, else add to tools.disabled."""
         _edit_and_report(project, ids, enable=False, force=force)
 

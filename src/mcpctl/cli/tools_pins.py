@@ -12,17 +12,15 @@ from typing import Annotated, Any
 import typer
 
 from ._common import (
+    Project,
     check_format,
     cli_errors,
-    complete_projects,
     out,
     output_option,
     print_json,
     safe,
     write_stdout,
 )
-
-_Project = Annotated[str, typer.Option("--project", "-p", help="The project.", autocompletion=complete_projects)]
 
 
 def _changes(project: str, refresh: bool) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
@@ -42,7 +40,7 @@ def register(tools_app: typer.Typer) -> None:
     @tools_app.command("changes")
     @cli_errors
     def changes_cmd(
-        project: _Project,
+        project: Project,
         output: Annotated[str, output_option(("table", "json"))] = "table",
         refresh: Annotated[bool, typer.Option("--refresh", help="List the servers now (otherwise the cached "
                                               "listing).")] = False,
@@ -69,7 +67,7 @@ def register(tools_app: typer.Typer) -> None:
     @tools_app.command("approve")
     @cli_errors
     def approve_cmd(
-        project: _Project,
+        project: Project,
         ids: Annotated[list[str] | None, typer.Argument(help="SERVER/TOOL changes to accept.")] = None,
         all_: Annotated[bool, typer.Option("--all", help="Accept every change of the project.")] = False,
     ) -> None:

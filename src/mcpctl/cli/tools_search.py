@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ._common import (
     check_format,
     cli_errors,
-    complete_projects,
     err,
     out,
     output_option,
     print_json,
+    project_option,
     safe,
     warn,
 )
+
+if TYPE_CHECKING:
+    from mcpctl.catalogue.rank import Ranker, ToolDoc
 
 _FORMATS = ("table", "json")
 
@@ -71,6 +74,43 @@ def _complete_rankers(incomplete: str) -> list[tuple[str, str]]:
     return [(k, why) for k, why in kinds.items() if k.startswith(incomplete)]
 
 
+def _check_semantic() -> None:
+    """After `install-semantic`: load the model in a fresh interpreter and say what it found."""
+    import subprocess
+
+    from mcpctl.errors import MCPCtlError
+
+    check = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True)
+    try:
+        status = json.loads(check.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise MCPCtlError(f"installed, but the check failed: {check.stderr.strip()[-500:]}") from None
+    if not status["ok"]:
+        raise MCPCtlError(f"installed, but semantic search is still not available: {status['why']}",
+                          hint="mcpctl doctor shows the details")
+    err.print(f"semantic search is active: {status['why']} in {status['load_s']:.2f} s. Projects with "
+              "search.ranker: auto (the default) now use the hybrid ranker; restart running gateways "
+              "(mcpctl serve) to pick it up.", highlight=False, markup=False)
+
+
+def _ranker(docs: list[ToolDoc], kind: str) -> Ranker:
+    from mcpctl.catalogue.rank import build_ranker
+
+    if kind != "bm25" and err.is_terminal:   # a first embedding takes a while
+        with err.status(f"indexing {len(docs)} tools for the {kind} ranker…"):
+            return build_ranker(docs, kind)
+    return build_ranker(docs, kind)
+
+
+def _no_match(project: str, query: str, docs: list[ToolDoc], *, deferred: bool, why: str, said: str) -> None:
+    from mcpctl.presentation.builtins import no_match_text
+
+    text = no_match_text(query, len(docs), list(dict.fromkeys(d.server for d in docs)), deferred=deferred, why=why)
+    err.print(text.splitlines()[0], highlight=False, markup=False)
+    err.print(f"({said} ranker) " + " ".join(text.splitlines()[1:2]), highlight=False, markup=False)
+    err.print(f"List the tools with: mcpctl tools list --project {project}", highlight=False, markup=False)
+
+
 def register(tools_app: typer.Typer) -> None:
     @tools_app.command("install-semantic")
     @cli_errors
@@ -93,25 +133,14 @@ def register(tools_app: typer.Typer) -> None:
         if subprocess.run(argv).returncode != 0:
             raise MCPCtlError("installing semantic search failed (see pip's output above)",
                               hint=f"run it yourself in mcpctl's environment: {PIP_LINE}")
-        check = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True)
-        try:
-            status = json.loads(check.stdout.strip().splitlines()[-1])
-        except (IndexError, ValueError):
-            raise MCPCtlError(f"installed, but the check failed: {check.stderr.strip()[-500:]}") from None
-        if not status["ok"]:
-            raise MCPCtlError(f"installed, but semantic search is still not available: {status['why']}",
-                              hint="mcpctl doctor shows the details")
-        err.print(f"semantic search is active: {status['why']} in {status['load_s']:.2f} s. Projects with "
-                  "search.ranker: auto (the default) now use the hybrid ranker; restart running gateways "
-                  "(mcpctl serve) to pick it up.", highlight=False, markup=False)
+        _check_semantic()
 
 
     @tools_app.command("search")
     @cli_errors
     def search(
         query: Annotated[str, typer.Argument(help="What the agent wants to do, in words.")],
-        project: Annotated[str, typer.Option("--project", "-p", help="Project whose catalogue to search.",
-                                             autocompletion=complete_projects)],
+        project: Annotated[str, project_option("Project whose catalogue to search.")],
         top_k: Annotated[int | None, typer.Option("--top-k", "-k", min=1, max=100,
                                                   help="How many tools (default: the project's search.topK).")] = None,
         ranker_kind: Annotated[str | None, typer.Option(
@@ -122,22 +151,17 @@ def register(tools_app: typer.Typer) -> None:
         """Rank the project's tools for a query, as the search_tools built-in does."""
         check_format(output, _FORMATS)
         from mcpctl.catalogue.cache import read_about
-        from mcpctl.catalogue.rank import RANKER_KINDS, ToolDoc, build_ranker, describe
+        from mcpctl.catalogue.rank import RANKER_KINDS, ToolDoc, describe
         from mcpctl.errors import MCPCtlError
-        from mcpctl.presentation.catalogue import cached_catalogue
+
+        from ._listing import listed_catalogue
 
         if ranker_kind is not None and ranker_kind not in RANKER_KINDS:
             raise typer.BadParameter(f"{ranker_kind!r} is not one of: {', '.join(RANKER_KINDS)}",
                                      param_hint="'--ranker'")
         if not query.strip():
             raise MCPCtlError("QUERY is empty", hint='say what the agent wants to do, e.g. "create a github issue"')
-        cached = cached_catalogue(project)
-        if cached.unlisted:         # never listed: list them now, as the gateway's first start would
-            from ._listing import list_project_now
-
-            todo = set(cached.unlisted)
-            list_project_now(project, lambda n: n in todo, "listing servers never listed")
-            cached = cached_catalogue(project)
+        cached, _ = listed_catalogue(project)   # never-listed servers listed now, as the gateway's first start would
         spec = cached.project
         for server, why in cached.missing.items():
             warn(f"server {server!r} cannot be served ({why}); its tools are not searched")
@@ -149,11 +173,7 @@ def register(tools_app: typer.Typer) -> None:
             raise MCPCtlError(f"project {project!r} has no tools to search",
                               hint=f"check its servers: mcpctl tools list --project {project} --refresh")
         kind = ranker_kind or spec.search.ranker
-        if kind != "bm25" and err.is_terminal:   # a first embedding takes a while
-            with err.status(f"indexing {len(docs)} tools for the {kind} ranker…"):
-                ranker = build_ranker(docs, kind)
-        else:
-            ranker = build_ranker(docs, kind)
+        ranker = _ranker(docs, kind)
         hits = ranker.search(query, top_k or spec.search.top_k)
         said = describe(ranker, kind)
 
@@ -174,14 +194,8 @@ def register(tools_app: typer.Typer) -> None:
             })
             return
         if not hits:
-            from mcpctl.presentation.builtins import no_match_text
-
             why = getattr(ranker, "fallback", None) or (f"--ranker {kind}" if ranker_kind else f"search.ranker: {kind}")
-            text = no_match_text(query, len(docs), list(dict.fromkeys(d.server for d in docs)),
-                                 deferred=view.mode == "deferred", why=why)
-            err.print(text.splitlines()[0], highlight=False, markup=False)
-            err.print(f"({said} ranker) " + " ".join(text.splitlines()[1:2]), highlight=False, markup=False)
-            err.print(f"List the tools with: mcpctl tools list --project {project}", highlight=False, markup=False)
+            _no_match(project, query, docs, deferred=view.mode == "deferred", why=why, said=said)
             return
         from rich.table import Table
 

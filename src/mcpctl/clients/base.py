@@ -176,14 +176,10 @@ def _str_map(value: Any, where: str, fn: VarFn, notes: list[str]) -> dict[str, s
     return {str(k): fn(_str(v, f"{where}.{k}"), notes, f"{where}.{k}") for k, v in value.items()}
 
 
-def translate_json(data: Any, fn: VarFn, *, extra_ignored: Sequence[str] = ()) -> Translation:
-    """The common shape: `command`/`args`/`env`/`cwd` for stdio, `url`/`headers` for HTTP, with
-    an optional `type` (`stdio`, `http`, `sse`, …)."""
-    if not isinstance(data, Mapping):
-        return Translation("?", reason="the entry is not an object")
+def _json_kind(data: Mapping[str, Any]) -> str | Translation:
+    """The entry's transport (stdio, http or sse), or the Translation that says why it has none."""
     raw_type = data.get("type", data.get("transport"))
     kind = str(raw_type).lower() if raw_type is not None else None
-    notes: list[str] = []
     if kind is None:
         if data.get("command") and data.get("url"):
             return Translation("?", reason="the entry has both a command and a url and no type")
@@ -193,39 +189,61 @@ def translate_json(data: Any, fn: VarFn, *, extra_ignored: Sequence[str] = ()) -
         if kind == "http":      # Cursor: a url alone; its path says SSE (`/sse`) or streamable HTTP
             kind = remote_kind(None, data.get("url"))
     if kind in _HTTP_TYPES:
-        kind = "http"
-    elif kind not in ("stdio", "sse"):
+        return "http"
+    if kind not in ("stdio", "sse"):
         return Translation(str(raw_type), reason=f"unknown server type {raw_type!r} (mcpctl knows stdio, http "
                            "and sse)")
+    return kind
+
+
+def _json_spec(data: Mapping[str, Any], kind: str, fn: VarFn, notes: list[str]) -> dict[str, Any] | str:
+    """The server spec of an entry of a known kind, or why it cannot be one.
+
+    Raises:
+        Unsupported: a field mcpctl cannot represent.
+    """
+    spec: dict[str, Any] = {"transport": kind}
+    if kind == "stdio":
+        if not data.get("command"):
+            return "a stdio entry without a command"
+        spec["command"] = fn(_str(data["command"], "command"), notes, "command")
+        args = data.get("args") or []
+        if not isinstance(args, list):
+            raise Unsupported("args is not a list")
+        spec["args"] = [fn(_str(a, f"args[{i}]"), notes, f"args[{i}]") for i, a in enumerate(args)]
+        spec["env"] = _str_map(data.get("env"), "env", fn, notes)
+        if data.get("cwd"):
+            spec["cwd"] = fn(_str(data["cwd"], "cwd"), notes, "cwd")
+    else:
+        if not data.get("url"):
+            return f"an {kind.upper()} entry without a url"
+        spec["url"] = fn(_str(data["url"], "url"), notes, "url")
+        spec["headers"] = _str_map(data.get("headers"), "headers", fn, notes)
+    if isinstance(data.get("description"), str):
+        spec["description"] = data["description"]
+    return spec
+
+
+def translate_json(data: Any, fn: VarFn, *, extra_ignored: Sequence[str] = ()) -> Translation:
+    """The common shape: `command`/`args`/`env`/`cwd` for stdio, `url`/`headers` for HTTP, with
+    an optional `type` (`stdio`, `http`, `sse`, …)."""
+    if not isinstance(data, Mapping):
+        return Translation("?", reason="the entry is not an object")
+    kind = _json_kind(data)
+    if isinstance(kind, Translation):
+        return kind
     for key, why in _UNREPRESENTABLE.items():
         if key in data:
             return Translation(kind, reason=why)
     allowed = {"command", "args", "env", "cwd"} if kind == "stdio" else {"url", "headers"}
-    for key in data:
-        if key not in allowed and key not in _IGNORED and key not in extra_ignored:
-            notes.append(f"field {key!r} is not imported")
+    notes = [f"field {key!r} is not imported" for key in data
+             if key not in allowed and key not in _IGNORED and key not in extra_ignored]
     try:
-        spec: dict[str, Any] = {"transport": kind}
-        if kind == "stdio":
-            if not data.get("command"):
-                return Translation(kind, reason="a stdio entry without a command")
-            spec["command"] = fn(_str(data["command"], "command"), notes, "command")
-            args = data.get("args") or []
-            if not isinstance(args, list):
-                raise Unsupported("args is not a list")
-            spec["args"] = [fn(_str(a, f"args[{i}]"), notes, f"args[{i}]") for i, a in enumerate(args)]
-            spec["env"] = _str_map(data.get("env"), "env", fn, notes)
-            if data.get("cwd"):
-                spec["cwd"] = fn(_str(data["cwd"], "cwd"), notes, "cwd")
-        else:
-            if not data.get("url"):
-                return Translation(kind, reason=f"an {kind.upper()} entry without a url")
-            spec["url"] = fn(_str(data["url"], "url"), notes, "url")
-            spec["headers"] = _str_map(data.get("headers"), "headers", fn, notes)
-        if isinstance(data.get("description"), str):
-            spec["description"] = data["description"]
+        spec = _json_spec(data, kind, fn, notes)
     except Unsupported as e:
         return Translation(kind, reason=str(e))
+    if isinstance(spec, str):
+        return Translation(kind, reason=spec)
     enabled = not bool(data.get("disabled"))
     if not enabled:
         notes.append("disabled in the client")
@@ -343,7 +361,3 @@ def stdio_entry(s: GatewaySettings, env_ref: Callable[[str], str] | None, *,
     if env:
         entry["env"] = env
     return entry, warnings
-
-
-def token_hint(s: GatewaySettings) -> str:
-    return f'export {TOKEN_ENV}="$(cat {s.token_file})" in the environment the client starts from'

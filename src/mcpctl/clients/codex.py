@@ -52,6 +52,44 @@ def _table(value: Any, where: str) -> dict[str, str]:
     return out
 
 
+
+def _stdio_spec(data: Mapping[str, Any]) -> dict[str, Any]:
+    """command, args, env (env_vars as ${env:VAR}) and cwd of a stdio entry."""
+    if not isinstance(data["command"], str):
+        raise Unsupported("command is not a string")
+    spec: dict[str, Any] = {"command": data["command"], "args": _strings(data.get("args"), "args")}
+    env = _table(data.get("env"), "env")
+    for var in _strings(data.get("env_vars"), "env_vars"):
+        env.setdefault(var, "${env:" + var + "}")
+    spec["env"] = env
+    if isinstance(data.get("cwd"), str):
+        spec["cwd"] = data["cwd"]
+    return spec
+
+
+def _remote_spec(data: Mapping[str, Any]) -> dict[str, Any]:
+    """url and headers (env_http_headers and bearer_token_env_var as ${env:VAR}) of a remote entry."""
+    if not isinstance(data["url"], str):
+        raise Unsupported("url is not a string")
+    headers = _table(data.get("http_headers"), "http_headers")
+    for header, var in _table(data.get("env_http_headers"), "env_http_headers").items():
+        headers[header] = "${env:" + var + "}"
+    token_var = data.get("bearer_token_env_var")
+    if isinstance(token_var, str) and token_var:
+        headers["Authorization"] = "Bearer ${env:" + token_var + "}"
+    return {"url": data["url"], "headers": headers}
+
+
+def _timeouts(data: Mapping[str, Any]) -> dict[str, float]:
+    timeouts: dict[str, float] = {}
+    if isinstance(data.get("startup_timeout_sec"), int | float):
+        timeouts["connect"] = float(data["startup_timeout_sec"])
+    elif isinstance(data.get("startup_timeout_ms"), int | float):
+        timeouts["connect"] = float(data["startup_timeout_ms"]) / 1000
+    if isinstance(data.get("tool_timeout_sec"), int | float):
+        timeouts["call"] = float(data["tool_timeout_sec"])
+    return timeouts
+
 class Codex:
     name = "codex"
     title = "Codex"
@@ -88,37 +126,10 @@ class Codex:
                          "mcpctl tools disable --project P 'server/tool'")
         try:
             spec: dict[str, Any] = {"transport": kind}
-            if kind == "stdio":
-                if not isinstance(data["command"], str):
-                    raise Unsupported("command is not a string")
-                spec["command"] = data["command"]
-                spec["args"] = _strings(data.get("args"), "args")
-                env = _table(data.get("env"), "env")
-                for var in _strings(data.get("env_vars"), "env_vars"):
-                    env.setdefault(var, "${env:" + var + "}")
-                spec["env"] = env
-                if isinstance(data.get("cwd"), str):
-                    spec["cwd"] = data["cwd"]
-            else:
-                if not isinstance(data["url"], str):
-                    raise Unsupported("url is not a string")
-                spec["url"] = data["url"]
-                headers = _table(data.get("http_headers"), "http_headers")
-                for header, var in _table(data.get("env_http_headers"), "env_http_headers").items():
-                    headers[header] = "${env:" + var + "}"
-                token_var = data.get("bearer_token_env_var")
-                if isinstance(token_var, str) and token_var:
-                    headers["Authorization"] = "Bearer ${env:" + token_var + "}"
-                spec["headers"] = headers
+            spec.update(_stdio_spec(data) if kind == "stdio" else _remote_spec(data))
         except Unsupported as e:
             return Translation(kind, reason=str(e))
-        timeouts: dict[str, float] = {}
-        if isinstance(data.get("startup_timeout_sec"), int | float):
-            timeouts["connect"] = float(data["startup_timeout_sec"])
-        elif isinstance(data.get("startup_timeout_ms"), int | float):
-            timeouts["connect"] = float(data["startup_timeout_ms"]) / 1000
-        if isinstance(data.get("tool_timeout_sec"), int | float):
-            timeouts["call"] = float(data["tool_timeout_sec"])
+        timeouts = _timeouts(data)
         if timeouts:
             spec["timeouts"] = timeouts
         enabled = data.get("enabled", True) is not False

@@ -42,7 +42,6 @@ from mcpctl.resources.store import Store
 if TYPE_CHECKING:
     from mcpctl.gateway.refresh import Listed
 
-STATUSES: Final = ("ok", "info", "warn", "fail")
 NAME_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 DEFAULT_TOOL_BUDGET: Final = 1_000        # tokens for one tool's definition
 DEFAULT_BUDGET: Final = 10_000            # tokens for a project's whole tools/list
@@ -160,27 +159,22 @@ def semantic_install_hint() -> str:
 # -- servers --------------------------------------------------------------------------------------------
 
 
-def _static(report: DoctorReport, spec: ServerSpec) -> bool:
-    """Configuration checks that need no connection; False when the server cannot start."""
-    from mcpctl.clients.secretfile import literal_secret
-    from mcpctl.resources import secrets
-    from mcpctl.resources.server_checks import find_command
+def _fields(spec: ServerSpec) -> list[tuple[str, str]]:
+    """(manifest path, value) of every field that may hold a ${…} reference."""
+    if spec.transport != "stdio":
+        return [("spec.url", spec.url or "")] + [(f"spec.headers.{k}", v) for k, v in spec.headers.items()]
+    fields = [("spec.command", spec.command or "")]
+    fields += [(f"spec.args[{i}]", a) for i, a in enumerate(spec.args)]
+    fields += [(f"spec.env.{k}", v) for k, v in spec.env.items()]
+    if spec.cwd:
+        fields.append(("spec.cwd", spec.cwd))
+    return fields
 
-    scope = f"server/{spec.name}"
-    ok = True
-    fields: list[tuple[str, str]] = []
-    if spec.transport == "stdio":
-        fields += [("spec.command", spec.command or "")]
-        fields += [(f"spec.args[{i}]", a) for i, a in enumerate(spec.args)]
-        fields += [(f"spec.env.{k}", v) for k, v in spec.env.items()]
-        if spec.cwd:
-            fields.append(("spec.cwd", spec.cwd))
-    else:
-        fields += [("spec.url", spec.url or "")] + [(f"spec.headers.{k}", v) for k, v in spec.headers.items()]
-    if spec.transport == "sse":
-        report.add(scope, "transport", "info", f"legacy HTTP+SSE transport: the event stream at {spec.url}",
-                   "if the server also serves streamable HTTP, prefer that URL (mcpctl create server NAME "
-                   "--url URL --force)")
+
+def _references(report: DoctorReport, scope: str, fields: list[tuple[str, str]]) -> tuple[dict[str, str], bool]:
+    """Resolve every ${env:…}/${file:…} reference: (the fields that resolve, whether all do)."""
+    from mcpctl.resources import secrets
+
     resolved: dict[str, str] = {}
     bad = []
     env_refs: list[str] = []
@@ -192,35 +186,61 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
             bad.append((e.message, e.hint))
     for message, hint in bad:
         report.add(scope, "references", "fail", message, hint)
-        ok = False
-    if not bad and len(resolved) and any("${" in v for _, v in fields):
+    if bad:
+        return resolved, False
+    if len(resolved) and any("${" in v for _, v in fields):
         report.add(scope, "references", "ok", "every ${env:…}/${file:…} reference resolves here")
-    if env_refs and not bad:
+    if env_refs:
         report.add(scope, "references", "info", f"needs {', '.join(dict.fromkeys(env_refs))} in the gateway's "
                    "environment", "clients start the gateway with a small environment: mcpctl connect passes "
                    "these through (Claude Desktop cannot: use ${file:…} there)")
+    return resolved, True
+
+
+def _literal_secrets(report: DoctorReport, scope: str, spec: ServerSpec) -> None:
+    from mcpctl.clients.secretfile import literal_secret
+
     for section, values in (("env", spec.env), ("headers", spec.headers)):
         for key, value in values.items():
             if literal_secret(key, value):
                 report.add(scope, "secrets", "warn", f"spec.{section}.{key} holds a literal secret in the store",
                            f"move it to a file: echo TOKEN > ~/.secrets/{spec.name} && chmod 600 …, then "
                            f"spec.{section}.{key}: ${{file:~/.secrets/{spec.name}}} (mcpctl edit server {spec.name})")
+
+
+def _command(report: DoctorReport, scope: str, spec: ServerSpec, command: str) -> bool:
+    """Is a stdio server's command found where the gateway will look? False when it is not."""
+    from mcpctl.resources.server_checks import find_command
+
+    if not command or "${" in command:
+        return True
+    found = find_command(command)
+    if found is None:
+        hint = ("install Node.js (npx comes with it)" if command in ("npx", "node") else
+                "install uv (uvx comes with it)" if command in ("uvx", "uv") else
+                "install it, or give spec.command as an absolute path")
+        report.add(scope, "command", "fail", f"command not found: {command!r} (not on PATH, nor next to "
+                   f"{sys.executable})", f"{hint} (mcpctl edit server {spec.name})")
+        return False
+    report.add(scope, "command", "ok", f"command {command!r} → {found}")
+    if os.sep in command and not os.path.isabs(os.path.expanduser(command)):
+        report.add(scope, "command", "warn", f"{command!r} is relative: it depends on the directory "
+                   "the client starts the gateway in", f"use an absolute path (mcpctl edit server {spec.name})")
+    return True
+
+
+def _static(report: DoctorReport, spec: ServerSpec) -> bool:
+    """Configuration checks that need no connection; False when the server cannot start."""
+    scope = f"server/{spec.name}"
+    fields = _fields(spec)
+    if spec.transport == "sse":
+        report.add(scope, "transport", "info", f"legacy HTTP+SSE transport: the event stream at {spec.url}",
+                   "if the server also serves streamable HTTP, prefer that URL (mcpctl create server NAME "
+                   "--url URL --force)")
+    resolved, ok = _references(report, scope, fields)
+    _literal_secrets(report, scope, spec)
     if spec.transport == "stdio":
-        command = resolved.get("spec.command", spec.command or "")
-        if command and "${" not in command:
-            found = find_command(command)
-            if found is None:
-                hint = ("install Node.js (npx comes with it)" if command in ("npx", "node") else
-                        "install uv (uvx comes with it)" if command in ("uvx", "uv") else
-                        "install it, or give spec.command as an absolute path")
-                report.add(scope, "command", "fail", f"command not found: {command!r} (not on PATH, nor next to "
-                           f"{sys.executable})", f"{hint} (mcpctl edit server {spec.name})")
-                ok = False
-            else:
-                report.add(scope, "command", "ok", f"command {command!r} → {found}")
-                if os.sep in command and not os.path.isabs(os.path.expanduser(command)):
-                    report.add(scope, "command", "warn", f"{command!r} is relative: it depends on the directory "
-                               "the client starts the gateway in", f"use an absolute path (mcpctl edit server {spec.name})")
+        ok = _command(report, scope, spec, resolved.get("spec.command", spec.command or "")) and ok
         cwd = resolved.get("spec.cwd")
         if cwd and not Path(cwd).expanduser().is_dir():
             report.add(scope, "cwd", "fail", f"spec.cwd {cwd!r} is not a directory", f"mcpctl edit server {spec.name}")

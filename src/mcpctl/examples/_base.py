@@ -55,7 +55,7 @@ def _clean_schema(node: Any, *, in_properties: bool = False) -> Any:
 
 
 def schema_for(model: type[BaseModel]) -> dict[str, Any]:
-    schema = _clean_schema(model.model_json_schema())
+    schema: dict[str, Any] = _clean_schema(model.model_json_schema())
     schema.setdefault("properties", {})
     return schema
 

@@ -57,7 +57,7 @@ class NoteStore:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
+            data: dict[str, Any] = json.loads(self.file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {"nextId": 1, "notes": {}}
         except json.JSONDecodeError as e:
@@ -85,7 +85,7 @@ class NoteStore:
         return sorted(notes, key=lambda n: int(n["id"]))
 
     def get(self, note_id: str) -> dict[str, Any]:
-        note = self._load()["notes"].get(note_id)
+        note: dict[str, Any] | None = self._load()["notes"].get(note_id)
         if note is None:
             raise ToolFailure(f"no note with id {note_id!r} (list_notes shows the ids)")
         return note
@@ -102,7 +102,7 @@ class NoteStore:
 
     def update(self, note_id: str, changes: dict[str, Any]) -> dict[str, Any]:
         with self._locked() as data:
-            note = data["notes"].get(note_id)
+            note: dict[str, Any] | None = data["notes"].get(note_id)
             if note is None:
                 raise ToolFailure(f"no note with id {note_id!r} (list_notes shows the ids)")
             note.update(changes)
@@ -111,7 +111,7 @@ class NoteStore:
 
     def delete(self, note_id: str) -> dict[str, Any]:
         with self._locked() as data:
-            note = data["notes"].pop(note_id, None)
+            note: dict[str, Any] | None = data["notes"].pop(note_id, None)
             if note is None:
                 raise ToolFailure(f"no note with id {note_id!r} (list_notes shows the ids)")
         return note
@@ -178,7 +178,8 @@ class DeleteArgs(Args):
     id: NoteId
 
 
-def build(store: NoteStore) -> Server[Any]:
+def _tools(store: NoteStore) -> ToolBox:
+    """The six note tools, over `store`."""
     box = ToolBox()
 
     @box.tool("create_note", title="Create note", args=CreateArgs, read_only=False, destructive=False,
@@ -232,7 +233,14 @@ def build(store: NoteStore) -> Server[Any]:
         note = store.delete(a.id)
         return f"Deleted note {note['id']} ({note['title']!r})."
 
-    # -- resources and prompt ---------------------------------------------------------------------
+    return box
+
+
+# -- resources and prompt -----------------------------------------------------------------------------
+
+
+def _resource_handlers(store: NoteStore) -> dict[str, Any]:
+    """Each note as a resource (notes://<id>, Markdown), and the template that names them."""
 
     async def list_resources(ctx: ServerRequestContext[Any],
                              params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
@@ -262,6 +270,12 @@ def build(store: NoteStore) -> Server[Any]:
         return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, mime_type="text/markdown",
                                                                      text=_markdown(note))])
 
+    return {"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
+            "on_read_resource": read_resource}
+
+
+def _prompt_handlers(store: NoteStore) -> dict[str, Any]:
+    """The summarize_notes prompt."""
     summarize = t.Prompt(
         name="summarize_notes",
         title="Summarize notes",
@@ -296,12 +310,15 @@ def build(store: NoteStore) -> Server[Any]:
                 f"open questions or to-dos.\n\n{listing}"))],
         )
 
+    return {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt}
+
+
+def build(store: NoteStore) -> Server[Any]:
     return make_server(
-        "mcpctl-notes", box,
+        "mcpctl-notes", _tools(store),
         instructions="A personal notes store. Use create_note to save information, search_notes or "
         "list_notes to find it again, read_note for the full text.",
-        on_list_resources=list_resources, on_list_resource_templates=list_templates,
-        on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        **_resource_handlers(store), **_prompt_handlers(store),
     )
 
 

@@ -42,7 +42,7 @@ from mcpctl.presentation.catalogue import Catalogue
 from mcpctl.presentation.envelope import envelope
 from mcpctl.presentation.search import ToolSearch
 from mcpctl.presentation.sections import Sections, SectionStore
-from mcpctl.presentation.view import SessionKey, View
+from mcpctl.presentation.view import View
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 from mcpctl.upstream.supervisor import Upstream
 
@@ -164,9 +164,6 @@ class Gateway:
         await self.listings.watch_project(load, interval)
 
     # -- sessions and the stdio transports ------------------------------------------------------------
-
-    def session_key(self, caller: Caller) -> SessionKey:
-        return self.views.key(caller)
 
     def view_for(self, caller: Caller) -> View:
         """The pipeline's view for this caller's session and credential."""

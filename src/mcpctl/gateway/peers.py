@@ -63,7 +63,7 @@ class CallPeer:
         return wire_capabilities(self.ctx.session.client_capabilities)
 
     async def request(self, request: Any, timeout: float | None) -> dict[str, Any]:
-        result = await self.ctx.session.send_request(
+        result: RawResult = await self.ctx.session.send_request(
             request, RawResult, request_read_timeout_seconds=timeout,
             metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
         return result.wire()
@@ -89,7 +89,7 @@ class SessionPeer:
         return wire_capabilities(self.session.client_capabilities)
 
     async def request(self, request: Any, timeout: float | None) -> dict[str, Any]:
-        result = await self.session.send_request(request, RawResult, request_read_timeout_seconds=timeout)
+        result: RawResult = await self.session.send_request(request, RawResult, request_read_timeout_seconds=timeout)
         return result.wire()
 
     async def notify(self, notification: Any) -> None:

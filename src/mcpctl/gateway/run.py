@@ -24,7 +24,8 @@ from mcpctl import paths, terminal
 from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.early import EarlyFront, known_capabilities
 from mcpctl.gateway.front import Gateway
-from mcpctl.gateway.http import HttpLimits, load_or_create_token, serve_http, token_path, url_host
+from mcpctl.gateway.http import load_or_create_token, serve_http, token_path, url_host
+from mcpctl.gateway.http_guard import HttpLimits
 from mcpctl.presentation.catalogue import load_gateway_config
 from mcpctl.resources.kinds import ProjectSpec
 from mcpctl.resources.store import Store
@@ -203,23 +204,83 @@ def _recorder() -> _Recorder | None:
 # -- entry ----------------------------------------------------------------------------------------
 
 
-async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
-                token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
-                early: EarlyFront | None = None, http_limits: HttpLimits | None = None,
-                profile: str | None = None, page_size: int = 0) -> None:
-    """Run the gateway for `project_name` until the client goes away or a signal arrives.
+class _Lifetime:
+    """One gateway run's shutdown: the upstreams' task group, the signal handler, and closing the
+    invocation log and the status writer exactly once."""
 
-    `early`: the project as read (and, over stdio, the client's first messages as answered)
-    before the SDK was imported (`gateway.early`).
-    """
+    def __init__(self, gw: Gateway, transport: str, recorder: _Recorder | None, status: _StatusWriter) -> None:
+        self.gw = gw
+        self.transport = transport
+        self.recorder = recorder
+        self.status = status
+        self.stop = anyio.Event()
+        self.upstreams_done = anyio.Event()
+        self.up_scope = anyio.CancelScope()
+        self.closed = False
+
+    def close_everything(self, *, exiting: bool = False) -> None:
+        """Flush the log and the status; `exiting` (os._exit follows): keep the log open, so a
+        call answered until then is still written."""
+        if not self.closed:
+            self.closed = True
+            if self.recorder is None:
+                _close_all(lambda: None, self.status)
+            else:
+                _close_all(self.recorder.drain if exiting else self.recorder.close, self.status)
+
+    async def run_upstreams(self) -> None:
+        try:
+            with self.up_scope:
+                async with anyio.create_task_group() as utg:
+                    await self.gw.start(utg)
+        finally:
+            self.upstreams_done.set()
+
+    async def stop_upstreams(self) -> None:
+        self.gw.stopping()
+        self.up_scope.cancel()
+        with anyio.move_on_after(10, shield=True):
+            await self.upstreams_done.wait()
+
+    async def on_signal(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for sig in signals:
+                log.info("received signal %s; shutting down", sig)
+                self.stop.set()
+                if self.transport == "stdio":
+                    # The stdin reader is a thread blocked in read(): it cannot be cancelled, so
+                    # stop the upstreams (their processes exit with them), flush, and leave.
+                    # Calls answered meanwhile are written before their answer (drain()).
+                    await self.stop_upstreams()
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(lambda: self.close_everything(exiting=True))
+                    logging.shutdown()
+                    os._exit(0)
+                return
+
+
+class _ProjectWatch:
+    """The project file as the gateway last read it: `load()` is the changed spec, or None."""
+
+    def __init__(self, store: Store, project_name: str, mtime: float | None) -> None:
+        self.store = store
+        self.project_name = project_name
+        self.seen = mtime
+
+    def load(self) -> ProjectSpec | None:
+        mtime = _mtime(self.store.path_for("Project", self.project_name))
+        if mtime == self.seen or mtime is None:
+            return None
+        self.seen = mtime
+        return ProjectSpec.from_resource(self.store.get("Project", self.project_name))
+
+
+def _gateway(project_name: str, early: EarlyFront | None, store: Store, record: Any, status: _StatusWriter,
+             profile: str | None, page_size: int) -> Gateway:
     if early is not None:
         project, servers, preloaded, catalogue = early.project, early.servers, early.entries, early.catalogue
     else:
         (project, servers), preloaded, catalogue = load_gateway_config(project_name), None, None
-    store = Store()
-    status = _StatusWriter(store)
-    recorder = _recorder()
-    record = recorder.record if recorder is not None else None
     gw = Gateway(project_name, project, servers, record=record, on_status=status, preloaded=preloaded,
                  catalogue=catalogue, failed_before=_failed_before(store, servers), stdio_profile=profile,
                  page_size=page_size,
@@ -229,90 +290,59 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
              ", session gate on" if project.gate.enabled else "")
     for name, why in gw.unavailable.items():
         log.error("server %s cannot start: %s", name, why)
+    return gw
+
+
+async def _serve_stdio(gw: Gateway, early: EarlyFront | None, on_ready: Callable[[str], None] | None) -> None:
+    from mcpctl.gateway.stdio import gateway_stdio
+
+    async with gateway_stdio(gw, early) as (read, write):
+        if on_ready:
+            on_ready("stdio")
+        await gw.server.run(read, write, gw.initialization_options())
+    log.info("client closed stdin; shutting down")
+
+
+async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
+                token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
+                early: EarlyFront | None = None, http_limits: HttpLimits | None = None,
+                profile: str | None = None, page_size: int = 0) -> None:
+    """Run the gateway for `project_name` until the client goes away or a signal arrives.
+
+    `early`: the project as read (and, over stdio, the client's first messages as answered)
+    before the SDK was imported (`gateway.early`).
+    """
+    store = Store()
+    status = _StatusWriter(store)
+    recorder = _recorder()
+    gw = _gateway(project_name, early, store, recorder.record if recorder is not None else None, status,
+                  profile, page_size)
     token = None
     if transport == "http":
         tpath = token_file or token_path(project_name)
         token = load_or_create_token(Path(tpath).expanduser())
-    stop = anyio.Event()
-    upstreams_done = anyio.Event()
-    up_scope = anyio.CancelScope()
-    closed = False
-
-    def close_everything(*, exiting: bool = False) -> None:
-        """Flush the log and the status; `exiting` (os._exit follows): keep the log open, so a
-        call answered until then is still written."""
-        nonlocal closed
-        if not closed:
-            closed = True
-            if recorder is None:
-                _close_all(lambda: None, status)
-            else:
-                _close_all(recorder.drain if exiting else recorder.close, status)
-
-    async def run_upstreams() -> None:
-        try:
-            with up_scope:
-                async with anyio.create_task_group() as utg:
-                    await gw.start(utg)
-        finally:
-            upstreams_done.set()
-
-    seen_mtime = [early.project_mtime if early is not None else _mtime(store.path_for("Project", project_name))]
-
-    def load_project() -> ProjectSpec | None:
-        mtime = _mtime(store.path_for("Project", project_name))
-        if mtime == seen_mtime[0] or mtime is None:
-            return None
-        seen_mtime[0] = mtime
-        return ProjectSpec.from_resource(store.get("Project", project_name))
-
-    async def stop_upstreams() -> None:
-        gw.stopping()
-        up_scope.cancel()
-        with anyio.move_on_after(10, shield=True):
-            await upstreams_done.wait()
-
+    life = _Lifetime(gw, transport, recorder, status)
+    watch = _ProjectWatch(store, project_name, early.project_mtime if early is not None
+                          else _mtime(store.path_for("Project", project_name)))
     try:
         async with anyio.create_task_group() as tg:
-            async def on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                    async for sig in signals:
-                        log.info("received signal %s; shutting down", sig)
-                        stop.set()
-                        if transport == "stdio":
-                            # The stdin reader is a thread blocked in read(): it cannot be cancelled, so
-                            # stop the upstreams (their processes exit with them), flush, and leave.
-                            # Calls answered meanwhile are written before their answer (drain()).
-                            await stop_upstreams()
-                            with anyio.CancelScope(shield=True):
-                                await anyio.to_thread.run_sync(lambda: close_everything(exiting=True))
-                            logging.shutdown()
-                            os._exit(0)
-                        return
-
-            tg.start_soon(on_signal)
-            tg.start_soon(run_upstreams)
-            tg.start_soon(gw.watch_project, load_project)
+            tg.start_soon(life.on_signal)
+            tg.start_soon(life.run_upstreams)
+            tg.start_soon(gw.watch_project, watch.load)
             if transport == "stdio":
-                from mcpctl.gateway.stdio import gateway_stdio
-
-                async with gateway_stdio(gw, early) as (read, write):
-                    if on_ready:
-                        on_ready("stdio")
-                    await gw.server.run(read, write, gw.initialization_options())
-                log.info("client closed stdin; shutting down")
+                await _serve_stdio(gw, early, on_ready)
             else:
                 assert token is not None
                 def listening(bound: int) -> None:
                     if on_ready:
                         on_ready(f"http://{url_host(host)}:{bound}/mcp")
 
-                await serve_http(gw, host, port, token, stop, http_limits, listening)
-            await stop_upstreams()
+                await serve_http(gw, host, port, token, life.stop, http_limits, listening)
+            await life.stop_upstreams()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(close_everything)
+            await anyio.to_thread.run_sync(life.close_everything)
 
 
 def _failed_before(store: Store, servers: dict[str, Any]) -> set[str]:

@@ -23,12 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import fcntl
 import json
 import logging
-import os
-import select
-import sys
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
@@ -37,12 +33,10 @@ import anyio.abc
 import mcp.types as types
 from mcp import MCPError
 from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
 from mcp.types.jsonrpc import REQUEST_TIMEOUT
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.early import (
-    PARSE_ERROR_LINE,
     RECORDED_METHODS,
     EarlyFront,
     Handover,
@@ -53,13 +47,19 @@ from mcpctl.gateway.early import (
 )
 from mcpctl.gateway.front import Caller, Gateway
 from mcpctl.gateway.sessions import LOG_LEVEL_META
-from mcpctl.sdk import create_context_streams
+from mcpctl.gateway.stdio_pipes import (
+    Pump,
+    closed_stdio,
+    connect_pipes,
+    pollable,
+    restore_stdio,
+    stdio_open,
+    take_stdio,
+)
 from mcpctl.upstream.stdio import Coalescer
 
 log = logging.getLogger("mcpctl.gateway")
 
-_LINE_LIMIT: Final = 512 * 1024 * 1024
-_HIGH_WATER: Final = 4 * 1024 * 1024
 _ASK_PREFIX: Final = "mcpctl-c-"       # ids of the gateway's own requests to the client
 _CAPABILITIES_META: Final = "io.modelcontextprotocol/clientCapabilities"
 
@@ -281,33 +281,6 @@ class _HotPath:
         return report
 
 
-def _pollable(fd: int) -> bool:
-    """Can the event loop watch `fd`? (epoll refuses regular files and /dev/null with EPERM.)"""
-    ep = select.epoll()
-    try:
-        ep.register(fd, select.EPOLLIN if fd == 0 else select.EPOLLOUT)
-    except OSError:
-        return False
-    finally:
-        ep.close()
-    return True
-
-
-def stdio_open() -> bool:
-    """Were stdin and stdout open when the process started? (Python sets sys.stdin/stdout to
-    None when fd 0/1 were closed; a file opened later may reuse those fds, so fstat cannot tell.)"""
-    return sys.stdin is not None and sys.stdout is not None
-
-
-def _not_json(exc: Exception) -> bool:
-    """Whether validating a line failed because it is not JSON at all (too deep included)."""
-    errors = getattr(exc, "errors", None)
-    try:
-        return callable(errors) and any(e.get("type") == "json_invalid" for e in errors())
-    except Exception:
-        return False
-
-
 def _modern_version(params: Any) -> str | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
@@ -346,6 +319,12 @@ class _Recorder:
             log.exception("recording the %s result for the next start failed", key)
 
 
+def _log_handover(handover: Handover) -> None:
+    if handover.consumed:
+        log.info("early front: %d message(s) read before the SDK loaded, %d answered there",
+                 len(handover.consumed), len(handover.suppress) + sum(1 for _, r in handover.consumed if not r))
+
+
 @contextlib.asynccontextmanager
 async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = None
                         ) -> AsyncIterator[tuple[Any, Any]]:
@@ -358,121 +337,35 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
     initialize/discover results are recorded for the next start.
     """
     handover = early.stop() if early is not None else Handover()
-    if handover.consumed:
-        log.info("early front: %d message(s) read before the SDK loaded, %d answered there",
-                 len(handover.consumed), len(handover.suppress) + sum(1 for _, r in handover.consumed if not r))
+    _log_handover(handover)
     if not stdio_open():
-        # a closed stdin (`<&-`) or stdout: no client can be served; end as on EOF
-        log.warning("stdin or stdout is closed: no client to serve over stdio; exiting")
-        eof_writer, eof_stream = create_context_streams[SessionMessage | Exception](0)
-        sink, _sink_reader = create_context_streams[SessionMessage](1)
-        await eof_writer.aclose()
-        yield eof_stream, sink
+        async with closed_stdio() as streams:
+            yield streams
         return
-    if not (is_stream_fd(0) and is_stream_fd(1) and _pollable(0) and _pollable(1)):
+    if not (is_stream_fd(0) and is_stream_fd(1) and pollable(0) and pollable(1)):
         # files and devices like /dev/null: the SDK's threaded reader (the event loop cannot poll them)
         async with stdio_server() as streams:
             yield streams
         return
-    in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    saved_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    saved_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
-    if handover.tail:
-        reader.feed_data(handover.tail)
-    if handover.eof:
-        reader.feed_eof()
-    rtransport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                                 os.fdopen(in_fd, "rb", buffering=0))
-    wtransport, wproto = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                       os.fdopen(out_fd, "wb", buffering=0))
-    writer = asyncio.StreamWriter(wtransport, wproto, None, loop)
-    wtransport.set_write_buffer_limits(high=_HIGH_WATER)
+    in_fd, out_fd, saved_in, saved_out = take_stdio()
+    reader, writer, rtransport, wtransport = await connect_pipes(in_fd, out_fd, handover)
     out = Coalescer(wtransport)
-
-    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-    write_stream, write_reader = create_context_streams[SessionMessage](0)
-    validate = types.jsonrpc_message_adapter.validate_json
-    hot: _HotPath | None = None
     recorder = _Recorder(gw, early) if gw is not None and early is not None else None
-    suppress = set(handover.suppress)
-
-    async def handle(line: bytes) -> None:
-        if hot is not None:
-            if hot.take(line):
-                return
-            hot.observe(line)
-        if recorder is not None:
-            recorder.request(line)
-        try:
-            message = validate(line, by_name=False)
-        except Exception as exc:
-            if _not_json(exc):      # the SDK answers nothing to it; JSON-RPC says: parse error
-                out.write(PARSE_ERROR_LINE)
-            await read_writer.send(exc)
-            return
-        await read_writer.send(SessionMessage(message))
-
-    async def stdin_reader() -> None:
-        async with read_writer:
-            for line, replay in handover.consumed:
-                if replay:
-                    await handle(line)
-                elif hot is not None:
-                    hot.observe(line)
-            while True:
-                try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError) as e:
-                    await read_writer.send(ValueError(f"message too large: {e}"))
-                    continue
-                if not line:
-                    return
-                if not line.strip():
-                    continue
-                await handle(line)
-
-    async def stdout_writer() -> None:
-        async with write_reader:
-            async for session_message in write_reader:
-                message = session_message.message
-                data = message.model_dump_json(by_alias=True, exclude_unset=True)
-                if recorder is not None and recorder.pending and isinstance(
-                        message, (types.JSONRPCResponse, types.JSONRPCError)):
-                    recorder.response(message, data)
-                if suppress and isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) \
-                        and message.id in suppress:
-                    suppress.discard(message.id)       # answered already by the early front
-                    if isinstance(message, types.JSONRPCError):
-                        log.warning("the SDK refused a request the early front answered: %s", data[:300])
-                    elif message.id in handover.answers and handover.answers[message.id] != json.loads(data):
-                        log.warning("the early front's answer to request %r differed from the SDK's "
-                                    "(recorded anew for the next start)", message.id)
-                    continue
-                out.write(data.encode("utf-8") + b"\n")
-                if wtransport.get_write_buffer_size() > _HIGH_WATER:
-                    await writer.drain()
-
+    pump = Pump(handover, reader, writer, wtransport, out, recorder)
     if gw is not None:
-        hot = _HotPath(gw, out.write)
+        pump.hot = _HotPath(gw, out.write)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stdin_reader)
-            tg.start_soon(stdout_writer)
+            tg.start_soon(pump.stdin_reader)
+            tg.start_soon(pump.stdout_writer)
             try:
-                yield read_stream, write_stream
+                yield pump.read_stream, pump.write_stream
             finally:
                 tg.cancel_scope.cancel()
     finally:
-        if hot is not None:
-            hot.unregister()
-            hot.cancel_all()
+        if pump.hot is not None:
+            pump.hot.unregister()
+            pump.hot.cancel_all()
         out.flush()
         with contextlib.suppress(Exception):
             if wtransport.get_write_buffer_size():
@@ -480,7 +373,4 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
                     await writer.drain()
         rtransport.close()
         wtransport.close()
-        os.dup2(saved_in, 0)
-        os.dup2(saved_out, 1)
-        os.close(saved_in)
-        os.close(saved_out)
+        restore_stdio(saved_in, saved_out)

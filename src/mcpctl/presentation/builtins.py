@@ -153,9 +153,6 @@ class BuiltinError(ValueError):
     """Bad arguments to a built-in; the message is shown to the model."""
 
 
-SearchError = BuiltinError
-
-
 def parse_arguments(arguments: Any, default_top_k: int) -> tuple[str, int]:
     """`search_tools` arguments: (query, top_k)."""
     if not isinstance(arguments, dict):

@@ -20,6 +20,7 @@ from mcpctl.resources.schema import (
     check_positive,
     check_range,
     check_tool_id,
+    default_at,
 )
 
 API_VERSION: Final = "mcpctl/v1"
@@ -187,8 +188,6 @@ METADATA: Final = Obj({
     "generation": Scalar(int, nullable=True, check=check_min(0)),
 })
 
-SERVER_OWNED_METADATA: Final = ("uid", "creationTimestamp", "resourceVersion", "generation")
-
 
 @dataclass(frozen=True)
 class Kind:
@@ -304,12 +303,25 @@ class GateSettings:
     instructions: str | None = None
 
 
+# The project's search defaults, as the schema states them: apply and create store every
+# project with them filled in, and a spec without them (built in code, or put in the store as is)
+# gets the same here.
+_SEARCH_DEFAULT_ENABLED: Final[bool] = default_at(PROJECT_SPEC, "search", "enabled")
+_SEARCH_DEFAULT_TOP_K: Final[int] = default_at(PROJECT_SPEC, "search", "topK")
+_SEARCH_DEFAULT_RECORD: Final[bool] = default_at(PROJECT_SPEC, "search", "recordQueries")
+# Except the ranker: the schema's default is auto (what every project made by apply or create
+# holds, and what the docs say), but a spec that leaves search.ranker out reads as bm25, the
+# keyword ranker without the model. The tests rely on it (tests/cli/test_tools_search.py puts
+# projects in the store without search, and expects the bm25 ranker), so it is kept, named here.
+RANKER_WHEN_UNSET: Final = "bm25"
+
+
 @dataclass(frozen=True)
 class SearchSettings:
-    enabled: bool = True
-    ranker: str = "bm25"
-    top_k: int = 5
-    record_queries: bool = False
+    enabled: bool = _SEARCH_DEFAULT_ENABLED
+    ranker: str = RANKER_WHEN_UNSET
+    top_k: int = _SEARCH_DEFAULT_TOP_K
+    record_queries: bool = _SEARCH_DEFAULT_RECORD
 
 
 @dataclass(frozen=True)
@@ -374,10 +386,10 @@ class ProjectSpec:
             presentation=presentation,
             names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),
             search=SearchSettings(
-                enabled=bool(search.get("enabled", True)),
-                ranker=search.get("ranker", "bm25"),
-                top_k=int(search.get("topK", 5)),
-                record_queries=bool(search.get("recordQueries", False)),
+                enabled=bool(search.get("enabled", _SEARCH_DEFAULT_ENABLED)),
+                ranker=search.get("ranker", RANKER_WHEN_UNSET),
+                top_k=int(search.get("topK", _SEARCH_DEFAULT_TOP_K)),
+                record_queries=bool(search.get("recordQueries", _SEARCH_DEFAULT_RECORD)),
             ),
             description=s.get("description"),
             gate=GateSettings(bool(gate.get("enabled", False)), gate.get("instructions")),

@@ -119,32 +119,53 @@ def _default(node: Node) -> Any:
     return normalize(node, {}, ())
 
 
+def default_at(node: Obj, *path: str) -> Any:
+    """The default a document gets at `path` under `node` when it leaves the field out (the one
+    statement of a default: typed views take theirs from here)."""
+    child: Node = node
+    for name in path:
+        assert isinstance(child, Obj), path
+        child = child.fields[name]
+    return _default(child)
+
+
 def normalize(node: Node, value: Any, path: tuple[str | int, ...]) -> Any:
     """Validate `value` against `node` and return it with defaults filled in."""
     if isinstance(node, Scalar):
         return _scalar(node, value, path)
     if isinstance(node, ListOf):
-        if value is None:
-            return _default(node)
-        if not isinstance(value, list):
-            raise FieldError(path, f"{dotted(path)} must be a list, got {type(value).__name__}")
-        return [_scalar(node.item, v, (*path, i)) for i, v in enumerate(value)]
+        return _list(node, value, path)
     if isinstance(node, MapOf):
-        if value is None:
-            return _default(node)
-        if not isinstance(value, Mapping):
-            raise FieldError(path, f"{dotted(path)} must be a map, got {type(value).__name__}")
-        entries: dict[str, Any] = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise FieldError((*path, str(k)), f"{dotted(path)}: key {k!r} must be a string")
-            if node.key_check is not None:
-                msg = node.key_check(k)
-                if msg:
-                    raise FieldError((*path, k), f"{dotted((*path, k))}: {msg}")
-            entries[k] = normalize(node.value, v, (*path, k))
-        return entries
-    # Obj
+        return _map(node, value, path)
+    return _obj(node, value, path)
+
+
+def _list(node: ListOf, value: Any, path: tuple[str | int, ...]) -> Any:
+    if value is None:
+        return _default(node)
+    if not isinstance(value, list):
+        raise FieldError(path, f"{dotted(path)} must be a list, got {type(value).__name__}")
+    return [_scalar(node.item, v, (*path, i)) for i, v in enumerate(value)]
+
+
+def _map(node: MapOf, value: Any, path: tuple[str | int, ...]) -> Any:
+    if value is None:
+        return _default(node)
+    if not isinstance(value, Mapping):
+        raise FieldError(path, f"{dotted(path)} must be a map, got {type(value).__name__}")
+    entries: dict[str, Any] = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            raise FieldError((*path, str(k)), f"{dotted(path)}: key {k!r} must be a string")
+        if node.key_check is not None:
+            msg = node.key_check(k)
+            if msg:
+                raise FieldError((*path, k), f"{dotted((*path, k))}: {msg}")
+        entries[k] = normalize(node.value, v, (*path, k))
+    return entries
+
+
+def _obj(node: Obj, value: Any, path: tuple[str | int, ...]) -> dict[str, Any]:
     if value is None:
         value = {}
     if not isinstance(value, Mapping):

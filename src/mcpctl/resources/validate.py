@@ -59,7 +59,8 @@ def prune(value: Any) -> Any:
 
 def canonical_spec(kind: str, spec: Any) -> dict[str, Any]:
     """Validate and canonicalise a spec (raises FieldError with a path under `spec`)."""
-    return prune(normalize(KINDS[kind].spec, spec, ("spec",)))
+    canonical: dict[str, Any] = prune(normalize(KINDS[kind].spec, spec, ("spec",)))
+    return canonical
 
 
 def _fail(doc: Document, e: FieldError) -> InvalidResource:

@@ -369,10 +369,6 @@ def to_yaml(data: Any) -> str:
     return buf.getvalue()
 
 
-def to_yaml_documents(items: list[Any]) -> str:
-    return "".join(("---\n" if i else "") + to_yaml(it) for i, it in enumerate(items))
-
-
 def dump_stored(res: dict[str, Any]) -> str:
     """The on-disk form of a resource (no status: observed state lives elsewhere)."""
     return to_yaml({k: v for k, v in res.items() if k != "status"})
