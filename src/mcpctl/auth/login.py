@@ -14,6 +14,7 @@ SDK obtains them; nothing here prints or logs a token, a code or a state value.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import webbrowser
@@ -127,7 +128,7 @@ class LoginResult:
 async def login(spec: ServerSpec, *, port: int = 0, open_browser: bool = True, timeout: float = 300.0,
                 say: Callable[[str], None]) -> LoginResult:
     """Sign in to `spec` (an http/sse server with `spec.auth`); `say` prints progress to the user."""
-    from mcpctl.auth.storage import FileTokenStorage, sign_in_state
+    from mcpctl.auth.storage import sign_in_state
     from mcpctl.upstream.errors import ConfigError
     from mcpctl.upstream.transport import remote_target
 
@@ -139,6 +140,28 @@ async def login(spec: ServerSpec, *, port: int = 0, open_browser: bool = True, t
         url, headers = remote_target(spec)
     except ConfigError as e:
         raise MCPCtlError(str(e)) from None
+    # The SDK logs a traceback for every failed flow; here each failure is one clear error.
+    logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
+    try:
+        await _login(spec, url, headers, port, open_browser, timeout, say)
+    except BaseExceptionGroup as group:          # from the listener's task group
+        from mcpctl.upstream.errors import leaves
+
+        first = next((x for x in leaves(group) if isinstance(x, MCPCtlError)), None)
+        if first is None:
+            raise
+        raise first from None
+    state = sign_in_state(spec.name, url)
+    if state.state == "signed-out":
+        raise LoginError(f"server {spec.name!r} at {url} did not ask for a sign-in (it answered without a 401)",
+                         hint="it may not use OAuth: remove spec.auth, or check spec.url")
+    return LoginResult(spec.name, True, state.describe())
+
+
+async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int, open_browser: bool,
+                 timeout: float, say: Callable[[str], None]) -> None:
+    from mcpctl.auth.storage import FileTokenStorage
+
     callback = LoopbackCallback(port)
     async with callback.serving():
         storage = FileTokenStorage(spec.name, url, fresh=True)
@@ -170,11 +193,6 @@ async def login(spec: ServerSpec, *, port: int = 0, open_browser: bool = True, t
             return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
 
         await _run_flow(spec, url, headers, storage, callback.redirect_uri, redirect, answer)
-    state = sign_in_state(spec.name, url)
-    if state.state == "signed-out":
-        raise LoginError(f"server {spec.name!r} at {url} did not ask for a sign-in (it answered without a 401)",
-                         hint="it may not use OAuth: remove spec.auth, or check spec.url")
-    return LoginResult(spec.name, True, state.describe())
 
 
 async def _prepare_client(spec: ServerSpec, storage: Any, redirect_uri: str) -> None:
