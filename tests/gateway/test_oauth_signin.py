@@ -138,3 +138,28 @@ def test_login_to_a_server_without_oauth_says_so(kit: Kit, ) -> None:
         assert "did not ask for a sign-in" in r.stderr
 
 
+
+
+def test_create_server_url_discovers_the_sign_in(kit: Kit) -> None:
+    import json
+
+    from oauthkit import start_oauth_server
+
+    srv = start_oauth_server(kit)
+    try:
+        r = mcpctl(kit, "create", "server", "found", "--url", srv.url)
+        assert r.returncode == 0, r.stderr
+        assert "asks for an OAuth sign-in" in r.stderr and "run mcpctl login found" in r.stderr
+        spec = json.loads(mcpctl(kit, "get", "server", "found", "-o", "json").stdout)["spec"]
+        assert spec["transport"] == "http" and spec["auth"] == {"type": "oauth"}
+        # a static header wins: no auth recorded
+        r = mcpctl(kit, "create", "server", "static", "--url", srv.url, "--header", "Authorization=Bearer x",
+                   "--no-check")
+        assert r.returncode == 0, r.stderr
+        spec = json.loads(mcpctl(kit, "get", "server", "static", "-o", "json").stdout)["spec"]
+        assert "auth" not in spec
+        done = login(kit, "found")
+        assert done.returncode == 0, done.stderr
+    finally:
+        srv.proc.terminate()
+        srv.proc.wait(timeout=10)

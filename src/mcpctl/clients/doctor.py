@@ -177,6 +177,8 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
             fields.append(("spec.cwd", spec.cwd))
     else:
         fields += [("spec.url", spec.url or "")] + [(f"spec.headers.{k}", v) for k, v in spec.headers.items()]
+        if spec.auth is not None and spec.auth.client_secret:
+            fields.append(("spec.auth.clientSecret", spec.auth.client_secret))
     if spec.transport == "sse":
         report.add(scope, "transport", "info", f"legacy HTTP+SSE transport: the event stream at {spec.url}",
                    "if the server also serves streamable HTTP, prefer that URL (mcpctl create server NAME "
@@ -205,6 +207,8 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
                 report.add(scope, "secrets", "warn", f"spec.{section}.{key} holds a literal secret in the store",
                            f"move it to a file: echo TOKEN > ~/.secrets/{spec.name} && chmod 600 …, then "
                            f"spec.{section}.{key}: ${{file:~/.secrets/{spec.name}}} (mcpctl edit server {spec.name})")
+    if spec.auth is not None and not _sign_in(report, spec):
+        ok = False
     if spec.transport == "stdio":
         command = resolved.get("spec.command", spec.command or "")
         if command and "${" not in command:
@@ -226,6 +230,20 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
             report.add(scope, "cwd", "fail", f"spec.cwd {cwd!r} is not a directory", f"mcpctl edit server {spec.name}")
             ok = False
     return ok
+
+
+def _sign_in(report: DoctorReport, spec: ServerSpec) -> bool:
+    """The sign-in of a server with spec.auth: its state and expiry (never a token)."""
+    from mcpctl.auth.storage import sign_in_state
+
+    scope = f"server/{spec.name}"
+    state = sign_in_state(spec.name, spec.url)
+    if state.state == "signed-in":
+        report.add(scope, "sign-in", "ok", state.describe())
+        return True
+    what = "not signed in" if state.state == "signed-out" else "sign-in expired"
+    report.add(scope, "sign-in", "fail", f"{what} (OAuth)", f"mcpctl login {spec.name}")
+    return False
 
 
 def _probe(specs: dict[str, ServerSpec], on_progress: Progress | None) -> dict[str, Listed]:
