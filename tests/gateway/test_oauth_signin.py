@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import stat
 import time
+from pathlib import Path
 
 import anyio
 import pytest
 from gwkit import SLACK, Kit, text_of, wait_tools
-from oauthkit import OAuthServer, leaks, login, mcpctl, oauth_upstream
+from oauthkit import leaks, login, mcpctl, oauth_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -95,7 +96,8 @@ async def test_login_refused_by_the_user(kit: Kit) -> None:
         r = login(kit, "remote")
         assert r.returncode == 5, r.stderr
         assert "refused the sign-in to remote: the user said no" in r.stderr
-        assert not os.path.exists(_token_file(kit, "remote")) or "access_token" not in open(_token_file(kit, "remote")).read()
+        path = _token_file(kit, "remote")
+        assert not os.path.exists(path) or "access_token" not in Path(path).read_text()
 
 
 async def test_login_times_out_when_nobody_signs_in(kit: Kit) -> None:

@@ -36,7 +36,7 @@ def message(server: str) -> str:
     return f"sign-in expired for {server}: run mcpctl login {server}"
 
 
-def mark(server: str, *, signed_in: bool = True, seen: tuple[int, int] | None | bool = False) -> None:
+def mark(server: str, *, signed_in: bool = True, seen: tuple[int, int] | bool | None = False) -> None:
     """`seen`: the token file's stat when the tokens that failed were read (a login that wrote
     the file since then is not waited for again); by default, its stat now."""
     stamp = file_stamp(token_path(server)) if seen is False else seen
@@ -55,6 +55,6 @@ async def wait_for_login(server: str) -> None:
     """Return once the server's token file differs from when its sign-in lapsed."""
     baseline = _expired.get(server, (file_stamp(token_path(server)), True))[0]
     path = token_path(server)
-    while file_stamp(path) == baseline or file_stamp(path) is None:   # noqa: ASYNC110 (a stat, not an event)
+    while file_stamp(path) == baseline or file_stamp(path) is None:
         await anyio.sleep(POLL)
     clear(server)

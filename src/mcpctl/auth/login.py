@@ -63,7 +63,7 @@ class LoopbackCallback:
         except OSError as e:
             raise LoginError(f"cannot listen on 127.0.0.1:{self.port} for the sign-in redirect: "
                              f"{e.strerror or e}", hint="choose another --port, or leave it out for a free one") from None
-        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)   # type: ignore[attr-defined]
+        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
         async with listener, anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, self._handle)
             try:

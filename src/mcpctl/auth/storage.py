@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-
 import time
 from dataclasses import dataclass
 from pathlib import Path
