@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +25,16 @@ _URL_RE = re.compile(r"http://127\.0\.0\.1:\d+/authorize\?\S+")
 class OAuthServer:
     proc: subprocess.Popen[bytes]
     port: int
-    outputs: list[str] = field(default_factory=list)
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    sse: bool = False
+
     @property
     def url(self) -> str:
-        return f"{self.base}/mcp"
+        return f"{self.base}/sse" if self.sse else f"{self.base}/mcp"
 
     def get(self, path: str) -> Any:
         import httpx2
@@ -61,14 +62,14 @@ def start_oauth_server(kit: Kit, *args: str) -> OAuthServer:
             line += chunk
     port = int(line)
     wait_listening(port, proc, "the OAuth server")
-    return OAuthServer(proc, port)
+    return OAuthServer(proc, port, sse="--sse" in args)
 
 
 @contextlib.contextmanager
 def oauth_upstream(kit: Kit, name: str, *args: str, auth: dict[str, Any] | None = None) -> Iterator[OAuthServer]:
     srv = start_oauth_server(kit, "--name", name, *args)
     kit.store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": name},
-                   "spec": {"transport": "http", "url": srv.url, "auth": auth or {"type": "oauth"},
+                   "spec": {"transport": "sse" if srv.sse else "http", "url": srv.url, "auth": auth or {"type": "oauth"},
                             "timeouts": {"connect": 10, "call": 30}}})
     try:
         yield srv

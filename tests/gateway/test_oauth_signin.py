@@ -165,3 +165,40 @@ def test_create_server_url_discovers_the_sign_in(kit: Kit) -> None:
     finally:
         srv.proc.terminate()
         srv.proc.wait(timeout=10)
+
+
+async def test_concurrent_calls_after_expiry_refresh_once(kit: Kit) -> None:
+    with oauth_upstream(kit, "remote", "--access-ttl", "2") as srv:
+        kit.project("p", ["remote"])
+        assert login(kit, "remote").returncode == 0
+        async with kit.client("p") as c:
+            await wait_tools(c, {"remote__echo"}, timeout=30 * SLACK)
+            for round_ in range(2):
+                await anyio.sleep(2.5)                  # the access token has expired by now
+                before = srv.get("/test/stats")["refreshes"]
+                results: list[object] = []
+
+                async def call(i: int, results: list[object] = results) -> None:
+                    results.append(await c.call_tool("remote__echo", {"text": f"{round_}-{i}"}))
+
+                async with anyio.create_task_group() as tg:
+                    for i in range(8):
+                        tg.start_soon(call, i)
+                assert all(not r.is_error for r in results), [text_of(r) for r in results]  # type: ignore[attr-defined]
+                assert srv.get("/test/stats")["refreshes"] - before == 1
+
+
+async def test_sse_server_behind_a_sign_in(kit: Kit) -> None:
+    """The legacy HTTP+SSE transport signs in and renews the same way."""
+    with oauth_upstream(kit, "legacy", "--sse", "--access-ttl", "2") as srv:
+        kit.project("p", ["legacy"])
+        done = login(kit, "legacy")
+        assert done.returncode == 0, done.stderr
+        async with kit.client("p") as c:
+            await wait_tools(c, {"legacy__echo"}, timeout=30 * SLACK)
+            r = await c.call_tool("legacy__echo", {"text": "old"})
+            assert text_of(r) == "legacy: old", text_of(r)
+            await anyio.sleep(2.5)
+            r = await c.call_tool("legacy__echo", {"text": "renewed"})
+            assert not r.is_error and text_of(r) == "legacy: renewed", text_of(r)
+        assert srv.get("/test/stats")["refreshes"] >= 1

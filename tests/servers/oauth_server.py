@@ -14,6 +14,8 @@ Test hooks (no auth): `POST /test/revoke` revokes every refresh token (the next 
 `GET /test/stats` counts registrations, code exchanges, refreshes and refused tokens;
 `GET /test/issued` lists every token (and client secret) handed out, for leak scans.
 
+`--sse` serves the legacy HTTP+SSE transport (`/sse`, `/messages/`) behind the same sign-in.
+
 `--port 0` binds a free loopback port; the bound port is printed on stdout once it listens.
 Tools: echo(text) -> "<name>: <text>", whoami -> the client id the token was issued to.
 """
@@ -49,6 +51,7 @@ p.add_argument("--port", type=int, default=0)
 p.add_argument("--name", default="remote")
 p.add_argument("--access-ttl", type=float, default=3600.0)
 p.add_argument("--deny", action="store_true")
+p.add_argument("--sse", action="store_true", help="serve the legacy HTTP+SSE transport at /sse instead of /mcp")
 opts = p.parse_args()
 
 ISSUED: list[str] = []          # every token handed out, for the tests' leak scan (GET /test/issued)
@@ -135,7 +138,7 @@ port = sock.getsockname()[1]
 base = f"http://127.0.0.1:{port}"
 provider = Provider()
 server = MCPServer(opts.name, auth_server_provider=provider, auth=AuthSettings(
-    issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
+    issuer_url=base, resource_server_url=f"{base}/sse" if opts.sse else f"{base}/mcp", validate_token_resource=False,
     client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp"], default_scopes=["mcp"]),
     revocation_options=RevocationOptions(enabled=True), required_scopes=["mcp"]))
 
@@ -172,7 +175,7 @@ async def issued(request: Request) -> Response:
 
 
 async def main() -> None:
-    app: Any = server.streamable_http_app()
+    app: Any = server.sse_app() if opts.sse else server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)
     sock.listen(128)
