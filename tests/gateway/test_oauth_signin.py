@@ -178,7 +178,7 @@ async def test_concurrent_calls_after_expiry_refresh_once(kit: Kit) -> None:
                 before = srv.get("/test/stats")["refreshes"]
                 results: list[object] = []
 
-                async def call(i: int, results: list[object] = results) -> None:
+                async def call(i: int, results: list[object] = results, round_: int = round_) -> None:
                     results.append(await c.call_tool("remote__echo", {"text": f"{round_}-{i}"}))
 
                 async with anyio.create_task_group() as tg:
