@@ -91,9 +91,10 @@ def mcpctl(kit: Kit, *args: str, timeout: float = 60.0) -> subprocess.CompletedP
     return subprocess.run([MCPCTL, *args], capture_output=True, text=True, env=env(kit), timeout=timeout * SLACK)
 
 
-def login(kit: Kit, name: str, *extra: str, browse: bool = True, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+def login(kit: Kit, name: str, *extra: str, browse: bool = True, timeout: float = 30.0,
+          tamper: bool = False) -> subprocess.CompletedProcess[str]:
     """`mcpctl login NAME --no-browser`; the scripted browser opens the printed URL and follows the
-    redirects to the loopback callback (unless `browse` is False)."""
+    redirects to the loopback callback (unless `browse` is False; `tamper`: with another state)."""
     import httpx2
 
     err_path = kit.home / f"login-{name}-{time.monotonic_ns()}.err"
@@ -111,7 +112,11 @@ def login(kit: Kit, name: str, *extra: str, browse: bool = True, timeout: float 
             break
         assert time.monotonic() < deadline, "mcpctl login printed no sign-in URL"
         time.sleep(0.05)
-    if url is not None:
+    if url is not None and tamper:
+        hop = httpx2.get(url, follow_redirects=False, timeout=10)
+        back = re.sub(r"state=[^&]+", "state=forged", hop.headers["location"])
+        assert httpx2.get(back, timeout=10).status_code == 200
+    elif url is not None:
         page = httpx2.get(url, follow_redirects=True, timeout=10)
         assert page.status_code == 200, page.text
     out, _ = proc.communicate(timeout=timeout * SLACK + 10)

@@ -202,3 +202,48 @@ async def test_sse_server_behind_a_sign_in(kit: Kit) -> None:
             r = await c.call_tool("legacy__echo", {"text": "renewed"})
             assert not r.is_error and text_of(r) == "legacy: renewed", text_of(r)
         assert srv.get("/test/stats")["refreshes"] >= 1
+
+
+async def test_login_answer_with_another_state_is_refused(kit: Kit) -> None:
+    with oauth_upstream(kit, "remote") as srv:
+        r = login(kit, "remote", tamper=True)
+        assert r.returncode == 5, r.stderr
+        assert "did not belong to this login (state mismatch)" in r.stderr
+        assert "forged" not in r.stderr
+        assert srv.get("/test/stats")["code_exchanges"] == 0
+
+
+def test_login_to_a_server_with_a_challenge_but_no_oauth_metadata(kit: Kit) -> None:
+    """A 401 with a Bearer challenge, and no metadata anywhere: said so, nothing stored."""
+    import socket
+    import threading
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def anything(request: Request) -> Response:
+        if request.url.path == "/mcp":
+            return Response("no", status_code=401, headers={"WWW-Authenticate": 'Bearer realm="x"'})
+        return Response("not found", status_code=404)
+
+    app = Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        kit.store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "bare"},
+                       "spec": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp", "auth": {"type": "oauth"}}})
+        r = login(kit, "bare", browse=False, timeout=10)
+        assert r.returncode == 5
+        assert "publishes no OAuth metadata" in r.stderr, r.stderr
+        assert not os.path.exists(_token_file(kit, "bare")) or "access_token" not in Path(_token_file(kit, "bare")).read_text()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
