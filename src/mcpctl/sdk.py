@@ -12,6 +12,12 @@ the SDK. What is relied on, and why:
 - `mcp.shared._context_streams.create_context_streams`: the stdio front's message streams carry
   each sender's contextvars, as the SDK's own transports do.
 - `Server.middleware` (provisional): the lean path is a server middleware.
+- `OAuthClientProvider._auth_flow`, `._initialize`, `._initialized` and `.context`
+  (`token_expiry_time`, `current_tokens`, `client_info`, `oauth_metadata`): subclassed in
+  `mcpctl.auth.provider` (the one exception to "only this module"; a subclass cannot live here
+  without importing the auth package into every gateway start) to load the stored expiry, renew
+  before expiry and once on a 401, and re-read a token file a new `mcpctl login` wrote.
+  `tests/gateway/test_oauth_signin.py` checks all three against a real authorization server.
 - Behaviour, not a name: the SDK's streamable-HTTP client runs each POST in a copy of the
   contextvars of the task that sent the request, and its dispatcher runs the handlers of the
   server's requests and notifications that arrive on that POST's response stream in that context

@@ -84,15 +84,27 @@ def _table(cols: list[str], wide_cols: list[str], wide: bool) -> Table:
     return t
 
 
+def _sign_in(obj: dict[str, Any]) -> str:
+    """A server's sign-in state and expiry (`mcpctl.auth.storage`; never a token), or '-'."""
+    spec = obj.get("spec", {})
+    if not spec.get("auth"):
+        return "-"
+    from mcpctl.auth.storage import sign_in_state
+
+    return sign_in_state(obj["metadata"]["name"], spec.get("url")).short()
+
+
 def server_table(objs: list[dict[str, Any]], wide: bool) -> Table:
-    t = _table(["NAME", "TRANSPORT", "TARGET", "STATE", "TOOLS", "AGE"], ["PROTOCOL", "LAST ERROR", "DESCRIPTION"], wide)
+    t = _table(["NAME", "TRANSPORT", "TARGET", "STATE", "TOOLS", "AGE"],
+               ["PROTOCOL", "SIGN-IN", "LAST ERROR", "DESCRIPTION"], wide)
     for o in objs:
         spec, st = o.get("spec", {}), o.get("status", {})
         row = [o["metadata"]["name"], spec.get("transport", "stdio"), _target(spec),
                st.get("state", "unknown"), str(st["tools"]) if "tools" in st else "-",
                age(o["metadata"].get("creationTimestamp"))]
         if wide:
-            row += [st.get("protocolVersion") or "-", st.get("lastError") or "-", spec.get("description") or "-"]
+            row += [st.get("protocolVersion") or "-", _sign_in(o), st.get("lastError") or "-",
+                    spec.get("description") or "-"]
         t.add_row(*map(safe, row))
     return t
 

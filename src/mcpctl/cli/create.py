@@ -149,10 +149,18 @@ def create_server(
                               hint="; ".join(problems[1:]) or "fix it, or create the server without --strict")
     for problem in problems:
         warn(f"server {name!r}: {problem}")
-    if url and transport is None:
-        spec["transport"] = _remote_transport(spec, connect_timeout, probe=check and not problems)
+    if url and (transport is None or not header):
+        found, oauth = _remote_transport(spec, connect_timeout, probe=check and not problems)
+        spec["transport"] = transport or found
+        if oauth and not header:        # a static --header wins over a sign-in
+            spec["auth"] = {"type": "oauth"}
     _create({"apiVersion": API_VERSION, "kind": "Server", "metadata": meta, "spec": spec}, force=force)
-    if check and not problems:          # (with problems, listing would only fail the same way)
+    if spec.get("auth"):
+        from ._common import err
+
+        err.print(f"  the server asks for an OAuth sign-in: recorded auth: {{type: oauth}}; "
+                  f"run mcpctl login {name}", markup=False)
+    elif check and not problems:          # (with problems, listing would only fail the same way)
         _check_listing(name)
 
 
@@ -167,28 +175,29 @@ def _remote_spec(url: str | None, transport: str | None, header: list[str] | Non
     return {"transport": transport or "http", "url": url, "headers": _headers(header)}
 
 
-def _remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, probe: bool) -> str:
+def _remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, probe: bool) -> tuple[str, bool]:
     """http or sse for a --url server: asked of the server (POST initialize; a 400/404/405 and an
-    `endpoint` event on GET mean SSE), or, without asking, by the URL (a path ending in /sse)."""
+    `endpoint` event on GET mean SSE), or, without asking, by the URL (a path ending in /sse);
+    and whether it asked for an OAuth sign-in (a 401 with a Bearer challenge)."""
     from mcpctl.clients.base import sse_url
 
     if not probe:
-        return "sse" if sse_url(spec["url"]) else "http"
+        return ("sse" if sse_url(spec["url"]) else "http"), False
     from mcpctl.errors import SecretError
     from mcpctl.resources import secrets
-    from mcpctl.upstream.probe import probe_transport
+    from mcpctl.upstream.probe import probe_remote
 
     try:
         url = secrets.resolve(spec["url"], where="--url")
         headers = secrets.resolve_map(spec.get("headers") or {}, where="--header")
     except SecretError:
-        return "sse" if sse_url(spec["url"]) else "http"
-    found = probe_transport(url, headers, connect_timeout or 30.0)
-    if found == "sse":
+        return ("sse" if sse_url(spec["url"]) else "http"), False
+    found, oauth = probe_remote(url, headers, connect_timeout or 30.0)
+    if found == "sse" and spec.get("transport") != "sse":
         from ._common import err
 
         err.print("  the server speaks the legacy HTTP+SSE transport: transport sse", markup=False)
-    return found
+    return found, oauth
 
 
 def _check_listing(name: str) -> None:

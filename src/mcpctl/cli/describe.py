@@ -29,6 +29,17 @@ def _describe_server(store: Store, res: dict[str, Any]) -> None:
         _kv("URL", s.get("url"))
         for k, v in s.get("headers", {}).items():
             _kv(f"  header {k}", v)
+        if s.get("auth"):
+            from mcpctl.auth.storage import sign_in_state
+
+            a = s["auth"]
+            given = [f"scopes {' '.join(a['scopes'])}" if a.get("scopes") else "",
+                     f"client {a['clientId']}" if a.get("clientId") else "",
+                     f"client metadata {a['clientMetadataUrl']}" if a.get("clientMetadataUrl") else ""]
+            _kv("Auth", ", ".join(["oauth", *filter(None, given)]))
+            name = res["metadata"]["name"]
+            state = sign_in_state(name, s.get("url"))
+            _kv("Sign-in", state.describe() + ("" if state.state == "signed-in" else f" (mcpctl login {name})"))
     else:
         _kv("Command", " ".join([s.get("command", ""), *s.get("args", [])]))
         if s.get("cwd"):

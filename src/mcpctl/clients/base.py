@@ -158,7 +158,6 @@ _UNREPRESENTABLE = {
     "envFile": "envFile is not supported: list the variables under env",
     "headersHelper": "headersHelper computes headers with a command; mcpctl needs static headers or "
                      "${env:…}/${file:…} references",
-    "oauth": "OAuth sign-in is not supported by mcpctl yet; give the server a token header instead",
 }
 
 
@@ -174,6 +173,25 @@ def _str_map(value: Any, where: str, fn: VarFn, notes: list[str]) -> dict[str, s
     if not isinstance(value, Mapping):
         raise Unsupported(f"{where} is not an object")
     return {str(k): fn(_str(v, f"{where}.{k}"), notes, f"{where}.{k}") for k, v in value.items()}
+
+
+def _oauth(value: Any, notes: list[str]) -> dict[str, Any]:
+    """A client's `oauth` block (Claude Code: clientId, callbackPort, scopes) as spec.auth."""
+    auth: dict[str, Any] = {"type": "oauth"}
+    if isinstance(value, Mapping):
+        if isinstance(value.get("clientId"), str) and value["clientId"]:
+            auth["clientId"] = value["clientId"]
+        scopes = value.get("scopes", value.get("scope"))
+        if isinstance(scopes, str):
+            scopes = scopes.split()
+        if isinstance(scopes, list) and all(isinstance(x, str) and x for x in scopes) and scopes:
+            auth["scopes"] = list(scopes)
+        if value.get("clientSecret"):
+            notes.append("oauth.clientSecret is not imported: set spec.auth.clientSecret to a ${env:…}/${file:…} "
+                         "reference")
+        if value.get("callbackPort"):
+            notes.append(f"oauth.callbackPort: sign in with mcpctl login --port {value['callbackPort']}")
+    return auth
 
 
 def _json_kind(data: Mapping[str, Any]) -> str | Translation:
@@ -219,6 +237,8 @@ def _json_spec(data: Mapping[str, Any], kind: str, fn: VarFn, notes: list[str]) 
             return f"an {kind.upper()} entry without a url"
         spec["url"] = fn(_str(data["url"], "url"), notes, "url")
         spec["headers"] = _str_map(data.get("headers"), "headers", fn, notes)
+        if "oauth" in data:
+            spec["auth"] = _oauth(data["oauth"], notes)
     if isinstance(data.get("description"), str):
         spec["description"] = data["description"]
     return spec

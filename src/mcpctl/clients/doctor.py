@@ -162,7 +162,10 @@ def semantic_install_hint() -> str:
 def _fields(spec: ServerSpec) -> list[tuple[str, str]]:
     """(manifest path, value) of every field that may hold a ${…} reference."""
     if spec.transport != "stdio":
-        return [("spec.url", spec.url or "")] + [(f"spec.headers.{k}", v) for k, v in spec.headers.items()]
+        out = [("spec.url", spec.url or "")] + [(f"spec.headers.{k}", v) for k, v in spec.headers.items()]
+        if spec.auth is not None and spec.auth.client_secret:
+            out.append(("spec.auth.clientSecret", spec.auth.client_secret))
+        return out
     fields = [("spec.command", spec.command or "")]
     fields += [(f"spec.args[{i}]", a) for i, a in enumerate(spec.args)]
     fields += [(f"spec.env.{k}", v) for k, v in spec.env.items()]
@@ -239,6 +242,8 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
                    "--url URL --force)")
     resolved, ok = _references(report, scope, fields)
     _literal_secrets(report, scope, spec)
+    if spec.auth is not None and not _sign_in(report, spec):
+        ok = False
     if spec.transport == "stdio":
         ok = _command(report, scope, spec, resolved.get("spec.command", spec.command or "")) and ok
         cwd = resolved.get("spec.cwd")
@@ -246,6 +251,20 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
             report.add(scope, "cwd", "fail", f"spec.cwd {cwd!r} is not a directory", f"mcpctl edit server {spec.name}")
             ok = False
     return ok
+
+
+def _sign_in(report: DoctorReport, spec: ServerSpec) -> bool:
+    """The sign-in of a server with spec.auth: its state and expiry (never a token)."""
+    from mcpctl.auth.storage import sign_in_state
+
+    scope = f"server/{spec.name}"
+    state = sign_in_state(spec.name, spec.url)
+    if state.state == "signed-in":
+        report.add(scope, "sign-in", "ok", state.describe())
+        return True
+    what = "not signed in" if state.state == "signed-out" else "sign-in expired"
+    report.add(scope, "sign-in", "fail", f"{what} (OAuth)", f"mcpctl login {spec.name}")
+    return False
 
 
 def _probe(specs: dict[str, ServerSpec], on_progress: Progress | None) -> dict[str, Listed]:

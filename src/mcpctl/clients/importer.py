@@ -185,6 +185,8 @@ def import_client(client: str, *, file: str | Path | None = None, project: str |
                 report.skipped.append(Skipped(entry.name, e.message.split(": ", 1)[-1], entry.scope, t.transport))
                 namer.used.pop(name, None)
                 continue
+            if spec.get("auth"):
+                t.notes.append(f"signs in with OAuth: run mcpctl login {name}")
             server = ImportedServer(entry.name, entry.scope, name, t.transport, notes=t.notes,
                                     secrets=mover.notes, in_project=bool(project) and t.enabled)
             planned.append(_Planned(entry, server, spec, mover, key, t.enabled,

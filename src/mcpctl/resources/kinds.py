@@ -96,6 +96,25 @@ def effective_presentation(presentation: str | None, favourites_enabled: bool | 
     return "favourite-index" if favourites_enabled else "flat"
 
 
+def _check_https_url(value: str) -> str | None:
+    from urllib.parse import urlparse
+
+    u = urlparse(value)
+    if u.scheme != "https" or not u.netloc or u.path in ("", "/"):
+        return f"{value!r} is not an https:// URL with a path (a client ID metadata document)"
+    return None
+
+
+def _check_reference(value: str) -> str | None:
+    if SECRET_REF_RE.fullmatch(value.strip()):
+        return None
+    return ("must be a reference, ${env:NAME} or ${file:PATH}, not a literal secret "
+            "(the store is plain text)")
+
+
+AUTH_TYPES: Final = ("oauth",)
+
+
 def _check_nonempty(value: str) -> str | None:
     return None if value.strip() else "must not be empty"
 
@@ -115,6 +134,15 @@ SERVER_SPEC: Final = Obj({
         "call": Scalar(float, default=120.0, check=check_positive),
     }),
     "description": Scalar(str, nullable=True),
+    # Remote sign-in (http and sse only): `mcpctl login` runs OAuth 2.1 + PKCE; tokens live in a
+    # 0600 file under the state directory (mcpctl.auth.storage), never here.
+    "auth": Obj({
+        "type": Scalar(str, required=True, enum=AUTH_TYPES),
+        "scopes": ListOf(Scalar(str, check=_check_nonempty), default_empty=False),
+        "clientId": Scalar(str, nullable=True, check=_check_nonempty),
+        "clientSecret": Scalar(str, nullable=True, check=_check_reference),
+        "clientMetadataUrl": Scalar(str, nullable=True, check=_check_https_url),
+    }, omit_if_default=True),
 })
 
 PROJECT_SPEC: Final = Obj({
@@ -228,6 +256,24 @@ class Timeouts:
 
 
 @dataclass(frozen=True)
+class AuthSpec:
+    """A server's sign-in: `type: oauth`, everything else discovered unless given."""
+
+    type: str = "oauth"
+    scopes: tuple[str, ...] = ()
+    client_id: str | None = None
+    client_secret: str | None = None         # a ${env:}/${file:} reference, resolved at use
+    client_metadata_url: str | None = None
+
+    @classmethod
+    def from_spec(cls, a: dict[str, Any] | None) -> AuthSpec | None:
+        if not a:
+            return None
+        return cls(str(a.get("type", "oauth")), tuple(a.get("scopes") or ()), a.get("clientId"),
+                   a.get("clientSecret"), a.get("clientMetadataUrl"))
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     """A registered upstream MCP server, as the gateway uses it (secrets still unresolved)."""
 
@@ -241,6 +287,7 @@ class ServerSpec:
     headers: dict[str, str] = field(default_factory=dict)
     timeouts: Timeouts = Timeouts()
     description: str | None = None
+    auth: AuthSpec | None = None
 
     @classmethod
     def from_resource(cls, res: dict[str, Any]) -> ServerSpec:
@@ -257,6 +304,7 @@ class ServerSpec:
             headers=dict(s.get("headers") or {}),
             timeouts=Timeouts(float(t.get("connect", 30.0)), float(t.get("call", 120.0))),
             description=s.get("description"),
+            auth=AuthSpec.from_spec(s.get("auth")),
         )
 
 

@@ -116,6 +116,8 @@ def _default(node: Node) -> Any:
         return [] if node.default_empty else None
     if isinstance(node, MapOf):
         return {} if node.default_empty else None
+    if node.omit_if_default:          # an optional section (a server's auth): absent stays absent
+        return None
     return normalize(node, {}, ())
 
 

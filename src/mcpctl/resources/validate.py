@@ -192,7 +192,7 @@ def _check_server(v: Validated) -> None:
         if not s.get("command"):
             raise InvalidResource(f"{doc.where(('spec',))}: server {v.name!r} uses transport stdio but has no "
                                   "spec.command", hint="set spec.command (and spec.args), or use transport: http with spec.url")
-        for key in ("url", "headers"):
+        for key in ("url", "headers", "auth"):
             if s.get(key):
                 raise InvalidResource(f"{doc.where(('spec', key))}: spec.{key} is for transport: http or sse, "
                                       f"but server {v.name!r} uses stdio", hint=f"remove spec.{key} or set transport: http")
@@ -206,6 +206,7 @@ def _check_server(v: Validated) -> None:
                 raise InvalidResource(f"{doc.where(('spec', key))}: spec.{key} is for transport: stdio, "
                                       f"but server {v.name!r} uses {transport}",
                                       hint=f"remove spec.{key} or set transport: stdio")
+    _check_auth(v)
     for section in ("env", "headers"):
         for key, value in (s.get(section) or {}).items():
             if looks_like_secret(key, str(value)):
@@ -213,6 +214,25 @@ def _check_server(v: Validated) -> None:
                     f"{doc.where(('spec', section, key))}: spec.{section}.{key} looks like a literal secret; "
                     f"it is stored in plain text. Prefer a reference: ${{env:{key if section == 'env' else 'NAME'}}} "
                     "or ${file:~/.secrets/NAME}")
+
+
+def _check_auth(v: Validated) -> None:
+    auth, doc = v.spec.get("auth"), v.doc
+    if not auth:
+        return
+    if auth.get("clientSecret") and not auth.get("clientId"):
+        raise InvalidResource(f"{doc.where(('spec', 'auth', 'clientSecret'))}: spec.auth.clientSecret is given "
+                              "without spec.auth.clientId", hint="set spec.auth.clientId (the client the secret "
+                              "belongs to), or remove clientSecret")
+    if auth.get("clientId") and auth.get("clientMetadataUrl"):
+        raise InvalidResource(f"{doc.where(('spec', 'auth', 'clientMetadataUrl'))}: spec.auth.clientId and "
+                              "spec.auth.clientMetadataUrl are two ways to name the client; give one",
+                              hint="keep clientId for a pre-registered client, clientMetadataUrl for a "
+                              "client ID metadata document")
+    if any(k.lower() == "authorization" for k in (v.spec.get("headers") or {})):
+        raise InvalidResource(f"{doc.where(('spec', 'headers'))}: server {v.name!r} signs in with "
+                              "spec.auth but also sends a static Authorization header",
+                              hint="remove spec.headers.Authorization, or remove spec.auth")
 
 
 def resource_from(v: Validated, live: dict[str, Any] | None) -> dict[str, Any]:

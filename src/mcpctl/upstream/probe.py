@@ -6,6 +6,10 @@ so the client GETs the URL expecting an event stream whose first event is `endpo
 `probe_transport` does exactly that, once, and answers "sse" only when that event comes; every
 other outcome (a 2xx, a 401, a refused connection, no `endpoint` event) answers "http", so the
 listing that follows reports the real problem. A session the POST opened is ended (DELETE).
+
+`probe_remote` answers the same question and one more: whether the server asked for an OAuth
+sign-in (a 401 with a `WWW-Authenticate: Bearer` challenge, to the POST or to the SSE GET), which
+`create server --url` records as `auth: {type: oauth}`.
 """
 
 from __future__ import annotations
@@ -22,29 +26,43 @@ _MAX_LINES: Final = 64          # an `endpoint` event comes first; comments (pin
 
 def probe_transport(url: str, headers: dict[str, str], timeout: float) -> str:
     """"http" or "sse" for `url` (with `headers`), by the specification's fallback signal."""
+    return probe_remote(url, headers, timeout)[0]
+
+
+def probe_remote(url: str, headers: dict[str, str], timeout: float) -> tuple[str, bool]:
+    """("http" or "sse", whether the server asked for an OAuth sign-in)."""
     import httpx2
 
+    challenged = [False]
     try:
         with httpx2.Client(headers=headers, timeout=timeout) as http:
-            if not _post_says_fallback(http, url):
-                return "http"
-            return "sse" if _first_event_is_endpoint(http, url) else "http"
+            if not _post_says_fallback(http, url, challenged):
+                return "http", challenged[0]
+            return ("sse" if _first_event_is_endpoint(http, url, challenged) else "http"), challenged[0]
     except httpx2.HTTPError:
-        return "http"
+        return "http", challenged[0]
 
 
-def _post_says_fallback(http: Any, url: str) -> bool:
+def _challenge(r: Any) -> bool:
+    return bool(r.status_code == 401 and r.headers.get("www-authenticate", "").lower().startswith("bearer"))
+
+
+def _post_says_fallback(http: Any, url: str, challenged: list[bool]) -> bool:
     hdrs = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     with http.stream("POST", url, json=_INITIALIZE, headers=hdrs) as r:
         status, session = r.status_code, r.headers.get("mcp-session-id")
+        challenged[0] = _challenge(r)
     if 200 <= status < 300 and session:
         with contextlib.suppress(Exception):
             http.delete(url, headers={"mcp-session-id": session})
     return status in FALLBACK_STATUSES
 
 
-def _first_event_is_endpoint(http: Any, url: str) -> bool:
+def _first_event_is_endpoint(http: Any, url: str, challenged: list[bool]) -> bool:
     with http.stream("GET", url, headers={"Accept": "text/event-stream"}) as r:
+        challenged[0] = challenged[0] or _challenge(r)
+        if r.status_code == 401 and challenged[0] and url.rstrip("/").endswith("/sse"):
+            return True             # an SSE endpoint behind a sign-in (the path says which transport)
         if r.status_code != 200 or not r.headers.get("content-type", "").startswith("text/event-stream"):
             return False
         fields = False          # an event under way (id:, data:, retry: may come before event:)

@@ -15,6 +15,11 @@ fails at once with the last error when the upstream is down or the last attempt 
 restart after a failure is under way), and otherwise waits for the attempt's outcome, at most
 until its connect timeout (and the call timeout). `HUNG_AFTER_TIMEOUTS` call timeouts in a row,
 with no answer in between, restart the upstream: a process that never answers is hung.
+
+A remote server whose sign-in lapsed (`mcpctl.auth.expiry`: never signed in, or a renewal the
+authorization server refused) is not retried with backoff: it is down with the `mcpctl login`
+hint, every call to it answered with that hint, until its token file changes; then it connects
+again at once.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from mcp.client.session import ClientSession
 from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcpctl.auth import expiry
 from mcpctl.resources.kinds import ServerSpec
 from mcpctl.sdk import raw_request, stamp
 from mcpctl.upstream.client import ERA, client_options
@@ -127,6 +133,7 @@ class Upstream:
     _timeouts: int = 0                            # call timeouts in a row on this connection
     _restart_why: str | None = None               # why the gateway ended the connection itself
     stopping: bool = False                        # the gateway is shutting down: no more status
+    _connect_scope: anyio.CancelScope | None = None   # the current connect attempt's (sign-in ends it)
 
     @property
     def name(self) -> str:
@@ -153,11 +160,16 @@ class Upstream:
         self._kick.set()
 
     def _connection_lost(self) -> None:
+        signin = expiry.is_expired(self.name)
+        if signin and self._connect_scope is not None:
+            self._connect_scope.cancel()
         if not self._closed:
             self._closed = True
             self._session = None
+            if signin:
+                self._restart_why = expiry.message(self.name)
             if self.state == "up":
-                self._set_state("down", "connection closed (the server exited)")
+                self._set_state("down", self._restart_why if signin else "connection closed (the server exited)")
             self._wake()
 
     def _restart(self, why: str) -> None:
@@ -242,6 +254,10 @@ class Upstream:
                 if any(isinstance(x, anyio.get_cancelled_exc_class()) for x in leaves(e)):
                     raise
                 error = describe_error(e)
+            if expiry.is_expired(self.name):
+                await self._wait_for_login()
+                failures = 0
+                continue
             if self.state != "up" and self.spec.transport == "stdio":
                 error += f" (stderr: {upstream_log_path(self.name)})"
             self._session = None
@@ -259,6 +275,19 @@ class Upstream:
             self.next_attempt = None
             self._set_state("connecting")
 
+    async def _wait_for_login(self) -> None:
+        """Down with the login hint until the token file changes (`mcpctl login`), then reconnect."""
+        self._session = None
+        self.next_attempt = None
+        if not self._attempt_up:
+            self._last_failed = True
+        self._set_state("down", expiry.message(self.name))
+        self._outcome.set()
+        log.warning("upstream %s down: %s", self.name, expiry.message(self.name))
+        await expiry.wait_for_login(self.name)
+        log.info("upstream %s: new sign-in found; connecting", self.name)
+        self._set_state("connecting")
+
     def _failed_for_good(self, error: str) -> None:
         self.fatal = True
         self._last_failed = True
@@ -269,6 +298,7 @@ class Upstream:
     async def _connect_and_serve(self) -> None:
         spec = self.spec
         with anyio.CancelScope() as scope:
+            self._connect_scope = scope
             scope.deadline = anyio.current_time() + spec.timeouts.connect
             async with Client(self._transport(), mode=self.era, message_handler=self._on_message,
                               cache=None, **client_options(self.client_kw)) as client:
@@ -277,6 +307,7 @@ class Upstream:
                 for section, *_ in SECTIONS:
                     listing[section] = await self._list(session, section, spec.timeouts.connect)
                 scope.deadline = math.inf
+                self._connect_scope = None
                 self.protocol_version = session.protocol_version
                 info = session.server_info
                 self.server_info = ({"name": info.name, "version": info.version} if info else None)
@@ -296,6 +327,9 @@ class Upstream:
                         tg.start_soon(self._announce_up)
                     await self._serve_until_closed(session)
                     tg.cancel_scope.cancel()
+        self._connect_scope = None
+        if scope.cancelled_caught and expiry.is_expired(self.name):
+            raise expiry.SignInRequired(self.name)
         if scope.cancelled_caught:
             raise TimeoutError(f"did not connect within {spec.timeouts.connect:g}s (timeouts.connect)")
 
@@ -396,6 +430,8 @@ class Upstream:
                                       "(timeouts.call); the request was cancelled") from None
             if e.code == CONNECTION_CLOSED:
                 self._connection_lost()
+                if expiry.is_expired(self.name):
+                    raise UpstreamUnavailable(expiry.message(self.name)) from None
                 raise UpstreamUnavailable(
                     f"upstream server {self.name!r} closed the connection during the call (it crashed "
                     "or exited); mcpctl is restarting it, retry shortly") from None
@@ -449,6 +485,8 @@ class Upstream:
                                   f"come up within {timeout:g}s")
 
     def down_message(self) -> str:
+        if expiry.is_expired(self.name):
+            return expiry.message(self.name)
         msg = f"upstream server {self.name!r} is down: {self.last_error or 'not connected'}"
         if self.fatal:
             return msg + " (fix the server or project, then restart mcpctl serve)"

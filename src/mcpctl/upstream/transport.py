@@ -15,6 +15,12 @@ and for a stdio server the raw channel calls are relayed through (`stdio_upstrea
 - sse: the legacy HTTP+SSE transport (protocol 2024-11-05), the SDK's SSE client for `spec.url`
   (the event stream; it names the endpoint messages are POSTed to) with `spec.headers`, the same
   timeouts and the same `on_eof`. Nothing past this module tells it from http.
+- http or sse with `spec.auth` (OAuth): the same clients with `auth=` the SDK's
+  `OAuthClientProvider` over the server's token file (`mcpctl.auth.provider.gateway_provider`),
+  which renews tokens before they expire and on a 401. A server with no stored sign-in, or whose
+  renewal the authorization server refuses, is `mcpctl.auth.expiry.mark`ed and its connection
+  ends (`on_eof`): the supervisor reports it down with the `mcpctl login` hint and waits for the
+  token file to change.
 
 A server that cannot be started as configured (no command or url, a reference that does not
 resolve, a command not found) raises `ConfigError`, which the supervisor does not retry.
@@ -126,24 +132,44 @@ def remote_target(spec: ServerSpec) -> tuple[str, dict[str, str]]:
     return url, headers
 
 
+def _oauth(spec: ServerSpec, url: str, on_eof: Callable[[], None]) -> Any:
+    """The OAuth provider of an http/sse server with `spec.auth`, else None (see the docstring)."""
+    if spec.auth is None:
+        return None
+    from mcpctl.auth import expiry
+    from mcpctl.auth.provider import gateway_provider
+    from mcpctl.auth.storage import sign_in_state
+
+    if sign_in_state(spec.name, url).state == "signed-out":
+        expiry.mark(spec.name, signed_in=False)
+        raise expiry.SignInRequired(spec.name)
+
+    def expired(signed_in: bool, seen: tuple[int, int] | None) -> None:
+        expiry.mark(spec.name, signed_in=signed_in, seen=seen)
+        on_eof()
+
+    return gateway_provider(spec.name, url, spec.auth, expired)
+
+
 @contextlib.asynccontextmanager
-async def _open_remote(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
+async def _open_remote(spec: ServerSpec, on_eof: Callable[[], None]) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's client transport for an http (streamable HTTP) or sse (legacy HTTP+SSE) server."""
     import httpx2
 
     url, headers = remote_target(spec)
+    auth = _oauth(spec, url, on_eof)
     read_timeout = max(spec.timeouts.call, 300.0)
     if spec.transport == "sse":
         from mcp.client.sse import sse_client
 
         async with sse_client(url, headers=headers, timeout=spec.timeouts.connect,
-                              sse_read_timeout=read_timeout) as (read, write):
+                              sse_read_timeout=read_timeout, auth=auth) as (read, write):
             yield read, write
         return
     from mcp.client.streamable_http import streamable_http_client
 
     timeout = httpx2.Timeout(spec.timeouts.connect, read=read_timeout)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as http, \
             streamable_http_client(url, http_client=http, max_sse_event_size=64 * 1024 * 1024) as (read, write):
         yield read, write
 
@@ -156,7 +182,7 @@ async def open_transport(spec: ServerSpec, on_eof: Callable[[], None],
     `on_eof` is called when the transport reaches EOF (the server went away).
     """
     if spec.transport in ("http", "sse"):
-        async with _open_remote(spec) as (read, write):
+        async with _open_remote(spec, on_eof) as (read, write):
             yield _WatchedReadStream(read, on_eof), write, None
         return
     params = stdio_params(spec)

@@ -1,0 +1,249 @@
+"""Remote sign-in end to end: `mcpctl login` against a real authorization server and protected
+MCP server (tests/servers/oauth_server.py, the SDK's server-side auth), then the gateway
+serving through it while tokens expire, renew, get revoked and are signed in again."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from gwkit import SLACK, Kit, text_of, wait_tools
+from oauthkit import leaks, login, mcpctl, oauth_upstream
+
+pytestmark = pytest.mark.anyio
+
+
+def _token_file(kit: Kit, name: str) -> os.PathLike[str]:
+    return kit.home / "state" / "auth" / f"{name}.json"
+
+
+async def _call_until(c: object, name: str, args: dict[str, str], ok: bool, timeout: float) -> object:
+    """Call until the result's isError is `not ok` (bounded)."""
+    with anyio.fail_after(timeout):
+        while True:
+            r = await c.call_tool(name, args)  # type: ignore[attr-defined]
+            if bool(r.is_error) != ok:
+                return r
+            await anyio.sleep(0.05)
+
+
+async def test_login_serve_renew_revoke_relogin_logout(kit: Kit) -> None:
+    outputs: list[str] = []
+    with oauth_upstream(kit, "remote", "--access-ttl", "2") as srv:
+        kit.server("local")
+        kit.project("p", ["remote", "local"])
+
+        done = login(kit, "remote")
+        outputs += [done.stdout, done.stderr]
+        assert done.returncode == 0, done.stderr
+        assert "signed in" in done.stderr and "renews itself" in done.stderr
+        mode = stat.S_IMODE(os.stat(_token_file(kit, "remote")).st_mode)
+        assert mode == 0o600
+        stats = srv.get("/test/stats")
+        assert stats["registrations"] == 1 and stats["code_exchanges"] == 1   # DCR, then the PKCE-checked code
+
+        for cmd in (("get", "servers", "-o", "wide"), ("describe", "server", "remote"), ("get", "server", "remote", "-o", "yaml")):
+            r = mcpctl(kit, *cmd)
+            outputs += [r.stdout, r.stderr]
+            assert r.returncode == 0, r.stderr
+        assert "signed-in" in outputs[-6] and "Sign-in" in outputs[-4]
+
+        async with kit.client("p") as c:
+            await wait_tools(c, {"remote__echo", "local__echo"}, timeout=30 * SLACK)
+            # the access token lives 2 s: calls for ~5 s cross at least two renewals, none fails
+            end = time.monotonic() + 5
+            n = 0
+            while time.monotonic() < end:
+                r = await c.call_tool("remote__echo", {"text": f"t{n}"})
+                assert not r.is_error, text_of(r)
+                assert text_of(r) == f"remote: t{n}"
+                n += 1
+                await anyio.sleep(0.1)
+            assert srv.get("/test/stats")["refreshes"] >= 2
+
+            # the authorization server revokes the refresh token: only this server goes down, with the hint
+            srv.post("/test/revoke")
+            r = await _call_until(c, "remote__echo", {"text": "x"}, ok=False, timeout=10 * SLACK)
+            assert text_of(r) == "sign-in expired for remote: run mcpctl login remote"
+            local = await c.call_tool("local__echo", {"text": "still here"})
+            assert not local.is_error
+
+            # a new login heals the running gateway, no restart
+            again = login(kit, "remote")
+            outputs += [again.stdout, again.stderr]
+            assert again.returncode == 0, again.stderr
+            healed = time.monotonic()
+            r = await _call_until(c, "remote__echo", {"text": "back"}, ok=True, timeout=1.0 + 2 * SLACK)
+            assert text_of(r) == "remote: back"
+            assert time.monotonic() - healed < 1.0 + 2 * SLACK
+
+        out = mcpctl(kit, "logout", "remote")
+        outputs += [out.stdout, out.stderr]
+        assert out.returncode == 0 and "signed out" in out.stderr
+        assert not os.path.exists(_token_file(kit, "remote"))
+        issued = srv.get("/test/issued")
+        secrets = issued["tokens"] + issued["clients"]
+        assert len(issued["tokens"]) >= 6
+        assert leaks(kit.home, secrets, outputs) == []
+
+
+async def test_login_refused_by_the_user(kit: Kit) -> None:
+    with oauth_upstream(kit, "remote", "--deny"):
+        r = login(kit, "remote")
+        assert r.returncode == 5, r.stderr
+        assert "refused the sign-in to remote: the user said no" in r.stderr
+        path = _token_file(kit, "remote")
+        assert not os.path.exists(path) or "access_token" not in Path(path).read_text()
+
+
+async def test_login_times_out_when_nobody_signs_in(kit: Kit) -> None:
+    with oauth_upstream(kit, "remote"):
+        t0 = time.monotonic()
+        r = login(kit, "remote", browse=False, timeout=2)
+        assert r.returncode == 5
+        assert "no sign-in for remote within 2s (--timeout)" in r.stderr
+        assert time.monotonic() - t0 < 2 + 10 * SLACK
+
+
+async def test_gateway_never_signed_in_says_to_log_in(kit: Kit) -> None:
+    with oauth_upstream(kit, "remote"):
+        kit.server("local")
+        kit.project("p", ["remote", "local"])
+        async with kit.client("p") as c:
+            await wait_tools(c, {"local__echo"}, timeout=30 * SLACK)
+            # never listed, so nothing of it is presented; its status carries the hint
+            with anyio.fail_after(10 * SLACK):
+                while "run mcpctl login remote" not in (kit.store.status("Server", "remote").get("lastError") or ""):
+                    await anyio.sleep(0.05)
+            wide = mcpctl(kit, "get", "servers", "-o", "wide").stdout
+            assert "not signed in to remote: run mcpctl login remote" in wide and "signed-out" in wide
+            done = login(kit, "remote")
+            assert done.returncode == 0, done.stderr
+            await wait_tools(c, {"remote__echo"}, timeout=2.0 + 10 * SLACK)
+            r = await _call_until(c, "remote__echo", {"text": "hi"}, ok=True, timeout=2.0 + 10 * SLACK)
+            assert text_of(r) == "remote: hi"
+
+
+def test_login_to_a_server_without_oauth_says_so(kit: Kit, ) -> None:
+    from gwkit import http_upstream
+
+    with http_upstream(kit, "plain"):
+        res = kit.store.get("Server", "plain")
+        res["spec"]["auth"] = {"type": "oauth"}
+        kit.store.put(res)
+        r = login(kit, "plain", browse=False, timeout=10)
+        assert r.returncode == 5
+        assert "did not ask for a sign-in" in r.stderr
+
+
+
+
+def test_create_server_url_discovers_the_sign_in(kit: Kit) -> None:
+    import json
+
+    from oauthkit import start_oauth_server
+
+    srv = start_oauth_server(kit)
+    try:
+        r = mcpctl(kit, "create", "server", "found", "--url", srv.url)
+        assert r.returncode == 0, r.stderr
+        assert "asks for an OAuth sign-in" in r.stderr and "run mcpctl login found" in r.stderr
+        spec = json.loads(mcpctl(kit, "get", "server", "found", "-o", "json").stdout)["spec"]
+        assert spec["transport"] == "http" and spec["auth"] == {"type": "oauth"}
+        # a static header wins: no auth recorded
+        r = mcpctl(kit, "create", "server", "static", "--url", srv.url, "--header", "Authorization=Bearer x",
+                   "--no-check")
+        assert r.returncode == 0, r.stderr
+        spec = json.loads(mcpctl(kit, "get", "server", "static", "-o", "json").stdout)["spec"]
+        assert "auth" not in spec
+        done = login(kit, "found")
+        assert done.returncode == 0, done.stderr
+    finally:
+        srv.proc.terminate()
+        srv.proc.wait(timeout=10)
+
+
+async def test_concurrent_calls_after_expiry_refresh_once(kit: Kit) -> None:
+    with oauth_upstream(kit, "remote", "--access-ttl", "2") as srv:
+        kit.project("p", ["remote"])
+        assert login(kit, "remote").returncode == 0
+        async with kit.client("p") as c:
+            await wait_tools(c, {"remote__echo"}, timeout=30 * SLACK)
+            for round_ in range(2):
+                await anyio.sleep(2.5)                  # the access token has expired by now
+                before = srv.get("/test/stats")["refreshes"]
+                results: list[object] = []
+
+                async def call(i: int, results: list[object] = results, round_: int = round_) -> None:
+                    results.append(await c.call_tool("remote__echo", {"text": f"{round_}-{i}"}))
+
+                async with anyio.create_task_group() as tg:
+                    for i in range(8):
+                        tg.start_soon(call, i)
+                assert all(not r.is_error for r in results), [text_of(r) for r in results]  # type: ignore[attr-defined]
+                assert srv.get("/test/stats")["refreshes"] - before == 1
+
+
+async def test_sse_server_behind_a_sign_in(kit: Kit) -> None:
+    """The legacy HTTP+SSE transport signs in and renews the same way."""
+    with oauth_upstream(kit, "legacy", "--sse", "--access-ttl", "2") as srv:
+        kit.project("p", ["legacy"])
+        done = login(kit, "legacy")
+        assert done.returncode == 0, done.stderr
+        async with kit.client("p") as c:
+            await wait_tools(c, {"legacy__echo"}, timeout=30 * SLACK)
+            r = await c.call_tool("legacy__echo", {"text": "old"})
+            assert text_of(r) == "legacy: old", text_of(r)
+            await anyio.sleep(2.5)
+            r = await c.call_tool("legacy__echo", {"text": "renewed"})
+            assert not r.is_error and text_of(r) == "legacy: renewed", text_of(r)
+        assert srv.get("/test/stats")["refreshes"] >= 1
+
+
+async def test_login_answer_with_another_state_is_refused(kit: Kit) -> None:
+    with oauth_upstream(kit, "remote") as srv:
+        r = login(kit, "remote", tamper=True)
+        assert r.returncode == 5, r.stderr
+        assert "did not belong to this login (state mismatch)" in r.stderr
+        assert "forged" not in r.stderr
+        assert srv.get("/test/stats")["code_exchanges"] == 0
+
+
+def test_login_to_a_server_with_a_challenge_but_no_oauth_metadata(kit: Kit) -> None:
+    """A 401 with a Bearer challenge, and no metadata anywhere: said so, nothing stored."""
+    import socket
+    import threading
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def anything(request: Request) -> Response:
+        if request.url.path == "/mcp":
+            return Response("no", status_code=401, headers={"WWW-Authenticate": 'Bearer realm="x"'})
+        return Response("not found", status_code=404)
+
+    app = Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        kit.store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "bare"},
+                       "spec": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp", "auth": {"type": "oauth"}}})
+        r = login(kit, "bare", browse=False, timeout=10)
+        assert r.returncode == 5
+        assert "publishes no OAuth metadata" in r.stderr, r.stderr
+        assert not os.path.exists(_token_file(kit, "bare")) or "access_token" not in Path(_token_file(kit, "bare")).read_text()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
