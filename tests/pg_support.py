@@ -80,7 +80,7 @@ class Cluster:
                               capture_output=True, text=True, timeout=120, check=check)
 
     def stop(self) -> None:
-        self.pg_ctl("-m", "fast", "-w", "-t", "60", "stop", check=False)
+        self.pg_ctl("-m", "immediate", "-w", "-t", "60", "stop", check=False)
 
     def start(self) -> None:
         opts = (f"-k {self.socket_dir} -p {self.port} -c listen_addresses='' -c fsync=off "
@@ -132,7 +132,9 @@ def pg_url(pg_cluster: Cluster) -> Iterator[str]:
     """A fresh, empty database."""
     yield pg_cluster.create_database()
     from mcpctl.db import pool
+    from mcpctl.db.store import stop_watchers
 
+    stop_watchers()
     pool.close()
 
 

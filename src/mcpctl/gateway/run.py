@@ -257,10 +257,11 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
         finally:
             upstreams_done.set()
 
-    seen_mtime = [early.project_mtime if early is not None else _mtime(store.path_for("Project", project_name))]
+    # store.stamp: the project file's mtime, or on PostgreSQL the store's change count (LISTEN/NOTIFY)
+    seen_mtime = [early.project_mtime if early is not None else store.stamp("Project", project_name)]
 
     def load_project() -> ProjectSpec | None:
-        mtime = _mtime(store.path_for("Project", project_name))
+        mtime = store.stamp("Project", project_name)
         if mtime == seen_mtime[0] or mtime is None:
             return None
         seen_mtime[0] = mtime
@@ -326,13 +327,6 @@ def _failed_before(store: Store, servers: dict[str, Any]) -> set[str]:
         except OSError:
             continue
     return failed
-
-
-def _mtime(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
 
 
 def _close_all(close_log: Callable[[], None], status: _StatusWriter) -> None:
