@@ -67,3 +67,32 @@ def register(app: typer.Typer) -> None:
             err.print("run: mcpctl db migrate" if behind else "the database is newer than this mcpctl: upgrade it",
                       markup=False)
             raise typer.Exit(1)
+
+
+def _register_copy() -> None:
+    @db_app.command("copy")
+    @cli_errors
+    def copy(
+        source: Annotated[str, typer.Option("--from", help="'files' (this machine's store) or a postgresql:// URL.")],
+        target: Annotated[str, typer.Option("--to", help="'files' or a postgresql:// URL.")],
+        overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace objects the target has that differ.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be copied; write nothing.")] = False,
+    ) -> None:
+        """Copy the store (servers, projects, tokens and their hashes) between files and a database, either way.
+
+        All or nothing into a database (one transaction); an object the target already has is left alone when
+        identical and is a conflict when different (unless --overwrite)."""
+        from mcpctl.db.config import redacted
+        from mcpctl.db.copy import copy_store, open_store
+
+        if source == target:
+            from mcpctl.errors import MCPCtlError
+
+            raise MCPCtlError("--from and --to are the same store")
+        report = copy_store(open_store(source), open_store(target), overwrite=overwrite, dry_run=dry_run)
+        where = f"{redacted(source)} -> {redacted(target)}"
+        line = report.line()
+        out.print(f"{where}: {'would copy ' + line.removeprefix('copied ') if dry_run else line}", markup=False)
+
+
+_register_copy()
