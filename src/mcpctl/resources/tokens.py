@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
 import re
 import secrets
 from dataclasses import dataclass
@@ -19,10 +20,11 @@ from pathlib import Path
 from typing import Final
 
 from mcpctl import paths
-from mcpctl.errors import InvalidResource
+from mcpctl.errors import InvalidResource, MCPCtlError
 from mcpctl.resources.kinds import TokenSpec
 from mcpctl.resources.store import Store
 
+log = logging.getLogger("mcpctl.gateway")
 SECRET_PREFIX: Final = "mcpctl_"
 _DURATION = re.compile(r"^(\d+)([mhdw])$")
 _UNITS: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -115,10 +117,13 @@ class TokenIndex:
 
     def lookup(self, secret: bytes) -> TokenSpec | None:
         """The unexpired token whose secret this is, or None."""
-        stamp = self.store.tokens_stamp()
-        if stamp != self._stamp or stamp is None:
-            self._stamp = stamp
-            self._reload()
+        try:
+            stamp = self.store.tokens_stamp()
+            if stamp != self._stamp or stamp is None:
+                self._reload()
+                self._stamp = stamp
+        except MCPCtlError as e:        # the database is away: nothing can change meanwhile, keep what we know
+            log.warning("cannot re-read the tokens of %s (%s); using those read before", self.project, e)
         if not secret.startswith(SECRET_PREFIX.encode()):
             return None
         # Looked up by the SHA-256 of the secret: any timing difference is about the digest,
