@@ -133,3 +133,45 @@ def test_a_gateway_facing_an_older_schema_says_to_migrate(pg_url: str, kit: Kit,
                        capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
     assert r.returncode != 0
     assert "mcpctl db migrate" in r.stderr and "store schema is not created yet" in r.stderr
+
+
+async def test_the_database_away_and_back(pg_db: str, pg_cluster: Any, kit: Kit) -> None:
+    """Stopped under a running gateway: it keeps answering calls with the token it read; started
+    again: a change made then reaches the gateway (its LISTEN reconnects)."""
+    import httpx2
+
+    kit.server("alpha")
+    assert mcpctl("apply", "-f", "-", stdin=PROJECT.format(disabled="")).returncode == 0
+    r = mcpctl("create", "token", "ci", "--project", "p")
+    assert r.returncode == 0, r.stderr
+    secret = r.stdout.strip()
+    changed = anyio.Event()
+
+    async def on_message(msg: object) -> None:
+        if isinstance(msg, t.ToolListChangedNotification):
+            changed.set()
+
+    with gateways(kit, "p", 1) as [(url, _)]:
+        async with http_client(url, secret, "legacy", message_handler=on_message) as c:
+            await wait_tools(c, {"alpha__echo"})
+            await anyio.to_thread.run_sync(pg_cluster.stop)
+            try:
+                for i in range(20):                            # answered meanwhile, token and all
+                    res = await c.session.call_tool("alpha__echo", {"text": f"away {i}"})
+                    assert not res.is_error
+                async with httpx2.AsyncClient(timeout=10) as h:    # and a new connection with the token
+                    ping = await h.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={
+                        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25",
+                        "Authorization": f"Bearer {secret}"})
+                    assert ping.status_code != 401
+                down = mcpctl("get", "projects")
+                assert down.returncode == 1 and "cannot connect to the database" in down.stderr
+            finally:
+                await anyio.to_thread.run_sync(pg_cluster.start)
+            changed = anyio.Event()
+            r = await anyio.to_thread.run_sync(lambda: mcpctl("apply", "-f", "-",
+                                                              stdin=PROJECT.format(disabled="alpha/echo")))
+            assert r.returncode == 0, r.stderr
+            with anyio.fail_after(3.0 * SLACK + 2.0):           # the LISTEN reconnects each second
+                await changed.wait()
+            assert "alpha__echo" not in {tool.name for tool in (await c.list_tools()).tools}

@@ -109,7 +109,7 @@ def test_token_hashes_live_in_the_store(backend: str, tmp_home: Path) -> None:
         from mcpctl.db.store import watcher
 
         w = watcher(os.environ["MCPCTL_DATABASE_URL"])
-        gen = w.generation() or 0
+        gen = w.generation()
         if index._stamp == gen:
             w.wait_changed(gen, 5.0)
     assert index.lookup(secret.encode()) is None

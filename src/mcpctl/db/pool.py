@@ -56,9 +56,17 @@ def get_pool(url: str | None = None) -> ConnectionPool[Any]:
         if pool is not None:
             return pool
         _require_psycopg()
+        import psycopg
         from psycopg_pool import ConnectionPool
 
+        try:            # once, directly: a refused or unknown database fails now, not after the pool's retries
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
+        except psycopg.Error as e:
+            raise DatabaseUnavailable(f"cannot connect to the database {redacted(url)}: {_first_line(e)}",
+                                      hint="is PostgreSQL running, and the URL right?") from None
+
         pool = ConnectionPool(url, min_size=1, max_size=8, open=False, name="mcpctl",
+                              check=ConnectionPool.check_connection,     # a server restart: no stale one
                               kwargs={"connect_timeout": int(CONNECT_TIMEOUT)}, timeout=CONNECT_TIMEOUT)
         try:
             pool.open(wait=True, timeout=CONNECT_TIMEOUT)
@@ -83,6 +91,10 @@ def connection(url: str | None = None) -> Iterator[psycopg.Connection[Any]]:
     except (psycopg.OperationalError, _pool_timeout()) as e:
         raise DatabaseUnavailable(f"database {redacted(url or require_url())}: {e}",
                                   hint="is PostgreSQL running and reachable?") from None
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _pool_timeout() -> type[Exception]:

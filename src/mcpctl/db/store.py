@@ -10,7 +10,8 @@ The same methods as the files backend (`mcpctl.resources.store.Store`), on the t
   `metadata.resourceVersion`, which `find`/`list` return; `apply`/`edit` compare it (kubectl's rule).
 - Observed status stays local (files), as the gateway on each host observes its own upstreams.
 - `stamp()`/`tokens_stamp()`: the store's generation, counted by a process-wide LISTEN on
-  `mcpctl_store` (`Watcher`); while that connection is down, each call asks the database.
+  `mcpctl_store` (`Watcher`), which reconnects each second when its connection drops and counts
+  the reconnection as a change (whatever happened meanwhile is re-read).
 """
 
 from __future__ import annotations
@@ -169,14 +170,11 @@ class PgStore(Store):
     # -- change detection ------------------------------------------------------------------------
 
     def generation(self) -> object:
-        """Changes whenever anything in the store may have: the watcher's count of notifications,
-        or (its connection down) the version sequence's last value, asked now."""
-        gen = watcher(self.url).generation()
-        if gen is not None:
-            return gen
-        with self._cursor() as conn:
-            row = conn.execute("SELECT last_value, is_called FROM resource_version_seq").fetchone()
-        return ("seq", int(row[0]), bool(row[1]))
+        """Changes whenever anything in the store may have: the process's count of notifications
+        (`Watcher`), which also counts each reconnection of its LISTEN (changes may have been
+        missed meanwhile). Asks the database nothing, so a gateway answering with the database away
+        does not wait for it on every request."""
+        return watcher(self.url).generation()
 
     def stamp(self, kind_name: str, name: str) -> object | None:
         return self.generation()
@@ -186,8 +184,8 @@ class PgStore(Store):
 
 
 class Watcher:
-    """A thread LISTENing on `mcpctl_store`: `generation()` counts notifications (None while the
-    connection is down: callers then ask the database). Reconnects each second when it drops."""
+    """A thread LISTENing on `mcpctl_store`: `generation()` counts notifications and reconnections.
+    Reconnects each second when its connection drops."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -199,8 +197,12 @@ class Watcher:
         self._thread.start()
         self._up.wait(timeout=pool.CONNECT_TIMEOUT)
 
-    def generation(self) -> int | None:
-        return self._gen if self._up.is_set() else None
+    def generation(self) -> int:
+        return self._gen
+
+    @property
+    def listening(self) -> bool:
+        return self._up.is_set()
 
     def wait_changed(self, after: int, timeout: float) -> int:
         """Block until the generation passes `after` (or `timeout`); the generation now."""

@@ -3,8 +3,7 @@
 - `resources(kind, name, body, resource_version)`: one row per object; `body` is the object as
   the files backend would write it (without `metadata.resourceVersion`, which is the column).
   Every insert or update takes the next value of `resource_version_seq`, so versions only grow
-  and a delete also advances the sequence (`store_generation()` reads its `last_value`: one
-  cheap look that says whether anything changed).
+  (a delete, and a token hash's change, advance it too).
 - `token_hashes(name, sha256)`: the SHA-256 of each token's secret (never the secret).
 - A trigger sends `NOTIFY mcpctl_store, '<Kind>/<name>'` on every change of either table, so a
   gateway on the database learns of it at once (`mcpctl.resources.pgstore.Watcher`).
