@@ -19,6 +19,7 @@ def tmp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Every test gets its own MCPCTL_HOME; nothing touches the real profile."""
     home = tmp_path / "mcpctl-home"
     monkeypatch.setenv("MCPCTL_HOME", str(home))
+    monkeypatch.delenv("MCPCTL_DATABASE_URL", raising=False)     # files unless a test asks (tests/pg_support.py)
     # Subprocesses (gateways, examples) must find this venv's executables.
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     yield home

@@ -8,9 +8,24 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from mcpctl.resources.apply import apply_documents
 from mcpctl.resources.store import Store, atomic_write
 from mcpctl.resources.yamlio import parse_text
+from pg_support import pg_cluster, pg_db, pg_url
+
+__all__ = ["pg_cluster", "pg_db", "pg_url"]
+
+
+@pytest.fixture(params=["files", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each test below runs on the files backend and on PostgreSQL (tests/pg_support.py)."""
+    if request.param == "postgres":
+        request.getfixturevalue("pg_db")
+        assert type(Store()).__name__ == "PgStore"
+    return str(request.param)
+
 
 WRITER = textwrap.dedent("""
     import sys
@@ -31,7 +46,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def test_two_processes_applying_50_objects_each_lose_nothing(tmp_home: Path, tmp_path: Path) -> None:
+def test_two_processes_applying_50_objects_each_lose_nothing(tmp_home: Path, tmp_path: Path, backend: str) -> None:
     apply_documents(parse_text("apiVersion: mcpctl/v1\nkind: Server\nmetadata: {name: shared}\nspec: {command: a}\n",
                                "<t>"), Store())
     script = tmp_path / "writer.py"
@@ -49,7 +64,7 @@ def test_two_processes_applying_50_objects_each_lose_nothing(tmp_home: Path, tmp
     assert leftovers == []
 
 
-def test_two_cli_apply_processes_at_once(tmp_home: Path, tmp_path: Path) -> None:
+def test_two_cli_apply_processes_at_once(tmp_home: Path, tmp_path: Path, backend: str) -> None:
     files = []
     for tag in ("x", "y"):
         f = tmp_path / f"{tag}.yaml"
@@ -74,14 +89,13 @@ def test_atomic_write_replaces_whole_file_and_sets_mode(tmp_path: Path) -> None:
     assert [x.name for x in p.parent.iterdir()] == ["f.txt"]
 
 
-def test_status_is_kept_apart_from_the_spec(tmp_home: Path) -> None:
+def test_status_is_kept_apart_from_the_spec(tmp_home: Path, backend: str) -> None:
     store = Store()
     apply_documents(parse_text("apiVersion: mcpctl/v1\nkind: Server\nmetadata: {name: s}\nspec: {command: a}\n", "<t>"), store)
-    spec_file = store.path_for("Server", "s")
-    before = spec_file.read_bytes()
+    before = store.get("Server", "s")
     store.set_status("Server", "s", {"state": "up", "tools": 3})
     store.set_status("Server", "s", {"lastError": None})
-    assert spec_file.read_bytes() == before
+    assert store.get("Server", "s") == before
     assert store.status("Server", "s") == {"state": "up", "tools": 3, "lastError": None}
     store.delete("Server", "s")
     assert store.status("Server", "s") == {}

@@ -7,6 +7,9 @@ sent them, and the server's own `about` section (its name, title, description an
 the initialize/discover reply, `[{...}]` or `[]`), which search ranks as a low-weight field of
 each of its tools. No `mcp` import: the gateway converts to and from these dicts. The tools'
 sentence vectors for semantic search live beside them (`embeddings_dir()`, one `.npz` per model).
+
+With a database URL in effect (docs/team.md), each entry written is also shared in the database,
+and a server with no file here starts from the database's entry (`mcpctl.db.catalogue`).
 """
 
 from __future__ import annotations
@@ -37,11 +40,27 @@ def embeddings_dir() -> Path:
     return paths.catalogue_cache_dir() / "embeddings"
 
 
+def _shared(server: str) -> dict[str, Any] | None:
+    """The database's entry (kept as this host's file), when a database URL is in effect."""
+    from mcpctl.db.config import database_url
+
+    if database_url() is None:
+        return None
+    from mcpctl.db import catalogue as shared
+
+    data = shared.read(server)
+    if data is not None and data.get("version") == FORMAT_VERSION:
+        atomic_write(cache_path(server), json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return data
+
+
 def read_server_entry(server: str) -> dict[str, Any] | None:
     """The whole cache entry of `server` (sections, `updatedAt`), or None if never listed."""
     try:
         data = json.loads(cache_path(server).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+    except FileNotFoundError:
+        data = _shared(server)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
         return None
@@ -112,7 +131,21 @@ def write_server_entry(server: str, sections: dict[str, list[dict[str, Any]]]) -
         return False
     new["updatedAt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     atomic_write(cache_path(server), json.dumps(new, ensure_ascii=False, separators=(",", ":")) + "\n")
+    _share(server, new)
     return True
+
+
+def _share(server: str, entry: dict[str, Any] | None) -> None:
+    from mcpctl.db.config import database_url
+
+    if database_url() is None:
+        return
+    from mcpctl.db import catalogue as shared
+
+    if entry is None:
+        shared.delete(server)
+    else:
+        shared.write(server, entry)
 
 
 def write_server_tools(server: str, tools: list[dict[str, Any]]) -> bool:
@@ -122,3 +155,4 @@ def write_server_tools(server: str, tools: list[dict[str, Any]]) -> bool:
 
 def delete_server(server: str) -> None:
     cache_path(server).unlink(missing_ok=True)
+    _share(server, None)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # Order is the order of `mcpctl --help`.
 _VERB_MODULES = (
     "get", "describe", "create", "token", "apply", "diff", "delete", "edit",
-    "serve", "login", "tools", "favourites", "surface", "logs", "eval", "demo", "import_cmd", "connect", "doctor",
+    "serve", "login", "tools", "favourites", "surface", "logs", "eval", "demo", "import_cmd", "connect", "doctor", "db",
 )
 
 _app: typer.Typer | None = None
@@ -68,8 +68,16 @@ def _build_app() -> typer.Typer:
     def _root(
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                      help="Print the version and exit."),
+        database_url: str | None = typer.Option(
+            None, "--database-url", metavar="URL",
+            help="Keep the store in this PostgreSQL database (postgresql://...); overrides "
+                 "MCPCTL_DATABASE_URL and the database.url setting. Before the verb."),
     ) -> None:
         """mcpctl: one curated, searchable MCP catalogue for coding agents."""
+        if database_url is not None:          # main() takes it out of argv; this is for app([...]) callers
+            from mcpctl.db.config import set_cli_url
+
+            set_cli_url(database_url)
 
     for name in _VERB_MODULES:
         try:
@@ -93,6 +101,16 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     argv = sys.argv[1:]
+    if any(a.startswith("--database-url") for a in argv):
+        from mcpctl.db.config import take_flag
+        from mcpctl.errors import MCPCtlError
+
+        try:
+            argv = take_flag(argv)
+        except MCPCtlError as e:
+            print(f"error: {e.message}" + (f"\n  {e.hint}" if e.hint else ""), file=sys.stderr)
+            sys.exit(2)
+        sys.argv[1:] = argv
     if not argv:                     # plain `mcpctl`: the help, and success (click would exit 2)
         __getattr__("app")(["--help"], prog_name="mcpctl")
         return

@@ -73,5 +73,5 @@ def register(app: typer.Typer) -> None:
                 elif k_name == "Token":      # revoked: a running gateway refuses it at the next request
                     from mcpctl.resources import tokens
 
-                    tokens.delete_hash(n)
+                    tokens.delete_hash(n, store)
                 write_stdout(f"{k_name.lower()}/{n} deleted\n")

@@ -95,7 +95,7 @@ def _describe_token(store: Store, res: dict[str, Any]) -> None:
     _kv("Project", tok.project)
     _kv("Profile", tok.profile or "(none: the full view)")
     _kv("Expires", (tok.expires or "never") + (" (expired)" if tokens.expired(tok) else ""))
-    _kv("Secret", "a hash is stored" if tokens.hash_path(tok.name).exists() else "missing: recreate the token "
+    _kv("Secret", "a hash is stored" if tokens.has_hash(tok.name) else "missing: recreate the token "
         f"(mcpctl create token {tok.name} --project {tok.project} --force)")
     if res.get("spec", {}).get("description"):
         _kv("Description", res["spec"]["description"])

@@ -21,7 +21,8 @@ from ._resources import complete_kind, live_view, resolve_kind
 from .get import _complete_name
 
 HEADER = ("# Edit the object below and save to apply it; close without saving (or empty the file) to cancel.\n"
-          "# status and mcpctl-owned metadata (uid, timestamps, resourceVersion, generation) are ignored.\n")
+          "# status and mcpctl-owned metadata (uid, timestamps, generation) are ignored; if the object changes\n"
+          "# before you save (resourceVersion), nothing is written and your edit is kept to redo.\n")
 
 
 def register(app: typer.Typer) -> None:

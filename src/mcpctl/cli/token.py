@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
                                       .replace("spec.profile", "--profile").replace("spec.project", "--project"),
                                       hint=e.hint) from None
             try:
-                tokens.write_hash(name, secret)
+                tokens.write_hash(name, secret, store)
             except OSError as e:
                 store.delete("Token", name)
                 raise MCPCtlError(f"cannot store the token's hash: {e}") from None

@@ -212,10 +212,8 @@ class EarlyFront:
         self.profile = profile            # `serve --profile`: the view the stdio client gets
         self.page_size = page_size        # `serve --page-size`: the first page is answered here
         store = Store()
-        try:     # taken first: a change while the SDK loads is then picked up by the project watch
-            self.project_mtime: int | None = store.path_for("Project", project_name).stat().st_mtime_ns
-        except OSError:
-            self.project_mtime = None
+        # taken first: a change while the SDK loads is then picked up by the project watch
+        self.project_mtime: object | None = store.stamp("Project", project_name)
         self.project, self.servers = load_gateway_config(project_name, store)
         # the same cache entries the gateway's catalogue starts from
         self.entries: dict[str, dict[str, Any] | None] = {

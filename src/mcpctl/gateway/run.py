@@ -262,13 +262,14 @@ class _Lifetime:
 class _ProjectWatch:
     """The project file as the gateway last read it: `load()` is the changed spec, or None."""
 
-    def __init__(self, store: Store, project_name: str, mtime: float | None) -> None:
+    def __init__(self, store: Store, project_name: str, mtime: Any) -> None:
         self.store = store
         self.project_name = project_name
         self.seen = mtime
 
     def load(self) -> ProjectSpec | None:
-        mtime = _mtime(self.store.path_for("Project", self.project_name))
+        # store.stamp: the project file's mtime, or on PostgreSQL the store's change count (LISTEN/NOTIFY)
+        mtime = self.store.stamp("Project", self.project_name)
         if mtime == self.seen or mtime is None:
             return None
         self.seen = mtime
@@ -323,7 +324,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
         token = load_or_create_token(Path(tpath).expanduser())
     life = _Lifetime(gw, transport, recorder, status)
     watch = _ProjectWatch(store, project_name, early.project_mtime if early is not None
-                          else _mtime(store.path_for("Project", project_name)))
+                          else store.stamp("Project", project_name))
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(life.on_signal)
@@ -356,13 +357,6 @@ def _failed_before(store: Store, servers: dict[str, Any]) -> set[str]:
         except OSError:
             continue
     return failed
-
-
-def _mtime(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
 
 
 def _close_all(close_log: Callable[[], None], status: _StatusWriter) -> None:

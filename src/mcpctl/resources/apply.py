@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpctl.errors import AlreadyExists, InvalidResource, NotFound
+from mcpctl.errors import AlreadyExists, Conflict, InvalidResource, NotFound
 from mcpctl.resources.kinds import KIND_ORDER
 from mcpctl.resources.store import Store
 from mcpctl.resources.validate import Validated, resource_from, user_view, validate_document
@@ -98,11 +98,29 @@ def _check_tokens(objs: Sequence[Validated], store: Store, new_tokens: bool) -> 
                                   f"{profile!r}", hint=f"profiles: {', '.join(spec.profile_names())}")
 
 
+def check_version(o: Validated, live: dict[str, Any] | None) -> None:
+    """kubectl's rule: a manifest carrying `metadata.resourceVersion` is applied only onto that
+    version; if the stored object changed (or went) since it was read, nothing is written."""
+    meta = o.doc.data.get("metadata") if isinstance(o.doc.data, dict) else None
+    want = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if want is None:
+        return
+    have = (live or {}).get("metadata", {}).get("resourceVersion") if live is not None else None
+    if have is not None and str(have) == str(want):
+        return
+    now = "it has been deleted" if live is None else f"it is now at resourceVersion {have}"
+    raise Conflict(f"{o.doc.where()}: {o.ref} was changed by someone else since it was read (resourceVersion "
+                   f"{want}; {now}); nothing was written",
+                   hint=f"read it again (mcpctl get {o.kind.lower()} {o.name} -o yaml), redo your change and apply "
+                        "it, or drop metadata.resourceVersion to overwrite")
+
+
 def plan(objs: Sequence[Validated], store: Store) -> list[Change]:
     changes: list[Change] = []
     order = {k: i for i, k in enumerate(KIND_ORDER)}
     for o in sorted(objs, key=lambda o: order[o.kind]):
         live = store.find(o.kind, o.name)
+        check_version(o, live)
         if live is None:
             action = "created"
         elif user_view(live) == (o.metadata, o.spec):

@@ -3,6 +3,16 @@
 Layout under `paths.resources_dir()`: `servers/<name>.yaml`, `projects/<name>.yaml`.
 Observed status (written by the gateway) lives apart, under `paths.status_dir()`, so a
 running gateway never rewrites what the user owns.
+
+The backend seam: `Store()` is this files backend unless a database URL is in effect
+(`mcpctl.db.config.database_url()`), when it is a `mcpctl.db.store.PgStore`, a subclass with the
+same methods on PostgreSQL. Callers use only: `locked()` (writers hold it across
+read-modify-write; on PostgreSQL it is one transaction under an advisory lock, so everything
+written inside commits or rolls back together), `names/find/get/list/put/delete`, `stamp()` (a
+value that changes whenever an object may have: what a running gateway polls),
+`token_hashes/put_token_hash/delete_token_hash`, and `status/set_status` (observed status,
+always local files: each gateway host observes its own upstreams). `root` and `path_for` are
+files-backend details.
 """
 
 from __future__ import annotations
@@ -48,6 +58,18 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
 
 class Store:
     """Read and write resources. Writers hold `locked()` across read-modify-write."""
+
+    def __new__(cls, root: Path | None = None, *, status_root: Path | None = None,
+                lock_file: Path | None = None) -> Store:
+        if cls is Store and root is None and lock_file is None:
+            from mcpctl.db.config import database_url
+
+            url = database_url()
+            if url is not None:
+                from mcpctl.db.store import PgStore
+
+                return PgStore.open(url, status_root=status_root)
+        return super().__new__(cls)
 
     def __init__(self, root: Path | None = None, *, status_root: Path | None = None,
                  lock_file: Path | None = None) -> None:
@@ -136,6 +158,50 @@ class Store:
             p.unlink()
             with contextlib.suppress(FileNotFoundError):
                 self._status_path(kind_name, name).unlink()
+
+    def stamp(self, kind_name: str, name: str) -> object | None:
+        """Changes whenever the object may have (None: it does not exist): its file's mtime."""
+        try:
+            return self.path_for(kind_name, name).stat().st_mtime_ns
+        except OSError:
+            return None
+
+    # -- token hashes (the SHA-256 of each token's secret; never the secret) ----------------------
+
+    def _hash_path(self, name: str) -> Path:
+        return paths.state_dir() / "credentials" / f"{name}.json"
+
+    def token_hashes(self) -> dict[str, str]:
+        """Every token's name -> the SHA-256 of its secret."""
+        out: dict[str, str] = {}
+        for name in self.names("Token"):
+            h = self.token_hash(name)
+            if h is not None:
+                out[name] = h
+        return out
+
+    def token_hash(self, name: str) -> str | None:
+        try:
+            data: Any = json.loads(self._hash_path(name).read_text(encoding="utf-8"))
+            return str(data["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put_token_hash(self, name: str, sha256: str) -> None:
+        atomic_write(self._hash_path(name), json.dumps({"sha256": sha256}) + "\n", mode=0o600)
+
+    def delete_token_hash(self, name: str) -> None:
+        self._hash_path(name).unlink(missing_ok=True)
+
+    def tokens_stamp(self) -> object:
+        """Changes whenever a token or its hash may have."""
+        def mtime(p: Path) -> int:
+            try:
+                return os.stat(p).st_mtime_ns
+            except OSError:
+                return 0
+
+        return mtime(self.root / "tokens"), mtime(self._hash_path("x").parent)
 
     # -- observed status (owned by the gateway) --------------------------------------------------
 

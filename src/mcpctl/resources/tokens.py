@@ -1,7 +1,8 @@
 """Bearer credentials of a project's HTTP gateway, each selecting a profile (a view).
 
 A token is a `Token` resource (project, profile, expiry: what `get tokens` shows) plus the SHA-256
-of its secret, kept apart in `state_dir()/credentials/<name>.json` (0600). The secret itself is
+of its secret, kept apart in `state_dir()/credentials/<name>.json` (0600), or in the database's
+`token_hashes` table when the store is on PostgreSQL (`Store.token_hashes`). The secret itself is
 printed once by `mcpctl create token` and stored nowhere. The HTTP front looks a presented secret
 up by its hash (`TokenIndex`), re-reading the tokens whenever one is created, changed or deleted,
 so a revocation takes effect on the running gateway's next request.
@@ -11,19 +12,19 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
-import os
+import logging
 import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from mcpctl import paths
-from mcpctl.errors import InvalidResource
+from mcpctl.errors import InvalidResource, MCPCtlError
 from mcpctl.resources.kinds import TokenSpec
-from mcpctl.resources.store import Store, atomic_write
+from mcpctl.resources.store import Store
 
+log = logging.getLogger("mcpctl.gateway")
 SECRET_PREFIX: Final = "mcpctl_"
 _DURATION = re.compile(r"^(\d+)([mhdw])$")
 _UNITS: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -46,12 +47,17 @@ def hash_path(name: str) -> Path:
     return credentials_dir() / f"{name}.json"
 
 
-def write_hash(name: str, secret: str) -> None:
-    atomic_write(hash_path(name), json.dumps({"sha256": digest(secret)}) + "\n", mode=0o600)
+def write_hash(name: str, secret: str, store: Store | None = None) -> None:
+    """Keep the hash of `name`'s secret (pass the store whose `locked()` the caller holds)."""
+    (store or Store()).put_token_hash(name, digest(secret))
 
 
-def delete_hash(name: str) -> None:
-    hash_path(name).unlink(missing_ok=True)
+def delete_hash(name: str, store: Store | None = None) -> None:
+    (store or Store()).delete_token_hash(name)
+
+
+def has_hash(name: str, store: Store | None = None) -> bool:
+    return (store or Store()).token_hash(name) is not None
 
 
 def parse_expires(value: str, now: dt.datetime | None = None) -> str:
@@ -94,37 +100,30 @@ class TokenIndex:
     def __init__(self, project: str, store: Store | None = None) -> None:
         self.project = project
         self.store = store or Store()
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: object = None
         self._by_hash: dict[str, TokenSpec] = {}
-
-    def _current_stamp(self) -> tuple[int, int]:
-        def mtime(p: Path) -> int:
-            try:
-                return os.stat(p).st_mtime_ns
-            except OSError:
-                return 0
-
-        return mtime(self.store.root / "tokens"), mtime(credentials_dir())
 
     def _reload(self) -> None:
         by_hash: dict[str, TokenSpec] = {}
+        hashes = self.store.token_hashes()
         for res in self.store.list("Token"):
             try:
                 tok = TokenSpec.from_resource(res)
-                if tok.project != self.project:
-                    continue
-                data: Any = json.loads(hash_path(tok.name).read_text(encoding="utf-8"))
-                by_hash[str(data["sha256"])] = tok
-            except (OSError, ValueError, KeyError, TypeError):
-                continue     # a token without its hash cannot be presented
+            except (ValueError, KeyError, TypeError):
+                continue
+            if tok.project == self.project and tok.name in hashes:
+                by_hash[hashes[tok.name]] = tok     # a token without its hash cannot be presented
         self._by_hash = by_hash
 
     def lookup(self, secret: bytes) -> TokenSpec | None:
         """The unexpired token whose secret this is, or None."""
-        stamp = self._current_stamp()
-        if stamp != self._stamp:
-            self._stamp = stamp
-            self._reload()
+        try:
+            stamp = self.store.tokens_stamp()
+            if stamp != self._stamp or stamp is None:
+                self._reload()
+                self._stamp = stamp
+        except MCPCtlError as e:        # the database is away: nothing can change meanwhile, keep what we know
+            log.warning("cannot re-read the tokens of %s (%s); using those read before", self.project, e)
         if not secret.startswith(SECRET_PREFIX.encode()):
             return None
         # Looked up by the SHA-256 of the secret: any timing difference is about the digest,
