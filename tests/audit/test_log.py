@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from ci_support import SLACK
-from pg_support import pg_cluster, pg_db, pg_url  # noqa: F401  (fixtures)
 from mcpctl import paths
 from mcpctl.audit import migrations
 from mcpctl.audit.log import (

@@ -29,3 +29,44 @@ def copy_log(source: Any, target: Any) -> int:
         target.record_many(batch)
         n += len(batch)
     return n
+
+
+def open_end(spec: str, flag: str) -> Any:
+    """One end of `mcpctl db copy`: `sqlite` (this machine's log file), a path to a SQLite log
+    file, or a postgresql:// URL (migrated: `mcpctl db migrate`)."""
+    from pathlib import Path
+
+    from mcpctl.errors import MCPCtlError
+
+    if spec.startswith(("postgresql://", "postgres://")):
+        from mcpctl.audit.pglog import PgInvocationLog
+
+        return PgInvocationLog(spec)
+    from mcpctl.audit.log import InvocationLog
+
+    if spec == "sqlite":
+        return InvocationLog()
+    if spec in ("files", "postgresql"):
+        raise MCPCtlError(f"{flag} {spec}: the invocation log is in sqlite or at a postgresql:// URL",
+                          hint="for example: mcpctl db copy --from sqlite --to postgresql://user@host/db")
+    path = Path(spec).expanduser()
+    if not path.suffix:
+        raise MCPCtlError(f"{flag} {spec!r}: expected sqlite, a SQLite file (*.db) or a postgresql:// URL")
+    return InvocationLog(path)
+
+
+def copy_between(source: str, target: str) -> tuple[int, int]:
+    """Copy the log from `source` to `target` (see `open_end`); (rows copied, rows the target
+    holds now)."""
+    from mcpctl.errors import MCPCtlError
+
+    if source == target:
+        raise MCPCtlError("db copy: --from and --to name the same log", hint="copy into another place")
+    src = open_end(source, "--from")
+    dst = open_end(target, "--to")
+    try:
+        copied = copy_log(src, dst)
+        return copied, int(dst.count())
+    finally:
+        src.close()
+        dst.close()

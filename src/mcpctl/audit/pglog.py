@@ -105,8 +105,16 @@ class PgInvocationLog:
         migrations.require("log", self.url)
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        with pool.connection(self.url) as conn:
-            return conn.execute(sql, params).fetchall()
+        """Rows of one read; tried twice: a pooled connection the server closed since (a restart
+        of the database) fails once, and the pool drops it."""
+        for attempt in (1, 2):
+            try:
+                with pool.connection(self.url) as conn:
+                    return conn.execute(sql, params).fetchall()
+            except pool.DatabaseUnavailable:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- writing ----------------------------------------------------------------------------
 

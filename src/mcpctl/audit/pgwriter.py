@@ -83,6 +83,8 @@ class SpoolingWriter:
         """Write `rec` before returning (to the database, else the spool): after `close`."""
         with self._io:
             self._write([(uuid.uuid4(), rec)])
+            if self._closed:
+                self.spool.seal()      # no thread drains it now: leave it to the next gateway here
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Block until everything submitted before is in the database or the spool; False on timeout."""

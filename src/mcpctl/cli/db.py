@@ -67,3 +67,18 @@ def register(app: typer.Typer) -> None:
             err.print("run: mcpctl db migrate" if behind else "the database is newer than this mcpctl: upgrade it",
                       markup=False)
             raise typer.Exit(1)
+
+    @db_app.command("copy")
+    @cli_errors
+    def copy(
+        source: Annotated[str, typer.Option("--from", help="sqlite (this machine's log), a SQLite file, "
+                                                           "or a postgresql:// URL.")],
+        target: Annotated[str, typer.Option("--to", help="The same choices: where the rows go (appended).")],
+    ) -> None:
+        """Copy the invocation log between SQLite and the team database (either way); reports counts."""
+        from mcpctl.audit.copy import copy_between
+        from mcpctl.db.config import redacted
+
+        copied, total = copy_between(source, target)
+        err.print(f"log: {copied} call(s) copied from {redacted(source)} to {redacted(target)} "
+                  f"({total} there now)", markup=False)
