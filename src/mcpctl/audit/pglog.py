@@ -34,6 +34,7 @@ COLUMNS: Final = tuple(f.name for f in fields(CallRecord))
 _SELECT: Final = f"SELECT {', '.join(COLUMNS)} FROM invocations"
 INSERT: Final = (f"INSERT INTO invocations (uid, {', '.join(COLUMNS)}) "
                  f"VALUES (%s, {', '.join('%s' for _ in COLUMNS)}) ON CONFLICT (uid) DO NOTHING")
+COPY: Final = f"COPY invocations (uid, {', '.join(COLUMNS)}) FROM STDIN"
 _IS_SEARCH: Final = "({t}.query IS NOT NULL OR {t}.canonical_id = %s OR {t}.presented_name = %s)"
 _NOT_BUILTIN: Final = "(canonical_id IS NULL OR canonical_id NOT LIKE 'mcpctl/%%')"
 _ERRORS: Final = "COUNT(*) FILTER (WHERE outcome <> 'ok')"
