@@ -35,6 +35,7 @@ _SELECT: Final = f"SELECT {', '.join(COLUMNS)} FROM invocations"
 INSERT: Final = (f"INSERT INTO invocations (uid, {', '.join(COLUMNS)}) "
                  f"VALUES (%s, {', '.join('%s' for _ in COLUMNS)}) ON CONFLICT (uid) DO NOTHING")
 COPY: Final = f"COPY invocations (uid, {', '.join(COLUMNS)}) FROM STDIN"
+AGGREGATE_SETTINGS: Final = "SET LOCAL work_mem = '64MB'; SET LOCAL jit = off"
 _IS_SEARCH: Final = "({t}.query IS NOT NULL OR {t}.canonical_id = %s OR {t}.presented_name = %s)"
 _NOT_BUILTIN: Final = "(canonical_id IS NULL OR canonical_id NOT LIKE 'mcpctl/%%')"
 _ERRORS: Final = "COUNT(*) FILTER (WHERE outcome <> 'ok')"
@@ -105,12 +106,16 @@ class PgInvocationLog:
 
         migrations.require("log", self.url)
 
-    def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+    def _read(self, sql: str, params: Sequence[object] = (), *, aggregate: bool = False) -> list[tuple[Any, ...]]:
         """Rows of one read; tried twice: a pooled connection the server closed since (a restart
-        of the database) fails once, and the pool drops it."""
+        of the database) fails once, and the pool drops it. `aggregate`: a GROUP BY over a window
+        of up to millions of rows: memory enough to hash it in one pass, and no JIT (its compile
+        time is most of what it would save)."""
         for attempt in (1, 2):
             try:
                 with pool.connection(self.url) as conn:
+                    if aggregate:
+                        conn.execute(AGGREGATE_SETTINGS)
                     return conn.execute(sql, params).fetchall()
             except pool.DatabaseUnavailable:
                 if attempt == 2:
@@ -180,7 +185,8 @@ class PgInvocationLog:
             f"SELECT canonical_id, COUNT(*), {_ERRORS}, "
             "percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), "
             "percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms), MIN(ts), MAX(ts) "
-            f"FROM invocations{_where(['canonical_id IS NOT NULL', *where])} GROUP BY canonical_id", params)
+            f"FROM invocations{_where(['canonical_id IS NOT NULL', *where])} GROUP BY canonical_id", params,
+            aggregate=True)
         stats = [ToolStats(str(cid), int(n), int(errors), float(p50), float(p95), float(first), float(last))
                  for cid, n, errors, p50, p95, first, last in rows]
         stats.sort(key=lambda s: (-s.calls, s.canonical_id))
@@ -192,7 +198,7 @@ class PgInvocationLog:
         rows = self._read(
             f"SELECT canonical_id, presented_name, session_id, COUNT(*), {_ERRORS}, MAX(ts) "
             f"FROM invocations{_where([*where, _NOT_BUILTIN])} GROUP BY canonical_id, presented_name, session_id",
-            params)
+            params, aggregate=True)
         return [Usage(_opt(cid), str(name), _opt(sid), int(n), int(errors), float(last))
                 for cid, name, sid, n, errors, last in rows]
 
@@ -213,7 +219,7 @@ class PgInvocationLog:
             ) AS t
             GROUP BY canonical_id, presented_name, profile, next_id, next_name
             """,
-            [within, within, *params])
+            [within, within, *params], aggregate=True)
         return [Transition(_opt(cid), str(name), _opt(prof), _opt(nid), _opt(nname), int(n), int(errors),
                            float(last))
                 for cid, name, prof, nid, nname, n, errors, last in rows]
