@@ -35,7 +35,8 @@ _SELECT: Final = f"SELECT {', '.join(COLUMNS)} FROM invocations"
 INSERT: Final = (f"INSERT INTO invocations (uid, {', '.join(COLUMNS)}) "
                  f"VALUES (%s, {', '.join('%s' for _ in COLUMNS)}) ON CONFLICT (uid) DO NOTHING")
 COPY: Final = f"COPY invocations (uid, {', '.join(COLUMNS)}) FROM STDIN"
-AGGREGATE_SETTINGS: Final = "SET LOCAL work_mem = '64MB'; SET LOCAL jit = off"
+AGGREGATE_SETTINGS: Final = ("SET LOCAL work_mem = '64MB'; SET LOCAL jit = off; "
+                              "SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0")
 _IS_SEARCH: Final = "({t}.query IS NOT NULL OR {t}.canonical_id = %s OR {t}.presented_name = %s)"
 _NOT_BUILTIN: Final = "(canonical_id IS NULL OR canonical_id NOT LIKE 'mcpctl/%%')"
 _ERRORS: Final = "COUNT(*) FILTER (WHERE outcome <> 'ok')"
@@ -109,8 +110,9 @@ class PgInvocationLog:
     def _read(self, sql: str, params: Sequence[object] = (), *, aggregate: bool = False) -> list[tuple[Any, ...]]:
         """Rows of one read; tried twice: a pooled connection the server closed since (a restart
         of the database) fails once, and the pool drops it. `aggregate`: a GROUP BY over a window
-        of up to millions of rows: memory enough to hash it in one pass, and no JIT (its compile
-        time is most of what it would save)."""
+        of up to millions of rows: memory enough to hash it in one pass, no JIT (its compile time
+        is most of what it would save), and parallel workers as soon as the table is big enough
+        for them (min_parallel_table_scan_size)."""
         for attempt in (1, 2):
             try:
                 with pool.connection(self.url) as conn:

@@ -35,6 +35,9 @@ from mcpctl.audit.spool import Row, Spool
 
 log = logging.getLogger("mcpctl.audit.log")
 
+# At most one transaction per MIN_INTERVAL_S: under load, fewer and larger batches cost the
+# database (on the gateway's cores, often) less per call; a row waits at most this long more.
+MIN_INTERVAL_S: Final = 0.05
 RETRY_S: Final = 1.0              # while the database is unreachable: how often to try it again
 CONNECT_TIMEOUT_S: Final = 3      # a connection attempt (then the batch is spooled)
 STATEMENT_TIMEOUT_MS: Final = 10_000
@@ -55,6 +58,7 @@ class SpoolingWriter:
         self.down = False               # the last attempt failed: rows go to the spool
         self._conn: Any = None
         self._next_try = 0.0
+        self._last_write = 0.0
         self._queue: queue.Queue[Row | threading.Event | None] = queue.Queue(maxsize=max_queue)
         self._closed = False
         self._close_lock = threading.Lock()
@@ -132,27 +136,36 @@ class SpoolingWriter:
                 with self._io:
                     self._try_drain(time.monotonic() + RETRY_S)
                 continue
-            batch: list[Row] = []
-            events: list[threading.Event] = []
-            while True:
-                if item is None:
-                    stop = True
-                elif isinstance(item, threading.Event):
-                    events.append(item)
-                else:
-                    batch.append(item)
-                if stop or len(batch) >= self.max_batch:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
+            batch, events, stop = self._gather(item)
             with self._io:
+                self._last_write = time.monotonic()
                 self._write(batch)
                 if self._pending and not self.down:
                     self._try_drain(time.monotonic() + RETRY_S)
             for ev in events:
                 ev.set()
+
+    def _gather(self, item: Row | threading.Event | None) -> tuple[list[Row], list[threading.Event], bool]:
+        """`item` and what else comes until MIN_INTERVAL_S after the previous write began (or a
+        flush or close asks, or max_batch is reached): one transaction per interval at most."""
+        batch: list[Row] = []
+        events: list[threading.Event] = []
+        stop = False
+        not_before = self._last_write + MIN_INTERVAL_S
+        while True:
+            if item is None:
+                stop = True
+            elif isinstance(item, threading.Event):
+                events.append(item)
+            else:
+                batch.append(item)
+            if stop or events or len(batch) >= self.max_batch:
+                return batch, events, stop
+            wait = not_before - time.monotonic()
+            try:
+                item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                return batch, events, stop
 
     def _write(self, batch: list[Row]) -> None:
         if not batch:
