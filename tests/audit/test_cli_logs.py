@@ -15,7 +15,7 @@ from mcpctl.cli.logs import parse_time
 NOW = 1_800_000_000.0
 JSON_KEYS = ["time", "ts", "durationMs", "project", "presentedName", "canonicalId", "outcome",
              "errorClass", "clientName", "clientVersion", "sessionId", "profile", "query",
-             "resultChars", "resultSections"]
+             "resultChars", "resultSections", "credential", "host"]
 
 
 @pytest.fixture
@@ -122,7 +122,8 @@ def test_logs_status_reports_rows_and_bounds(runner: CliRunner, seeded: list[Cal
     data = json.loads(res.stdout)
     assert data["rows"] == 4 and data["sizeBytes"] > 0
     assert data["oldest"] < data["newest"]
-    assert data["migrations"] == ["m001_invocations", "m002_indexes", "m003_search_index", "m004_result_size"]
+    assert data["migrations"] == ["m001_invocations", "m002_indexes", "m003_search_index", "m004_result_size",
+                                  "m005_credential_host"]
     table = runner.invoke(app, ["logs", "status"])
     assert table.exit_code == 0
     assert any(line.split()[:2] == ["Rows", "4"] for line in table.stdout.splitlines())

@@ -1,4 +1,5 @@
-"""The invocation log: one row per tool call the gateway routes, in SQLite.
+"""The invocation log: one row per tool call the gateway routes, in SQLite (or, with a database URL
+in effect, in PostgreSQL: `mcpctl.audit.pglog`, the same queries; `open_log()` picks).
 
 What is recorded: when, how long, which project, client, session and profile, the presented
 name and canonical `server/tool` id, the outcome and an error class, and the size of the result
@@ -23,47 +24,35 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, fields
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from mcpctl import paths
 from mcpctl.audit import migrations
+from mcpctl.audit.records import (
+    BREAKDOWNS,
+    OUTCOMES,
+    SEARCH_TOOL_ID,
+    SEARCH_TOOL_NAME,
+    Breakdown,
+    CallRecord,
+    LogSummary,
+    ToolStats,
+    Transition,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from mcpctl.audit.pglog import PgInvocationLog
 
 log = logging.getLogger(__name__)
 
-OUTCOMES: Final = ("ok", "tool_error", "protocol_error", "timeout", "upstream_down", "denied")
-SEARCH_TOOL_ID: Final = "mcpctl/search_tools"
-SEARCH_TOOL_NAME: Final = "search_tools"
 
 BUSY_TIMEOUT_S: Final = 10.0
 RETRY_DEADLINE_S: Final = 30.0
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class CallRecord:
-    """One routed tool call. Field order is the column order of the `invocations` table."""
-
-    ts: float                       # unix seconds, call start
-    duration_ms: float
-    project: str
-    presented_name: str
-    canonical_id: str | None
-    outcome: str
-    error_class: str | None = None
-    client_name: str | None = None
-    client_version: str | None = None
-    session_id: str | None = None   # gateway-assigned id of the client session
-    profile: str | None = None
-    query: str | None = None        # search_tools query text; only set when the project opts in
-    result_chars: int | None = None     # characters of the result's text and binary data (None: no result)
-    result_sections: int | None = None  # sections its text was cut into (None: not cut)
-
-    def __post_init__(self) -> None:
-        if self.outcome not in OUTCOMES:
-            raise ValueError(f"outcome {self.outcome!r} is not one of: {', '.join(OUTCOMES)}")
 
 
 _COLUMNS: Final = tuple(f.name for f in fields(CallRecord))
@@ -73,62 +62,6 @@ _INSERT: Final = (
 )
 # A row is a search when it carries a query or is the search_tools built-in.
 _IS_SEARCH: Final = "({t}.query IS NOT NULL OR {t}.canonical_id = ? OR {t}.presented_name = ?)"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolStats:
-    """Aggregates for one canonical tool id over a window of the log."""
-
-    canonical_id: str
-    calls: int
-    errors: int                     # every outcome other than "ok"
-    p50_ms: float
-    p95_ms: float
-    first_ts: float
-    last_ts: float
-
-    @property
-    def error_rate(self) -> float:
-        return self.errors / self.calls if self.calls else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Calls under one (canonical id, presented name, session) in a window: the rows
-    `favourites suggest` collapses onto canonical ids."""
-
-    canonical_id: str | None        # None: the gateway could not name the tool when it was called
-    presented_name: str
-    session_id: str | None
-    calls: int
-    errors: int                     # every outcome other than "ok"
-    last_ts: float
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """Calls under one (canonical id, presented name, profile) in a window, grouped by the call
-    that came next in the same session when it started within `within` seconds of this one's
-    end: the rows `mcpctl surface` measures "picked the neighbour" by."""
-
-    canonical_id: str | None        # None: the gateway could not name the tool when it was called
-    presented_name: str
-    profile: str | None
-    next_canonical_id: str | None   # the next call, when there was one soon enough (else both None)
-    next_presented_name: str | None
-    calls: int
-    errors: int                     # every outcome other than "ok"
-    last_ts: float
-
-
-@dataclass(frozen=True, slots=True)
-class LogSummary:
-    path: Path
-    rows: int
-    size_bytes: int                 # the database file plus its WAL
-    oldest_ts: float | None
-    newest_ts: float | None
-    migrations: tuple[str, ...]
 
 
 def _is_busy(e: sqlite3.OperationalError) -> bool:
@@ -405,6 +338,19 @@ class InvocationLog:
                            int(n), int(errors or 0), float(last))  # type: ignore[call-overload, arg-type]
                 for cid, name, prof, nid, nname, n, errors, last in rows]
 
+    def breakdown(self, by: str, *, project: str | None = None, since: float | None = None,
+                  until: float | None = None) -> list[Breakdown]:
+        """Calls per value of column `by` (one of BREAKDOWNS: credential, host, ...) in [since, until),
+        most calls first."""
+        if by not in BREAKDOWNS:
+            raise ValueError(f"cannot break down by {by!r}: one of {', '.join(BREAKDOWNS)}")
+        where, params = _conditions(("project = ?", project), ("ts >= ?", since), ("ts < ?", until))
+        rows = self._read(f"SELECT {by}, COUNT(*), SUM(outcome != 'ok'), MAX(ts) FROM invocations"
+                          + (" WHERE " + " AND ".join(where) if where else "")
+                          + f" GROUP BY {by} ORDER BY COUNT(*) DESC, {by}", params)
+        return [Breakdown(None if key is None else str(key), int(n), int(errors or 0), float(last))  # type: ignore[call-overload, arg-type]
+                for key, n, errors, last in rows]
+
     def cursor(self) -> int:
         """An opaque position in insertion order: rows recorded later have a larger cursor."""
         return _int(self._read("SELECT COALESCE(MAX(id), 0) FROM invocations")[0][0])
@@ -484,5 +430,19 @@ class InvocationLog:
 def _glob(pattern: str | None, value: str | None) -> bool:
     return pattern is not None and value is not None and fnmatch.fnmatchcase(value, pattern)
 
+__all__ = ["BREAKDOWNS", "OUTCOMES", "SEARCH_TOOL_ID", "SEARCH_TOOL_NAME", "Breakdown", "CallRecord", "InvocationLog",
+           "LogSummary", "ToolStats", "Transition", "Usage"]
 
-# -- the gateway's writer -----------------------------------------------------------------------
+
+def open_log(path: Path | None = None) -> InvocationLog | PgInvocationLog:
+    """The log in effect: PostgreSQL when a database URL is set (and no SQLite `path` is asked
+    for), else the SQLite file (`path`, default `paths.invocation_log_path()`)."""
+    if path is None:
+        from mcpctl.db.config import database_url
+
+        url = database_url()
+        if url is not None:
+            from mcpctl.audit.pglog import PgInvocationLog
+
+            return PgInvocationLog(url)
+    return InvocationLog(path)

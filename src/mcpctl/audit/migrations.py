@@ -113,3 +113,11 @@ def m004_result_size(db: sqlite3.Connection) -> None:
     # before this migration keep NULL in both (size unknown, not cut)
     db.execute("ALTER TABLE invocations ADD COLUMN result_chars INTEGER")
     db.execute("ALTER TABLE invocations ADD COLUMN result_sections INTEGER")
+
+
+@migration
+def m005_credential_host(db: sqlite3.Connection) -> None:
+    # a team's gateways: which credential (token name) called, and which gateway host answered;
+    # rows written before this migration keep NULL in both
+    db.execute("ALTER TABLE invocations ADD COLUMN credential TEXT")
+    db.execute("ALTER TABLE invocations ADD COLUMN host TEXT")

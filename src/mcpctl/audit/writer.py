@@ -12,9 +12,13 @@ import queue
 import sqlite3
 import threading
 import time
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from mcpctl.audit.log import BUSY_TIMEOUT_S, CallRecord, InvocationLog
+
+if TYPE_CHECKING:
+    from mcpctl.audit.pglog import PgInvocationLog
+    from mcpctl.audit.pgwriter import SpoolingWriter
 
 log = logging.getLogger("mcpctl.audit.log")   # the log module's logger, as before the split
 
@@ -84,6 +88,10 @@ class BackgroundWriter:
                 log.warning("invocation log queue full; %d record(s) dropped", self.dropped)
         except Exception:  # pragma: no cover - submit must never raise into the gateway
             self.dropped += 1
+
+    def write_now(self, rec: CallRecord) -> None:
+        """Write `rec` before returning (the recorder's path once the gateway is stopping)."""
+        self.log.record(rec)
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Block until everything submitted before this call is written; False on timeout."""
@@ -201,3 +209,13 @@ class BackgroundWriter:
         finally:
             if db is not None:
                 db.close()
+
+
+def open_writer(log_: InvocationLog | PgInvocationLog) -> BackgroundWriter | SpoolingWriter:
+    """The gateway's writer for `log_`: SQLite's BackgroundWriter, or PostgreSQL's SpoolingWriter
+    (batches, a local spool while the database is unreachable)."""
+    if isinstance(log_, InvocationLog):
+        return BackgroundWriter(log_)
+    from mcpctl.audit.pgwriter import SpoolingWriter
+
+    return SpoolingWriter(log_)

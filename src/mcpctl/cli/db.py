@@ -73,26 +73,35 @@ def _register_copy() -> None:
     @db_app.command("copy")
     @cli_errors
     def copy(
-        source: Annotated[str, typer.Option("--from", help="'files' (this machine's store) or a postgresql:// URL.")],
-        target: Annotated[str, typer.Option("--to", help="'files' or a postgresql:// URL.")],
-        overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace objects the target has that differ.")] = False,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be copied; write nothing.")] = False,
+        source: Annotated[str, typer.Option("--from", help="The store: 'files' or a postgresql:// URL; the "
+                                                           "invocation log: 'sqlite', a SQLite file, or a URL.")],
+        target: Annotated[str, typer.Option("--to", help="The same choices: where it goes.")],
+        overwrite: Annotated[bool, typer.Option("--overwrite", help="Store: replace objects the target has that differ.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Store: count what would be copied; write nothing.")] = False,
     ) -> None:
-        """Copy the store (servers, projects, tokens and their hashes) between files and a database, either way.
+        """Copy the store (--from/--to files) or the invocation log (--from/--to sqlite or a .db file) between
+        this machine and a database, either way.
 
-        All or nothing into a database (one transaction); an object the target already has is left alone when
-        identical and is a conflict when different (unless --overwrite)."""
+        The store goes all or nothing into a database (one transaction); an object the target already has is
+        left alone when identical and is a conflict when different (unless --overwrite). Log rows are appended."""
         from mcpctl.db.config import redacted
-        from mcpctl.db.copy import copy_store, open_store
+        from mcpctl.errors import MCPCtlError
 
         if source == target:
-            from mcpctl.errors import MCPCtlError
-
             raise MCPCtlError("--from and --to are the same store")
-        report = copy_store(open_store(source), open_store(target), overwrite=overwrite, dry_run=dry_run)
-        where = f"{redacted(source)} -> {redacted(target)}"
-        line = report.line()
-        out.print(f"{where}: {'would copy ' + line.removeprefix('copied ') if dry_run else line}", markup=False)
+        if "files" in (source, target):
+            from mcpctl.db.copy import copy_store, open_store
+
+            report = copy_store(open_store(source), open_store(target), overwrite=overwrite, dry_run=dry_run)
+            where = f"{redacted(source)} -> {redacted(target)}"
+            line = report.line()
+            out.print(f"{where}: {'would copy ' + line.removeprefix('copied ') if dry_run else line}", markup=False)
+            return
+        from mcpctl.audit.copy import copy_between
+
+        copied, total = copy_between(source, target)
+        err.print(f"log: {copied} call(s) copied from {redacted(source)} to {redacted(target)} "
+                  f"({total} there now)", markup=False)
 
 
 _register_copy()

@@ -83,16 +83,16 @@ class _progress:
 
 
 def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
-    from mcpctl.audit.log import InvocationLog
     from mcpctl.catalogue.rank import ToolDoc
     from mcpctl.errors import MCPCtlError
     from mcpctl.evaluation.datasets import Query
     from mcpctl.presentation.catalogue import cached_catalogue
 
+    from .logs import open_log
     from .tools_search import load_project
 
     spec = load_project(project)
-    with InvocationLog() as log:
+    with open_log() as log:             # the team database's log when a database URL is set
         pairs = log.search_pairs(project)
     if not pairs:
         use = (f"let an agent use search_tools through `mcpctl serve --project {project}`; "

@@ -1,6 +1,7 @@
 """`mcpctl logs`: read the invocation log (one row per tool call the gateway routed).
 
     mcpctl logs [--project P] [--since 1h|30m|2d|ISO-8601] [--tool GLOB] [--limit N] [-o table|json] [-f]
+    mcpctl logs --by credential|host [--project P] [--since 30d]    calls per token name / gateway host
     mcpctl logs path      the database file
     mcpctl logs status    rows, size, oldest and newest call
     mcpctl logs stats     per tool: calls, errors, p50/p95 latency, last call
@@ -61,16 +62,17 @@ def _time_option(value: str | None, flag: str) -> float | None:
 
 
 def open_log() -> Any:
-    """The invocation log, or an MCPCtlError naming the file when it cannot be opened."""
+    """The invocation log in effect (the team database's when a database URL is set, else the
+    SQLite file), or an MCPCtlError naming what cannot be opened."""
     import sqlite3
 
     from mcpctl import paths
-    from mcpctl.audit.log import InvocationLog
+    from mcpctl.audit.log import open_log as open_in_effect
     from mcpctl.errors import MCPCtlError
 
     path = paths.invocation_log_path()
     try:
-        return InvocationLog(path)
+        return open_in_effect()
     except (OSError, sqlite3.Error) as e:
         raise MCPCtlError(f"cannot open the invocation log {path}: {e}",
                           hint="check the file's permissions, or move it aside to start a new log") from None
@@ -102,6 +104,8 @@ def record_to_json(rec: Any) -> dict[str, Any]:
         "query": rec.query,
         "resultChars": rec.result_chars,
         "resultSections": rec.result_sections,
+        "credential": rec.credential,
+        "host": rec.host,
     }
 
 
@@ -156,6 +160,28 @@ def _follow(filters: dict[str, Any], limit: int, output: str, interval: float, m
                     cursor = upto
         except KeyboardInterrupt:
             pass
+
+
+def _breakdown(by: str, filters: dict[str, Any], output: str) -> None:
+    """`mcpctl logs --by credential|host|...`: calls per value of that column."""
+    from mcpctl.audit.records import BREAKDOWNS
+
+    if by not in BREAKDOWNS:
+        raise typer.BadParameter(f"{by!r} is not one of: {', '.join(BREAKDOWNS)}", param_hint="'--by'")
+    with open_log() as log:
+        rows = log.breakdown(by, project=filters["project"], since=filters["since"], until=filters["until"])
+    if output == "json":
+        print_json([{"key": r.key, "calls": r.calls, "errors": r.errors, "lastCall": _iso_utc(r.last_ts)}
+                    for r in rows])
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in (by.upper(), "CALLS", "ERRORS", "LAST CALL"):
+        table.add_column(col, justify="left" if col in (by.upper(), "LAST CALL") else "right")
+    for r in rows:
+        table.add_row(safe(r.key if r.key is not None else "-"), str(r.calls), str(r.errors), _local(r.last_ts))
+    out.print(table)
 
 
 def _human_size(n: int) -> str:
@@ -272,6 +298,8 @@ def register(app: typer.Typer) -> None:
             "with -o json, one object per line.")] = False,
         interval: Annotated[float, typer.Option("--interval", min=0.05, hidden=True)] = 0.5,
         max_polls: Annotated[int | None, typer.Option("--max-polls", min=0, hidden=True)] = None,
+        by: Annotated[str | None, typer.Option(
+            "--by", help="Count calls per credential|host|project|client_name|profile|outcome instead.")] = None,
     ) -> None:
         """Show logged tool calls, oldest first (the newest --limit of them)."""
         if ctx.invoked_subcommand is not None:
@@ -286,6 +314,9 @@ def register(app: typer.Typer) -> None:
         until_ts = _time_option(until, "--until")
         filters: dict[str, Any] = {"project": project, "since": since_ts, "until": until_ts, "tool_glob": tool,
                                    "outcome": outcome}
+        if by is not None:
+            _breakdown(by, filters, output)
+            return
         if follow:
             _follow(filters, limit, output, interval, max_polls)
             return

@@ -25,6 +25,7 @@ from mcpctl.errors import MCPCtlError
 COMPONENTS: Final[dict[str, str]] = {
     "store": "mcpctl.db.store_schema",
     "catalogue": "mcpctl.db.catalogue",
+    "log": "mcpctl.audit.pg_migrations",
 }
 _LOCK_KEY: Final = 0x6D63_7063  # "mcpc": the advisory lock `migrate` holds
 _TABLE: Final = """

@@ -37,6 +37,7 @@ class CallLog:
                    client_version=caller.client_version, session_id=caller.session_id,
                    profile=caller.profile, query=query,
                    result_chars=None if result is None else result[0],
-                   result_sections=(result[1] or None) if result is not None else None)
+                   result_sections=(result[1] or None) if result is not None else None,
+                   credential=caller.credential or None)   # "": the project's own token
         except Exception:
             log.exception("recording a call failed")

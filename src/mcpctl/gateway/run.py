@@ -130,13 +130,14 @@ class _Recorder:
     def __init__(self) -> None:
         import asyncio
 
-        from mcpctl.audit.log import CallRecord, InvocationLog
-        from mcpctl.audit.writer import BackgroundWriter
+        from mcpctl.audit.log import CallRecord, open_log
+        from mcpctl.audit.writer import open_writer
 
         self._running_loop = asyncio.get_running_loop
         self._make = CallRecord
-        self.log = InvocationLog(paths.invocation_log_path())
-        self.writer = BackgroundWriter(self.log)
+        self.host = gateway_host()
+        self.log = _open_log(open_log)     # PostgreSQL when a database URL is set, else SQLite
+        self.writer = open_writer(self.log)
         self._lock = threading.Lock()
         self._batch: list[Any] = []
         self._direct = False          # after drain(): write each record before returning
@@ -144,6 +145,7 @@ class _Recorder:
         self.lost = 0
 
     def record(self, **fields: Any) -> None:
+        fields.setdefault("host", self.host)
         rec = self._make(**fields)
         with self._lock:
             if self._direct:
@@ -163,7 +165,7 @@ class _Recorder:
             log.error("invocation log closed: a call to %s was not recorded", rec.presented_name)
             return
         try:
-            self.log.record(rec)
+            self.writer.write_now(rec)     # PostgreSQL: the spool when the database is unreachable
         except Exception as e:   # the call itself must not fail because of its log row
             self.lost += 1
             log.error("invocation log: a call to %s was not recorded: %s", rec.presented_name, e)
@@ -191,6 +193,33 @@ class _Recorder:
         with self._lock:
             self._closed = True
             self.log.close()
+
+
+def gateway_host() -> str:
+    """This gateway's name in the log's `host` column: MCPCTL_GATEWAY_HOST, else the hostname."""
+    import socket
+
+    return os.environ.get("MCPCTL_GATEWAY_HOST") or socket.gethostname()
+
+
+def _open_log(open_log: Callable[[], Any]) -> Any:
+    """The log in effect. PostgreSQL: a schema that is not current refuses the gateway (run
+    `mcpctl db migrate`); a database unreachable at start does not (rows are spooled)."""
+    from mcpctl.db.pool import DatabaseUnavailable
+
+    try:
+        return open_log()
+    except DatabaseUnavailable as e:
+        import importlib.util
+
+        from mcpctl.audit.pglog import PgInvocationLog
+        from mcpctl.db.config import database_url
+
+        url = database_url()
+        if url is None or importlib.util.find_spec("psycopg") is None:
+            raise
+        log.warning("invocation log: %s; rows are spooled until it is reachable", e)
+        return PgInvocationLog(url, check_schema=False)
 
 
 def _recorder() -> _Recorder | None:

@@ -1,0 +1,107 @@
+"""The log's rows and aggregates, shared by its backends (SQLite: `log.py`, PostgreSQL: `pglog.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+OUTCOMES: Final = ("ok", "tool_error", "protocol_error", "timeout", "upstream_down", "denied")
+SEARCH_TOOL_ID: Final = "mcpctl/search_tools"
+SEARCH_TOOL_NAME: Final = "search_tools"
+# What `breakdown` can group by: a column of the log each.
+BREAKDOWNS: Final = ("credential", "host", "project", "client_name", "profile", "outcome")
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One routed tool call. Field order is the column order of the `invocations` table."""
+
+    ts: float                       # unix seconds, call start
+    duration_ms: float
+    project: str
+    presented_name: str
+    canonical_id: str | None
+    outcome: str
+    error_class: str | None = None
+    client_name: str | None = None
+    client_version: str | None = None
+    session_id: str | None = None   # gateway-assigned id of the client session
+    profile: str | None = None
+    query: str | None = None        # search_tools query text; only set when the project opts in
+    result_chars: int | None = None     # characters of the result's text and binary data (None: no result)
+    result_sections: int | None = None  # sections its text was cut into (None: not cut)
+    credential: str | None = None   # HTTP: the token's name (None: the project's own token, or stdio)
+    host: str | None = None         # the gateway host that answered (MCPCTL_GATEWAY_HOST or the hostname)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome {self.outcome!r} is not one of: {', '.join(OUTCOMES)}")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStats:
+    """Aggregates for one canonical tool id over a window of the log."""
+
+    canonical_id: str
+    calls: int
+    errors: int                     # every outcome other than "ok"
+    p50_ms: float
+    p95_ms: float
+    first_ts: float
+    last_ts: float
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Calls under one (canonical id, presented name, session) in a window: the rows
+    `favourites suggest` collapses onto canonical ids."""
+
+    canonical_id: str | None        # None: the gateway could not name the tool when it was called
+    presented_name: str
+    session_id: str | None
+    calls: int
+    errors: int                     # every outcome other than "ok"
+    last_ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """Calls under one (canonical id, presented name, profile) in a window, grouped by the call
+    that came next in the same session when it started within `within` seconds of this one's
+    end: the rows `mcpctl surface` measures "picked the neighbour" by."""
+
+    canonical_id: str | None        # None: the gateway could not name the tool when it was called
+    presented_name: str
+    profile: str | None
+    next_canonical_id: str | None   # the next call, when there was one soon enough (else both None)
+    next_presented_name: str | None
+    calls: int
+    errors: int                     # every outcome other than "ok"
+    last_ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class LogSummary:
+    path: Path | str                # the SQLite file, or the database URL (password hidden)
+    rows: int
+    size_bytes: int                 # the database file plus its WAL
+    oldest_ts: float | None
+    newest_ts: float | None
+    migrations: tuple[str, ...]
+
+
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """Calls under one value of a column (credential, host, ...) in a window."""
+
+    key: str | None
+    calls: int
+    errors: int                     # every outcome other than "ok"
+    last_ts: float
