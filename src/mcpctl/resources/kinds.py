@@ -130,6 +130,9 @@ PROJECT_SPEC: Final = Obj({
         "enabled": Scalar(bool, nullable=True),
         "tools": ListOf(Scalar(str, check=check_favourite_id)),
         "maxFavourites": Scalar(int, default=DEFAULT_MAX_FAVOURITES, check=check_range(1, 200)),
+        # false: favourite-index without its load-bearing "PREFER favourite ..." instruction (the
+        # same listing; measured by `mcpctl bakeoff`'s favourite-index-without-instruction)
+        "instruction": Scalar(bool, default=True),
     }),
     "presentation": Scalar(str, nullable=True, enum=PRESENTATIONS),
     "pinning": Scalar(str, nullable=True, enum=PINNING_MODES),
@@ -266,6 +269,7 @@ class FavouriteIndex:
     enabled: bool = False                 # effective: the presentation shows favourites
     tools: tuple[str, ...] = ()
     max_favourites: int = DEFAULT_MAX_FAVOURITES
+    instruction: bool = True              # False: no "PREFER favourite ..." text (modes.without_instruction)
 
 
 @dataclass(frozen=True)
@@ -370,6 +374,7 @@ class ProjectSpec:
                 enabled=presentation != "flat",
                 tools=tuple(fav.get("tools") or ()),
                 max_favourites=int(fav.get("maxFavourites", DEFAULT_MAX_FAVOURITES)),
+                instruction=bool(fav.get("instruction", True)),
             ),
             presentation=presentation,
             names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),
