@@ -1,0 +1,123 @@
+"""A whole bake-off: every presentation (its own gateway) × trial × task, one JSON line each.
+
+Each line carries the run's metadata (`run`: model, endpoint, catalogue, task set,
+presentations, trials, seed, temperature, mcpctl version, token counter) beside the episode, so
+a results file describes itself and `mcpctl bakeoff report` can redraw and compare files.
+Trial k sends `seed + k` (so trials differ where the endpoint honours seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpctl.bakeoff.data import Task
+
+
+@dataclass
+class RunConfig:
+    endpoint: str
+    model: str
+    tasks_file: str
+    presentations: list[str]
+    trials: int = 1
+    max_turns: int = 8
+    seed: int = 0
+    temperature: float = 0.0
+    catalogue: str | None = None             # --catalogue DIR
+    project: str | None = None               # --project P
+    favourites: list[str] | None = None
+    ranker: str | None = None
+    api_key_env: str | None = None
+
+    def meta(self, counter_label: str, n_tasks: int) -> dict[str, Any]:
+        from mcpctl import __version__
+
+        out = {k: v for k, v in asdict(self).items() if k != "api_key_env"}
+        return {"id": uuid.uuid4().hex[:12], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "mcpctl": __version__, "tokens": counter_label, "tasks": n_tasks, **out}
+
+
+@dataclass
+class ArmInfo:
+    presentation: str
+    listed: int
+    tool_def_tokens: int
+    instructions: str
+
+
+@dataclass
+class RunResult:
+    meta: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    arms: list[ArmInfo] = field(default_factory=list)
+
+
+Progress = Callable[[str, int, int], None]
+
+
+async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = None,
+              save: Path | None = None, progress: Progress | None = None) -> RunResult:
+    from mcpctl.bakeoff import workspace as wsm
+    from mcpctl.bakeoff.data import check_tasks, load_catalogue
+    from mcpctl.bakeoff.llm import ChatClient
+    from mcpctl.catalogue.tokens import token_counter
+
+    counter = token_counter()
+    if cfg.catalogue:
+        cat = load_catalogue(Path(cfg.catalogue))
+        check_tasks(list(tasks), cat.ids, f"--catalogue {cfg.catalogue}")
+        if cfg.favourites is None:
+            cfg.favourites = cat.favourites or None
+        ws = wsm.for_catalogue(cat, cfg.presentations, cfg.favourites, cfg.ranker)
+    else:
+        assert cfg.project is not None
+        ws = wsm.for_project(cfg.project, cfg.presentations, cfg.favourites, cfg.ranker)
+    result = RunResult(cfg.meta(counter.label, len(tasks)))
+    llm = ChatClient(cfg.endpoint, cfg.model, api_key)
+    out = save.open("a", encoding="utf-8") if save else None
+    try:
+        for arm in ws.arms:
+            info = await _run_arm(cfg, ws, arm, tasks, llm, counter, result, out, progress)
+            result.arms.append(info)
+    finally:
+        if out:
+            out.close()
+        await llm.aclose()
+        ws.close()
+    return result
+
+
+async def _run_arm(cfg: RunConfig, ws: Any, arm: Any, tasks: Sequence[Task], llm: Any, counter: Any,
+                   result: RunResult, out: Any, progress: Progress | None) -> ArmInfo:
+    from mcpctl.bakeoff.episode import Context, play
+    from mcpctl.bakeoff.llm import function_tools
+    from mcpctl.bakeoff.session import open_session
+    from mcpctl.catalogue.tokens import definition_text
+
+    async with open_session(ws, arm) as session:
+        listed = await session.tools()
+        ws.name_table(arm)
+        fn_tools = function_tools(listed)
+        ctx = Context(arm, session, llm, session.instructions, fn_tools,
+                      sum(counter.count(definition_text(t)) for t in listed),
+                      counter.count(json.dumps(fn_tools, ensure_ascii=False)), counter,
+                      cfg.max_turns, cfg.temperature)
+        total, done = cfg.trials * len(tasks), 0
+        for trial in range(cfg.trials):
+            for task in tasks:
+                ep = await play(ctx, task, trial, cfg.seed + trial)
+                row = {"run": result.meta, "model": cfg.model, **ep.as_dict()}
+                result.rows.append(row)
+                if out:
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    out.flush()
+                done += 1
+                if progress:
+                    progress(arm.presentation, done, total)
+    return ArmInfo(arm.presentation, len(listed), ctx.tool_def_tokens, ctx.system)
