@@ -12,7 +12,7 @@ instructions) can be tested and demonstrated without one.
   it wanders through the list in listing order until the harness stops it).
 - `follow-instructions`: reads the system message. When it says PREFER favourites and names
   them ("Favourites: a, b."), it calls the listed favourite whose name + description share the
-  most words with the task, if any does; when it says to call search_tools before anything else,
+  most words with the task when it shares at least two (FAVOURITE_MATCH) with it; when it says to call search_tools before anything else,
   it searches and calls the top result; otherwise (and on later turns) it calls the listed tool
   with the most words in common with the task that it has not called yet.
 - `search-first`: calls `search_tools` with the task, then each result in rank order (directly
@@ -37,6 +37,7 @@ STOP = frozenset(["a", "an", "the", "and", "or", "of", "to", "in", "on", "for", 
 WORD = re.compile(r"[a-z0-9]+")
 FAVOURITES = re.compile(r"Favourites: ([^\n]*?)\.(?:\s|$)")
 SEARCH_FIRST_HINT = "Before calling anything else, call search_tools"
+FAVOURITE_MATCH = 2           # words a favourite must share with the task to "match" it
 POLICIES = ("first-listed", "follow-instructions", "search-first")
 
 
@@ -150,7 +151,7 @@ def follow_instructions(c: Conversation) -> tuple[str, dict[str, Any]] | None:
     if "PREFER" in c.system and not c.called:
         m = FAVOURITES.search(c.system)
         favs = {n.strip() for n in m.group(1).split(",")} if m else set()
-        pick = c.best_overlap([f for f in c.tools if f["name"] in favs], minimum=1)
+        pick = c.best_overlap([f for f in c.tools if f["name"] in favs], minimum=FAVOURITE_MATCH)
         if pick:
             return c.call(pick)
     pick = c.best_overlap(c.tools)

@@ -44,7 +44,12 @@ def load(files: Sequence[Path]) -> list[dict[str, Any]]:
             rows.append(row)
     if not rows:
         raise InvalidResource(f"{', '.join(map(str, files))}: no result rows", hint="a bake-off --save file")
-    return rows
+    unique: dict[tuple[str, str, str, str, str], dict[str, Any]] = {}
+    for r in rows:      # a file given twice (or appended to twice) counts once
+        key = (str(r["run"].get("id")), str(r.get("model")), str(r["presentation"]), str(r.get("task")),
+               str(r.get("trial")))
+        unique.setdefault(key, r)
+    return list(unique.values())
 
 
 def runs(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -57,7 +62,7 @@ def runs(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def header(meta: dict[str, Any]) -> str:
     source = f"catalogue {meta['catalogue']}" if meta.get("catalogue") else f"project {meta.get('project')}"
     favs = meta.get("favourites")
-    return (f"run {meta['id']} ({meta.get('started', '?')}): model {meta['model']} at {meta['endpoint']}; "
+    return (f"run {meta['id']} ({meta.get('started', '?')}): model {', '.join(meta['models'])} at {meta['endpoint']}; "
             f"{source}; tasks {meta['tasks_file']} ({meta.get('tasks', '?')}); "
             f"presentations {', '.join(meta['presentations'])}; trials {meta['trials']}; seed {meta['seed']}; "
             f"temperature {meta['temperature']}; max turns {meta['max_turns']}; "

@@ -1,4 +1,4 @@
-"""A whole bake-off: every presentation (its own gateway) × trial × task, one JSON line each.
+"""A whole bake-off: every presentation (its own gateway) × model × trial × task, one JSON line each.
 
 Each line carries the run's metadata (`run`: model, endpoint, catalogue, task set,
 presentations, trials, seed, temperature, mcpctl version, token counter) beside the episode, so
@@ -22,7 +22,7 @@ from mcpctl.bakeoff.data import Task
 @dataclass
 class RunConfig:
     endpoint: str
-    model: str
+    models: list[str]
     tasks_file: str
     presentations: list[str]
     trials: int = 1
@@ -79,22 +79,24 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = No
         assert cfg.project is not None
         ws = wsm.for_project(cfg.project, cfg.presentations, cfg.favourites, cfg.ranker)
     result = RunResult(cfg.meta(counter.label, len(tasks)))
-    llm = ChatClient(cfg.endpoint, cfg.model, api_key)
+    llms = [ChatClient(cfg.endpoint, model, api_key) for model in cfg.models]
     out = save.open("a", encoding="utf-8") if save else None
     try:
         for arm in ws.arms:
-            info = await _run_arm(cfg, ws, arm, tasks, llm, counter, result, out, progress)
+            info = await _run_arm(cfg, ws, arm, tasks, llms, counter, result, out, progress)
             result.arms.append(info)
     finally:
         if out:
             out.close()
-        await llm.aclose()
+        for llm in llms:
+            await llm.aclose()
         ws.close()
     return result
 
 
-async def _run_arm(cfg: RunConfig, ws: Any, arm: Any, tasks: Sequence[Task], llm: Any, counter: Any,
+async def _run_arm(cfg: RunConfig, ws: Any, arm: Any, tasks: Sequence[Task], llms: Sequence[Any], counter: Any,
                    result: RunResult, out: Any, progress: Progress | None) -> ArmInfo:
+    """Every model × trial × task on one presentation's gateway (started once for all of them)."""
     from mcpctl.bakeoff.episode import Context, play
     from mcpctl.bakeoff.llm import function_tools
     from mcpctl.bakeoff.session import open_session
@@ -104,20 +106,22 @@ async def _run_arm(cfg: RunConfig, ws: Any, arm: Any, tasks: Sequence[Task], llm
         listed = await session.tools()
         ws.name_table(arm)
         fn_tools = function_tools(listed)
-        ctx = Context(arm, session, llm, session.instructions, fn_tools,
-                      sum(counter.count(definition_text(t)) for t in listed),
-                      counter.count(json.dumps(fn_tools, ensure_ascii=False)), counter,
-                      cfg.max_turns, cfg.temperature)
-        total, done = cfg.trials * len(tasks), 0
-        for trial in range(cfg.trials):
-            for task in tasks:
-                ep = await play(ctx, task, trial, cfg.seed + trial)
-                row = {"run": result.meta, "model": cfg.model, **ep.as_dict()}
-                result.rows.append(row)
-                if out:
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    out.flush()
-                done += 1
-                if progress:
-                    progress(arm.presentation, done, total)
-    return ArmInfo(arm.presentation, len(listed), ctx.tool_def_tokens, ctx.system)
+        instructions = session.instructions
+        def_tokens = sum(counter.count(definition_text(t)) for t in listed)
+        tools_tokens = counter.count(json.dumps(fn_tools, ensure_ascii=False))
+        total, done = len(llms) * cfg.trials * len(tasks), 0
+        for llm in llms:
+            ctx = Context(arm, session, llm, instructions, fn_tools, def_tokens, tools_tokens, counter,
+                          cfg.max_turns, cfg.temperature)
+            for trial in range(cfg.trials):
+                for task in tasks:
+                    ep = await play(ctx, task, trial, cfg.seed + trial)
+                    row = {"run": result.meta, "model": llm.model, **ep.as_dict()}
+                    result.rows.append(row)
+                    if out:
+                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        out.flush()
+                    done += 1
+                    if progress:
+                        progress(arm.presentation, done, total)
+    return ArmInfo(arm.presentation, len(listed), def_tokens, instructions)

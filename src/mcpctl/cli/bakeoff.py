@@ -1,6 +1,6 @@
 """`mcpctl bakeoff`: measure what each presentation does to a model's choice of tool.
 
-    mcpctl bakeoff --endpoint URL --model NAME [--api-key-env VAR] (--project P | --catalogue DIR)
+    mcpctl bakeoff --endpoint URL --model NAME[,NAME...] [--api-key-env VAR] (--project P | --catalogue DIR)
                    --tasks FILE [--presentations flat,favourite-index,...] [--favourites ID,...]
                    [--trials K] [--max-turns T] [--seed S] [--temperature X] [-o table|json|markdown]
                    [--save FILE.jsonl]
@@ -65,7 +65,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         endpoint: Annotated[str | None, typer.Option(
             "--endpoint", help="OpenAI-compatible base URL ending in /v1 (Ollama: http://127.0.0.1:11434/v1).")] = None,
-        model: Annotated[str | None, typer.Option("--model", help="The model name the endpoint serves.")] = None,
+        model: Annotated[list[str] | None, typer.Option(
+            "--model", help="Model name the endpoint serves (comma-separated or repeated: each is measured "
+            "on the same gateways).")] = None,
         api_key_env: Annotated[str | None, typer.Option(
             "--api-key-env", help="Environment variable holding the endpoint's API key (never a flag).")] = None,
         project: Annotated[str | None, typer.Option(
@@ -100,11 +102,12 @@ def register(app: typer.Typer) -> None:
         if ctx.invoked_subcommand is not None:
             return
         check_format(output, _FORMATS)
-        if not endpoint or not model or tasks is None:
+        models = _split(model)
+        if not endpoint or not models or tasks is None:
             raise typer.BadParameter("--endpoint, --model and --tasks are required", param_hint="'--endpoint'")
         chosen = _split([presentations])
         _check(chosen, project, catalogue, trials, max_turns, api_key_env)
-        _run(endpoint, model, api_key_env, project, catalogue, tasks, chosen, _split(favourites) or None,
+        _run(endpoint, models, api_key_env, project, catalogue, tasks, chosen, _split(favourites) or None,
              trials, max_turns, seed, temperature, ranker, save, output)
 
     @group.command("report")
@@ -123,7 +126,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(group, name="bakeoff", rich_help_panel="Catalogue")
 
 
-def _run(endpoint: str, model: str, api_key_env: str | None, project: str | None, catalogue: Path | None,
+def _run(endpoint: str, models: list[str], api_key_env: str | None, project: str | None, catalogue: Path | None,
          tasks: Path, presentations: list[str], favourites: list[str] | None, trials: int, max_turns: int,
          seed: int, temperature: float, ranker: str | None, save: Path | None, output: str) -> None:
     import anyio
@@ -133,7 +136,7 @@ def _run(endpoint: str, model: str, api_key_env: str | None, project: str | None
     from mcpctl.bakeoff.run import RunConfig, run
 
     task_list = load_tasks(tasks)
-    cfg = RunConfig(endpoint=endpoint, model=model, tasks_file=str(tasks), presentations=presentations,
+    cfg = RunConfig(endpoint=endpoint, models=models, tasks_file=str(tasks), presentations=presentations,
                     trials=trials, max_turns=max_turns, seed=seed, temperature=temperature,
                     catalogue=str(catalogue) if catalogue else None, project=project, favourites=favourites,
                     ranker=ranker, api_key_env=api_key_env)
