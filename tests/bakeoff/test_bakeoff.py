@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 HERE = Path(__file__).resolve().parent
 CATALOGUE = HERE / "catalogue"
@@ -119,7 +120,9 @@ def test_report_redraws_and_compares_saved_runs(run: Run) -> None:
     assert table.returncode == 0 and "first pick" in table.stdout
 
 
-def test_bad_input_is_named(tmp_path: Path) -> None:
+def test_bad_input_is_named(tmp_path: Path, runner: CliRunner) -> None:
+    from mcpctl.cli import app
+
     bad = tmp_path / "tasks.jsonl"
     bad.write_text('{"id": "x", "query": "hi", "relevant_groups": [["nowhere/tool"]]}\n')
     cases = [
@@ -127,10 +130,10 @@ def test_bad_input_is_named(tmp_path: Path) -> None:
         (["--catalogue", str(CATALOGUE), "--project", "p", "--tasks", str(TASKS)], "exactly one of"),
         (["--catalogue", str(CATALOGUE), "--tasks", str(bad)], "task 'x'"),
         (["--catalogue", str(HERE), "--tasks", str(TASKS)], "no tools.jsonl"),
+        (["--project", "nope", "--tasks", str(TASKS)], "no such project"),
     ]
     for extra, needle in cases:
-        r = subprocess.run([MCPCTL, "bakeoff", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", *extra],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode != 0 and needle in r.stderr, (extra, r.stderr)
-    r = subprocess.run([MCPCTL, "bakeoff", "report", str(bad)], capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0 and "not a bake-off result row" in r.stderr
+        r = runner.invoke(app, ["bakeoff", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", *extra])
+        assert r.exit_code != 0 and needle in r.output, (extra, r.output)
+    r = runner.invoke(app, ["bakeoff", "report", str(bad)])
+    assert r.exit_code != 0 and "not a bake-off result row" in r.output

@@ -14,9 +14,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpctl.bakeoff.data import Task
+
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from mcpctl.bakeoff.llm import ChatClient
+    from mcpctl.bakeoff.workspace import Arm, Workspace
+    from mcpctl.catalogue.tokens import TokenCounter
 
 
 @dataclass
@@ -94,8 +101,8 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = No
     return result
 
 
-async def _run_arm(cfg: RunConfig, ws: Any, arm: Any, tasks: Sequence[Task], llms: Sequence[Any], counter: Any,
-                   result: RunResult, out: Any, progress: Progress | None) -> ArmInfo:
+async def _run_arm(cfg: RunConfig, ws: Workspace, arm: Arm, tasks: Sequence[Task], llms: Sequence[ChatClient],
+                   counter: TokenCounter, result: RunResult, out: TextIO | None, progress: Progress | None) -> ArmInfo:
     """Every model × trial × task on one presentation's gateway (started once for all of them)."""
     from mcpctl.bakeoff.episode import Context, play
     from mcpctl.bakeoff.llm import function_tools
