@@ -16,6 +16,7 @@ What each scripted policy must produce:
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -120,7 +121,7 @@ def test_report_redraws_and_compares_saved_runs(run: Run) -> None:
     assert table.returncode == 0 and "first pick" in table.stdout
 
 
-def test_bad_input_is_named(tmp_path: Path, runner: CliRunner) -> None:
+def test_bad_input_is_named(fake_llm: str, tmp_path: Path, runner: CliRunner) -> None:
     from mcpctl.cli import app
 
     bad = tmp_path / "tasks.jsonl"
@@ -133,7 +134,13 @@ def test_bad_input_is_named(tmp_path: Path, runner: CliRunner) -> None:
         (["--project", "nope", "--tasks", str(TASKS)], "no such project"),
     ]
     for extra, needle in cases:
-        r = runner.invoke(app, ["bakeoff", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", *extra])
+        r = runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", "first-listed", *extra])
         assert r.exit_code != 0 and needle in r.output, (extra, r.output)
+    with socket.socket() as held:          # bound, not listening: refused, and no one else's port
+        held.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{held.getsockname()[1]}/v1"
+        r = runner.invoke(app, ["bakeoff", "--endpoint", down, "--model", "m", "--catalogue", str(CATALOGUE),
+                                "--tasks", str(TASKS)])
+    assert r.exit_code != 0 and f"--endpoint {down}" in r.output and "running" in r.output, r.output
     r = runner.invoke(app, ["bakeoff", "report", str(bad)])
     assert r.exit_code != 0 and "not a bake-off result row" in r.output

@@ -18,6 +18,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from mcpctl.bakeoff.llm import EndpointError
+
 if TYPE_CHECKING:
     from mcpctl.bakeoff.data import Task
     from mcpctl.bakeoff.llm import ChatClient, ToolCall
@@ -118,10 +120,8 @@ async def play(ctx: Context, task: Task, trial: int, seed: int | None) -> Episod
     t0 = time.monotonic()
     try:
         await _turns(ctx, ep, scorer, messages, seed)
-    except Exception as e:               # the endpoint failed mid-run: recorded, the run goes on
-        from mcpctl.errors import MCPCtlError
-
-        if not isinstance(e, MCPCtlError):
+    except EndpointError as e:           # a failed request: recorded, the run goes on (unless fatal)
+        if e.fatal:
             raise
         ep.stop, ep.error = "error", str(e)
     ep.success = scorer.done

@@ -18,7 +18,13 @@ READ_TIMEOUT_S: Final = 600.0      # a CPU model with a long tool list can take 
 
 
 class EndpointError(MCPCtlError):
-    """The model endpoint refused or failed a request."""
+    """The model endpoint refused or failed a request. `fatal`: no later request can do better
+    (unreachable, or a 4xx such as an unknown model): the run stops; otherwise (5xx, a timeout)
+    the task is recorded as an error and the run goes on."""
+
+    def __init__(self, message: str, *, hint: str | None = None, fatal: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.fatal = fatal
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,17 @@ class ChatClient:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=READ_TIMEOUT_S))
 
+    async def check(self) -> None:
+        """Fail before any gateway starts when the endpoint cannot be reached at all
+        (`GET {endpoint}/models`; an endpoint without that route is fine)."""
+        import httpx2
+
+        try:
+            await self._http.get(f"{self.endpoint}/models", timeout=30.0)
+        except httpx2.HTTPError as e:
+            raise EndpointError(f"--endpoint {self.endpoint}: {type(e).__name__}: {e}", fatal=True,
+                                hint="is the model server running? the endpoint is its base URL ending in /v1") from e
+
     async def aclose(self) -> None:
         await self._http.aclose()
 
@@ -90,11 +107,14 @@ class ChatClient:
         url = f"{self.endpoint}/chat/completions"
         try:
             r = await self._http.post(url, json=body)
+        except httpx2.TimeoutException as e:
+            raise EndpointError(f"--endpoint {self.endpoint}: no answer within {READ_TIMEOUT_S:.0f} s ({e})") from e
         except httpx2.HTTPError as e:
-            raise EndpointError(f"--endpoint {self.endpoint}: {type(e).__name__}: {e}",
+            raise EndpointError(f"--endpoint {self.endpoint}: {type(e).__name__}: {e}", fatal=True,
                                 hint="is the model server running? the endpoint is its base URL ending in /v1") from e
         if r.status_code >= 400:
             raise EndpointError(f"--endpoint {self.endpoint}: {url} answered {r.status_code}: {r.text[:300]}",
+                                fatal=r.status_code < 500 and r.status_code != 429,
                                 hint=f"check --model {self.model} is served there and supports tool calling")
         try:
             data = r.json()

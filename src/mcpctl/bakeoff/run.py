@@ -76,28 +76,33 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = No
     from mcpctl.catalogue.tokens import token_counter
 
     counter = token_counter()
-    if cfg.catalogue:
+    cat = None
+    if cfg.catalogue:                       # bad input is refused before anything starts
         cat = load_catalogue(Path(cfg.catalogue))
         check_tasks(list(tasks), cat.ids, f"--catalogue {cfg.catalogue}")
         if cfg.favourites is None:
             cfg.favourites = cat.favourites or None
-        ws = wsm.for_catalogue(cat, cfg.presentations, cfg.favourites, cfg.ranker)
-    else:
-        assert cfg.project is not None
-        ws = wsm.for_project(cfg.project, cfg.presentations, cfg.favourites, cfg.ranker)
     result = RunResult(cfg.meta(counter.label, len(tasks)))
     llms = [ChatClient(cfg.endpoint, model, api_key) for model in cfg.models]
-    out = save.open("a", encoding="utf-8") if save else None
+    ws: Workspace | None = None
+    out = None
     try:
+        await llms[0].check()
+        if cat is not None:
+            ws = wsm.for_catalogue(cat, cfg.presentations, cfg.favourites, cfg.ranker)
+        else:
+            assert cfg.project is not None
+            ws = wsm.for_project(cfg.project, cfg.presentations, cfg.favourites, cfg.ranker)
+        out = save.open("a", encoding="utf-8") if save else None
         for arm in ws.arms:
-            info = await _run_arm(cfg, ws, arm, tasks, llms, counter, result, out, progress)
-            result.arms.append(info)
+            result.arms.append(await _run_arm(cfg, ws, arm, tasks, llms, counter, result, out, progress))
     finally:
         if out:
             out.close()
         for llm in llms:
             await llm.aclose()
-        ws.close()
+        if ws is not None:
+            ws.close()
     return result
 
 
