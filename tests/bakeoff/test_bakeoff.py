@@ -114,7 +114,7 @@ def test_report_redraws_and_compares_saved_runs(run: Run) -> None:
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     run_id = run.report["runs"][0]["id"]
-    assert f"model {', '.join(MODELS)} at {run.url}" in r.stdout
+    assert f"models {', '.join(MODELS)} at {run.url}" in r.stdout
     assert f"| {run_id} | first-listed | favourite-index | 6 | 0.33 [" in r.stdout   # the file twice: once
     assert r.stdout.count(f"| {run_id} |") == 12
     table = subprocess.run([MCPCTL, "bakeoff", "report", str(run.save)], capture_output=True, text=True, timeout=60)

@@ -116,8 +116,14 @@ def summarise(rows: Sequence[dict[str, Any]]) -> Summary:
 
 
 def group(rows: Iterable[dict[str, Any]]) -> list[Summary]:
-    """One summary per (run, model, presentation), in the order first seen."""
+    """One summary per (run, model, presentation): runs, then models, then presentations, each in
+    the order first seen (a model's presentations side by side)."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    order: dict[str, dict[str, int]] = {"run": {}, "model": {}, "presentation": {}}
     for r in rows:
-        groups.setdefault((str(r["run"]["id"]), str(r["model"]), str(r["presentation"])), []).append(r)
-    return [summarise(g) for g in groups.values()]
+        key = (str(r["run"]["id"]), str(r["model"]), str(r["presentation"]))
+        for part, value in zip(order, key, strict=True):
+            order[part].setdefault(value, len(order[part]))
+        groups.setdefault(key, []).append(r)
+    ranked = sorted(groups, key=lambda k: tuple(order[p][v] for p, v in zip(order, k, strict=True)))
+    return [summarise(groups[k]) for k in ranked]

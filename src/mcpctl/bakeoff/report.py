@@ -62,7 +62,9 @@ def runs(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def header(meta: dict[str, Any]) -> str:
     source = f"catalogue {meta['catalogue']}" if meta.get("catalogue") else f"project {meta.get('project')}"
     favs = meta.get("favourites")
-    return (f"run {meta['id']} ({meta.get('started', '?')}): model {', '.join(meta['models'])} at {meta['endpoint']}; "
+    models = meta["models"]
+    return (f"run {meta['id']} ({meta.get('started', '?')}): model{'s' if len(models) > 1 else ''} "
+            f"{', '.join(models)} at {meta['endpoint']}; "
             f"{source}; tasks {meta['tasks_file']} ({meta.get('tasks', '?')}); "
             f"presentations {', '.join(meta['presentations'])}; trials {meta['trials']}; seed {meta['seed']}; "
             f"temperature {meta['temperature']}; max turns {meta['max_turns']}; "
