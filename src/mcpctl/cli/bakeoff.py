@@ -13,6 +13,7 @@ docs/bakeoff.md and `mcpctl.bakeoff`. Heavy modules are imported when the comman
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -150,4 +151,10 @@ def _run(endpoint: str, models: list[str], api_key_env: str | None, project: str
         result = await run(cfg, task_list, api_key=api_key, save=save, progress=progress)
         return render(result.rows, output)
 
-    _show(anyio.run(go), output)
+    # SIGTERM as Ctrl-C: the gateways are closed and the temporary homes removed either way
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        text = anyio.run(go)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    _show(text, output)
