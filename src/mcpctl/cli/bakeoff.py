@@ -38,9 +38,12 @@ def _show(text: str, fmt: str) -> None:
 
 
 def _check(presentations: list[str], project: str | None, catalogue: Path | None, trials: int,
-           max_turns: int, api_key_env: str | None) -> None:
+           max_turns: int, api_key_env: str | None, ranker: str | None) -> None:
     from mcpctl.bakeoff.workspace import PRESENTATIONS
+    from mcpctl.resources.kinds import RANKERS
 
+    if ranker is not None and ranker not in RANKERS:
+        raise typer.BadParameter(f"{ranker!r} is not one of: {', '.join(RANKERS)}", param_hint="'--ranker'")
     if (project is None) == (catalogue is None):
         raise typer.BadParameter("give exactly one of --project P or --catalogue DIR", param_hint="'--project'")
     bad = [p for p in presentations if p not in PRESENTATIONS]
@@ -57,7 +60,9 @@ def _check(presentations: list[str], project: str | None, catalogue: Path | None
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Measure what each presentation does to a model's choice of tool.",
+    group = typer.Typer(help="Measure what each presentation does to a model's choice of tool: drive it "
+                        "through the real gateway under each presentation and report first pick, wander, "
+                        "success, tokens, turns and time with 95 % intervals (docs/bakeoff.md).",
                         invoke_without_command=True, no_args_is_help=False)
 
     @group.callback(invoke_without_command=True)
@@ -67,7 +72,7 @@ def register(app: typer.Typer) -> None:
         endpoint: Annotated[str | None, typer.Option(
             "--endpoint", help="OpenAI-compatible base URL ending in /v1 (Ollama: http://127.0.0.1:11434/v1).")] = None,
         model: Annotated[list[str] | None, typer.Option(
-            "--model", help="Model name the endpoint serves (comma-separated or repeated: each is measured "
+            "--model", metavar="NAME[,NAME...]", help="Model name the endpoint serves (comma-separated or repeated: each is measured "
             "on the same gateways).")] = None,
         api_key_env: Annotated[str | None, typer.Option(
             "--api-key-env", help="Environment variable holding the endpoint's API key (never a flag).")] = None,
@@ -78,13 +83,13 @@ def register(app: typer.Typer) -> None:
             "--catalogue", help="A folder with tools.jsonl, served by stub servers that record calls.",
             file_okay=False)] = None,
         tasks: Annotated[Path | None, typer.Option(
-            "--tasks", help="JSON Lines of tasks: {id, query, relevant_groups: [[server/tool]]}.",
+            "--tasks", help="JSON Lines of tasks: id, query, and relevant_groups (lists of server/tool ids).",
             dir_okay=False)] = None,
         presentations: Annotated[str, typer.Option(
             "--presentations", help="Comma-separated: flat, favourite-index, "
             "favourite-index-without-instruction, deferred.")] = _DEFAULT_PRESENTATIONS,
         favourites: Annotated[list[str] | None, typer.Option(
-            "--favourites", help="Favourites (server/tool, comma-separated or repeated); default: the "
+            "--favourites", metavar="ID[,ID...]", help="Favourites (server/tool, comma-separated or repeated); default: the "
             "project's, or the catalogue's favourites.txt.")] = None,
         trials: Annotated[int, typer.Option("--trials", help="Runs of every task per presentation.")] = 1,
         max_turns: Annotated[int, typer.Option("--max-turns", help="Model turns per task.")] = 8,
@@ -107,7 +112,7 @@ def register(app: typer.Typer) -> None:
         if not endpoint or not models or tasks is None:
             raise typer.BadParameter("--endpoint, --model and --tasks are required", param_hint="'--endpoint'")
         chosen = _split([presentations])
-        _check(chosen, project, catalogue, trials, max_turns, api_key_env)
+        _check(chosen, project, catalogue, trials, max_turns, api_key_env, ranker)
         _run(endpoint, models, api_key_env, project, catalogue, tasks, chosen, _split(favourites) or None,
              trials, max_turns, seed, temperature, ranker, save, output)
 
