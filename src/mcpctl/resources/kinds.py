@@ -132,7 +132,7 @@ PROJECT_SPEC: Final = Obj({
         "maxFavourites": Scalar(int, default=DEFAULT_MAX_FAVOURITES, check=check_range(1, 200)),
         # false: favourite-index without its load-bearing "PREFER favourite ..." instruction (the
         # same listing; measured by `mcpctl bakeoff`'s favourite-index-without-instruction)
-        "instruction": Scalar(bool, default=True),
+        "instruction": Scalar(bool, nullable=True),           # unset: true
     }),
     "presentation": Scalar(str, nullable=True, enum=PRESENTATIONS),
     "pinning": Scalar(str, nullable=True, enum=PINNING_MODES),
@@ -374,7 +374,7 @@ class ProjectSpec:
                 enabled=presentation != "flat",
                 tools=tuple(fav.get("tools") or ()),
                 max_favourites=int(fav.get("maxFavourites", DEFAULT_MAX_FAVOURITES)),
-                instruction=bool(fav.get("instruction", True)),
+                instruction=fav.get("instruction") is not False,
             ),
             presentation=presentation,
             names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),
