@@ -11,10 +11,11 @@ instructions) can be tested and demonstrated without one.
 - `first-listed`: calls the first listed tool it has not called yet in this conversation (so
   it wanders through the list in listing order until the harness stops it).
 - `follow-instructions`: reads the system message. When it says PREFER favourites and names
-  them ("Favourites: a, b."), it calls the listed favourite whose name + description share the
-  most words with the task when it shares at least two (FAVOURITE_MATCH) with it; when it says to call search_tools before anything else,
-  it searches and calls the top result; otherwise (and on later turns) it calls the listed tool
-  with the most words in common with the task that it has not called yet.
+  them ("Favourites: a, b."), it first calls the named favourite sharing the most words with the
+  task, if it shares at least two (FAVOURITE_MATCH); when it says to call search_tools before
+  anything else (deferred), it searches and calls the results in rank order; otherwise (and on
+  later turns) it calls the listed tool it has not called yet with the most words in common with
+  the task (ties: the first listed).
 - `search-first`: calls `search_tools` with the task, then each result in rank order (directly
   when listed, else through `call_tool`).
 
