@@ -105,8 +105,6 @@ def test_db_copy_moves_the_log_both_ways_and_reports_counts(tmp_home: Path, pg_d
     assert res.exit_code == 0, res.output
     with InvocationLog(back) as copy:
         assert copy.query() == rows
-    res = runner.invoke(app, ["db", "copy", "--from", "files", "--to", pg_db])
-    assert res.exit_code != 0 and "--from files" in res.output
 
 
 def test_logs_reads_the_team_database_and_breaks_down_by_credential_and_host(tmp_home: Path, pg_db: str) -> None:

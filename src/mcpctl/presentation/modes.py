@@ -11,6 +11,10 @@ names stage (`view.NameTable`) names the slot kinds it asks for.
   every visible tool under `all` (a listed favourite's `all` entry is a pointer to it).
 - `deferred` (`DeferredPresentation`): only the favourites are listed; the rest is reachable
   through `search_tools` and `call_tool` under its `all` name.
+
+`favouriteIndex.instruction: false` keeps favourite-index's listing and drops its load-bearing
+"PREFER favourite ..." text (`FavouriteIndexWithoutInstruction`, via `presentation_for`): what
+`mcpctl bakeoff` measures as `favourite-index-without-instruction`.
 """
 
 from __future__ import annotations
@@ -90,6 +94,18 @@ class FavouriteIndexPresentation:
         return text
 
 
+class FavouriteIndexWithoutInstruction(FavouriteIndexPresentation):
+    """favourite-index's listing with neutral instructions: the names' pattern and the search hint
+    flat gives, no preference for favourites and no list of them."""
+
+    def instructions(self, namer: nm.Namer, favourite_names: Sequence[str], search: bool) -> str:
+        text = f"Tools are named {namer.pattern(nm.FAVOURITE)} and {namer.pattern(nm.ALL)}."
+        if search:
+            text += (" When no listed tool obviously fits, call search_tools with a short description of the "
+                     "task and then call the tool it returns.")
+        return text
+
+
 class DeferredPresentation:
     """Only the favourites are listed; every other visible tool is reachable through
     `search_tools` and `call_tool` under its `all` name."""
@@ -111,6 +127,15 @@ class DeferredPresentation:
 PRESENTATIONS: Final[Mapping[str, Presentation]] = {
     FLAT: FlatPresentation(), FAVOURITE_INDEX: FavouriteIndexPresentation(), DEFERRED: DeferredPresentation()}
 
+WITHOUT_INSTRUCTION: Final[Presentation] = FavouriteIndexWithoutInstruction()
+
+
+def presentation_for(mode: str, *, instruction: bool = True) -> Presentation:
+    """The presentation of a project: its mode, favourite-index without its instruction when asked."""
+    if mode == FAVOURITE_INDEX and not instruction:
+        return WITHOUT_INSTRUCTION
+    return PRESENTATIONS[mode]
+
 
 __all__ = [
     "DEFERRED",
@@ -119,7 +144,9 @@ __all__ = [
     "PRESENTATIONS",
     "DeferredPresentation",
     "FavouriteIndexPresentation",
+    "FavouriteIndexWithoutInstruction",
     "FlatPresentation",
     "Presentation",
     "Slot",
+    "presentation_for",
 ]

@@ -61,7 +61,7 @@ from mcpctl.presentation.filters import (
     read_only,
     server_items,
 )
-from mcpctl.presentation.modes import DEFERRED, FLAT, PRESENTATIONS
+from mcpctl.presentation.modes import DEFERRED, FLAT, presentation_for
 from mcpctl.resources.kinds import ProjectSpec
 
 
@@ -95,7 +95,7 @@ class NameTable:
         self.namer = nm.Namer(project.names.style, project.names.max_length,
                               nm.shared_names((t.server, t.name) for t in tools), reserved=BUILTIN_NAMES,
                               servers=frozenset(project.servers) | {t.server for t in tools})
-        self.presentation = PRESENTATIONS[project.presentation]
+        self.presentation = presentation_for(project.presentation, instruction=project.favourite_index.instruction)
         self.by_cid = {t.canonical_id: t for t in tools}
         pinned = [cid for cid in project.favourite_index.tools if cid in self.by_cid] \
             if project.favourite_index.enabled else []

@@ -159,6 +159,9 @@ PROJECT_SPEC: Final = Obj({
         "enabled": Scalar(bool, nullable=True),
         "tools": ListOf(Scalar(str, check=check_favourite_id)),
         "maxFavourites": Scalar(int, default=DEFAULT_MAX_FAVOURITES, check=check_range(1, 200)),
+        # false: favourite-index without its load-bearing "PREFER favourite ..." instruction (the
+        # same listing; measured by `mcpctl bakeoff`'s favourite-index-without-instruction)
+        "instruction": Scalar(bool, nullable=True),           # unset: true
     }),
     "presentation": Scalar(str, nullable=True, enum=PRESENTATIONS),
     "pinning": Scalar(str, nullable=True, enum=PINNING_MODES),
@@ -313,6 +316,7 @@ class FavouriteIndex:
     enabled: bool = False                 # effective: the presentation shows favourites
     tools: tuple[str, ...] = ()
     max_favourites: int = DEFAULT_MAX_FAVOURITES
+    instruction: bool = True              # False: no "PREFER favourite ..." text (modes.without_instruction)
 
 
 @dataclass(frozen=True)
@@ -430,6 +434,7 @@ class ProjectSpec:
                 enabled=presentation != "flat",
                 tools=tuple(fav.get("tools") or ()),
                 max_favourites=int(fav.get("maxFavourites", DEFAULT_MAX_FAVOURITES)),
+                instruction=fav.get("instruction") is not False,
             ),
             presentation=presentation,
             names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),

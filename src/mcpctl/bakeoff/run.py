@@ -1,0 +1,139 @@
+"""A whole bake-off: every presentation (its own gateway) × model × trial × task, one JSON line each.
+
+Each line carries the run's metadata (`run`: model, endpoint, catalogue, task set,
+presentations, trials, seed, temperature, mcpctl version, token counter) beside the episode, so
+a results file describes itself and `mcpctl bakeoff report` can redraw and compare files.
+Trial k sends `seed + k` (so trials differ where the endpoint honours seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcpctl.bakeoff.data import Task
+
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from mcpctl.bakeoff.llm import ChatClient
+    from mcpctl.bakeoff.workspace import Arm, Workspace
+    from mcpctl.catalogue.tokens import TokenCounter
+
+
+@dataclass
+class RunConfig:
+    endpoint: str
+    models: list[str]
+    tasks_file: str
+    presentations: list[str]
+    trials: int = 1
+    max_turns: int = 8
+    seed: int = 0
+    temperature: float = 0.0
+    catalogue: str | None = None             # --catalogue DIR
+    project: str | None = None               # --project P
+    favourites: list[str] | None = None
+    ranker: str | None = None
+    api_key_env: str | None = None
+
+    def meta(self, counter_label: str, n_tasks: int) -> dict[str, Any]:
+        from mcpctl import __version__
+
+        out = {k: v for k, v in asdict(self).items() if k != "api_key_env"}
+        return {"id": uuid.uuid4().hex[:12], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "mcpctl": __version__, "tokens": counter_label, "tasks": n_tasks, **out}
+
+
+@dataclass
+class ArmInfo:
+    presentation: str
+    listed: int
+    tool_def_tokens: int
+    instructions: str
+
+
+@dataclass
+class RunResult:
+    meta: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    arms: list[ArmInfo] = field(default_factory=list)
+
+
+Progress = Callable[[str, int, int], None]
+
+
+async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = None,
+              save: Path | None = None, progress: Progress | None = None) -> RunResult:
+    from mcpctl.bakeoff import workspace as wsm
+    from mcpctl.bakeoff.data import check_tasks, load_catalogue
+    from mcpctl.bakeoff.llm import ChatClient
+    from mcpctl.catalogue.tokens import token_counter
+
+    counter = token_counter()
+    cat = None
+    if cfg.catalogue:                       # bad input is refused before anything starts
+        cat = load_catalogue(Path(cfg.catalogue))
+        check_tasks(list(tasks), cat.ids, f"--catalogue {cfg.catalogue}")
+        if cfg.favourites is None:
+            cfg.favourites = cat.favourites or None
+    result = RunResult(cfg.meta(counter.label, len(tasks)))
+    llms = [ChatClient(cfg.endpoint, model, api_key) for model in cfg.models]
+    ws: Workspace | None = None
+    out = None
+    try:
+        await llms[0].check()
+        if cat is not None:
+            ws = wsm.for_catalogue(cat, cfg.presentations, cfg.favourites, cfg.ranker)
+        else:
+            assert cfg.project is not None
+            ws = wsm.for_project(cfg.project, cfg.presentations, cfg.favourites, cfg.ranker)
+        out = save.open("a", encoding="utf-8") if save else None
+        for arm in ws.arms:
+            result.arms.append(await _run_arm(cfg, ws, arm, tasks, llms, counter, result, out, progress))
+    finally:
+        if out:
+            out.close()
+        for llm in llms:
+            await llm.aclose()
+        if ws is not None:
+            ws.close()
+    return result
+
+
+async def _run_arm(cfg: RunConfig, ws: Workspace, arm: Arm, tasks: Sequence[Task], llms: Sequence[ChatClient],
+                   counter: TokenCounter, result: RunResult, out: TextIO | None, progress: Progress | None) -> ArmInfo:
+    """Every model × trial × task on one presentation's gateway (started once for all of them)."""
+    from mcpctl.bakeoff.episode import Context, play
+    from mcpctl.bakeoff.llm import function_tools
+    from mcpctl.bakeoff.session import open_session
+    from mcpctl.catalogue.tokens import definition_text
+
+    async with open_session(ws, arm) as session:
+        listed = await session.tools()
+        ws.name_table(arm)
+        fn_tools = function_tools(listed)
+        instructions = session.instructions
+        def_tokens = sum(counter.count(definition_text(t)) for t in listed)
+        tools_tokens = counter.count(json.dumps(fn_tools, ensure_ascii=False))
+        total, done = len(llms) * cfg.trials * len(tasks), 0
+        for llm in llms:
+            ctx = Context(arm, session, llm, instructions, fn_tools, def_tokens, tools_tokens, counter,
+                          cfg.max_turns, cfg.temperature)
+            for trial in range(cfg.trials):
+                for task in tasks:
+                    ep = await play(ctx, task, trial, cfg.seed + trial)
+                    row = {"run": result.meta, "model": llm.model, **ep.as_dict()}
+                    result.rows.append(row)
+                    if out:
+                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        out.flush()
+                    done += 1
+                    if progress:
+                        progress(arm.presentation, done, total)
+    return ArmInfo(arm.presentation, len(listed), def_tokens, instructions)
