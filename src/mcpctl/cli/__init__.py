@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # Order is the order of `mcpctl --help`.
 _VERB_MODULES = (
     "get", "describe", "create", "token", "apply", "diff", "delete", "edit",
-    "serve", "tools", "favourites", "surface", "logs", "eval", "demo", "import_cmd", "connect", "doctor",
+    "serve", "tools", "favourites", "surface", "logs", "eval", "ask", "demo", "import_cmd", "connect", "doctor",
 )
 
 _app: typer.Typer | None = None

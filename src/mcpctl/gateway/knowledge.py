@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Container
+from collections.abc import Awaitable, Callable, Container, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -33,6 +33,7 @@ import mcp.types as t
 from mcpctl.ask import answer
 from mcpctl.ask.index import Hit, PassageIndex
 from mcpctl.gateway.peers import declares
+from mcpctl.resources.kinds import ServerSpec
 
 if TYPE_CHECKING:
     from mcpctl.gateway.peers import Peer
@@ -187,3 +188,59 @@ class Knowledge:
             return answer.payload(question, hits, None, None,
                                   answer.DECLINED.format(why="its answer had no text"), searched)
         return answer.payload(question, hits, reply, raw.get("model"), None, searched)
+
+
+# -- the CLI: one short-lived connection per server (`mcpctl ask`) -----------------------------------
+
+ReadResult = tuple[dict[tuple[str, str], tuple[str, str | None]], dict[str, str]]
+
+
+async def read_servers(servers: Mapping[str, ServerSpec | str], max_bytes: int) -> ReadResult:
+    """Connect to each server (in parallel), list its resources and read them, disconnect:
+    ((server, uri) -> (title, text or None for no text), server -> why it failed). Reading
+    stops at `max_bytes` of text in all, as the gateway's index does. Never raises for a server."""
+    from mcpctl.upstream.supervisor import Upstream
+
+    got: dict[tuple[str, str], tuple[str, str | None]] = {}
+    failed: dict[str, str] = {n: s for n, s in servers.items() if isinstance(s, str)}
+    budget = [max_bytes]
+
+    async def one(spec: ServerSpec) -> None:
+        listed: dict[str, Any] = {}
+        ready = anyio.Event()
+
+        async def on_listing(up: Upstream, listing: Any) -> None:
+            listed.update(listing)
+            ready.set()
+
+        def on_state(up: Upstream) -> None:
+            if up.state == "down" and not ready.is_set():
+                failed[spec.name] = up.last_error or "failed"
+                ready.set()
+
+        up = Upstream(spec, on_listing=on_listing, on_state=on_state)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(up.run)
+            await ready.wait()
+            try:
+                for wire in listed.get("resources") or []:
+                    if budget[0] <= 0:
+                        break
+                    uri = str(wire.get("uri"))
+                    try:
+                        result = await up.request("resources/read", {"uri": uri}, timeout=spec.timeouts.call)
+                    except Exception as e:
+                        log.info("reading %s from %s failed: %s", uri, spec.name, getattr(e, "message", None) or e)
+                        continue
+                    text = resource_text(result)
+                    budget[0] -= len(text.encode("utf-8")) if text else 0
+                    got[(spec.name, uri)] = (resource_title(uri, wire), text)
+            finally:
+                up.stopping = True
+                tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        for spec in servers.values():
+            if isinstance(spec, ServerSpec):
+                tg.start_soon(one, spec)
+    return got, failed
