@@ -161,3 +161,17 @@ async def test_ask_calls_are_logged_and_bad_arguments_are_tool_errors(kit: Kit, 
     with InvocationLog() as lg:                  # the gateway drained its log as it stopped
         rows = lg.query(project="p", canonical_id="mcpctl/ask")
     assert sorted(r.outcome for r in rows) == ["ok", "tool_error", "tool_error"]
+
+
+async def test_a_client_that_declines_sampling_gets_the_passages_and_why(kit: Kit, tmp_path: Path) -> None:
+    _notes(kit, tmp_path)
+    kit.project("p", ["notes"], **BARE, ask=ASK)
+
+    async def sampling(ctx: Any, params: t.CreateMessageRequestParams) -> t.ErrorData:
+        return t.ErrorData(code=-1, message="the user said no")
+
+    async with kit.client("p", sampling_callback=sampling) as c:
+        await wait_tools(c, {"ask"})
+        got = await _ask(c, "visitors park in which bay")
+    assert "answer" not in got and got["passages"][0]["uri"] == "notes://3"
+    assert "declined" in got["note"] and "the user said no" in got["note"]
