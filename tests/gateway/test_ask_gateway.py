@@ -115,7 +115,7 @@ async def test_the_sampling_client_answers_from_the_passages_only_and_cites_the_
     sent = asked[0].messages[0].content.text
     assert len(asked[0].messages) == 1 and asked[0].include_context == "none"
     passages = got["passages"]
-    assert len(passages) == 2
+    assert 1 <= len(passages) <= 2                  # top_k 2 (by keyword alone while vectors are computed)
     for p in passages:                                # every retrieved passage is in the request...
         assert p["text"] in sent and p["uri"] in sent
     for _title, body in NOTES:                        # ...and no note that was not retrieved

@@ -47,21 +47,25 @@ def passage_doc(p: Passage) -> ToolDoc:
     return ToolDoc(id=p.id, server=p.server, name=name, description=p.text)
 
 
-RankerFactory = Callable[[Sequence[ToolDoc], str], Ranker]
+RankerFactory = Callable[[Sequence[ToolDoc], str, bool], Ranker]
 
 
-def _default_factory(docs: Sequence[ToolDoc], kind: str) -> Ranker:
+def _default_factory(docs: Sequence[ToolDoc], kind: str, wait: bool) -> Ranker:
     from mcpctl.catalogue.rank import build_ranker
 
-    return build_ranker(docs, kind)
+    return build_ranker(docs, kind, wait=wait)
 
 
 class PassageIndex:
     """Resources' passages, keyed by (server, uri), bounded in bytes of text."""
 
-    def __init__(self, ranker: str = "auto", max_bytes: int = 8 * 2**20,
+    def __init__(self, ranker: str = "auto", max_bytes: int = 8 * 2**20, *, wait: bool = True,
                  factory: RankerFactory = _default_factory) -> None:
+        """`wait=False` (the gateway): passages not embedded yet are embedded in the background
+        while the ranker answers by keyword (`catalogue.semantic.HybridRanker`), so a large new
+        index never makes an `ask` wait minutes for the model."""
         self.kind = ranker
+        self.wait = wait
         self.max_bytes = max_bytes
         self._factory = factory
         self._resources: dict[tuple[str, str], _Resource] = {}
@@ -133,15 +137,15 @@ class PassageIndex:
     # -- ranking -----------------------------------------------------------------------------------
 
     def ranker(self) -> tuple[Ranker, dict[str, Passage]]:
-        """The ranker for the current passages (built once per version; may take long with the
-        model: call it from a worker thread where that matters)."""
+        """The ranker for the current passages (built once per version; with `wait` and the
+        model, embedding takes ~76 ms of CPU a passage: call it from a worker thread)."""
         with self._lock:
             built = self._ranker
             if built is not None and built[0] == self.version:
                 return built[1], built[2]
             version = self.version
             passages = {p.id: p for r in list(self._resources.values()) for p in r.passages}
-            ranker = self._factory([passage_doc(p) for p in passages.values()], self.kind)
+            ranker = self._factory([passage_doc(p) for p in passages.values()], self.kind, self.wait)
             self._ranker = (version, ranker, passages)
             return ranker, passages
 

@@ -64,7 +64,7 @@ class Knowledge:
     def __init__(self, views: Views, read: Read) -> None:
         self.views = views
         self.read = read
-        self.index = PassageIndex(views.project.search.ranker, views.project.ask.max_bytes)
+        self.index = PassageIndex(views.project.search.ranker, views.project.ask.max_bytes, wait=False)
         self.read_at: dict[tuple[str, str], float] = {}
         self.dirty: set[tuple[str, str]] = set()
         self._kick = anyio.Event()
