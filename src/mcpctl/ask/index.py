@@ -7,11 +7,12 @@ installed), over one document per passage: the resource's title and the passage'
 name, the passage's text as its description. It is rebuilt, once, after the passages change.
 
 **Bounded in bytes.** The index holds at most `max_bytes` of text (UTF-8; the project's
-`ask.maxBytes`, 8 MiB by default), first come first served in the servers' listing order: a
+`ask.maxBytes`, 4 MiB by default), first come first served in the servers' listing order: a
 resource that does not fit is indexed up to what is left, then nothing more is until something
 leaves. Text is the measure because everything else grows with it: passages (one per ≤ 800
-characters), BM25F postings and one 384-float vector each (1.5 kB), so 8 MiB of text is about
-10,000-20,000 passages and 30-60 MB of memory in all (`benchmarks/bench_ask.py` measures it).
+characters), BM25F postings and one 384-float vector each (1.5 kB). Measured
+(`benchmarks/bench_ask.py`): 10,000 passages are 6.3 MiB of text and +159 MB of resident memory
+with BM25F alone, so the 4 MiB default is about 6,500 passages and ~100 MB (docs/ask.md).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _default_factory(docs: Sequence[ToolDoc], kind: str, wait: bool) -> Ranker:
 class PassageIndex:
     """Resources' passages, keyed by (server, uri), bounded in bytes of text."""
 
-    def __init__(self, ranker: str = "auto", max_bytes: int = 8 * 2**20, *, wait: bool = True,
+    def __init__(self, ranker: str = "auto", max_bytes: int = 4 * 2**20, *, wait: bool = True,
                  factory: RankerFactory = _default_factory) -> None:
         """`wait=False` (the gateway): passages not embedded yet are embedded in the background
         while the ranker answers by keyword (`catalogue.semantic.HybridRanker`), so a large new

@@ -36,9 +36,10 @@ DEFAULT_MAX_RESULT_TOKENS: Final = 8000
 DEFAULT_KEEP_MEGABYTES: Final = 64
 DEFAULT_KEEP_MINUTES: Final = 60
 # ask (mcpctl.ask): passages of the upstreams' text resources, bounded in bytes of text indexed
-# (docs/ask.md: 8 MiB of text is ~20,000 passages, ~30 MB of vectors and index)
+# (docs/ask.md: 4 MiB of text is ~6,500 passages, ~100 MB of resident memory with the BM25F index
+# and vectors, measured with benchmarks/bench_ask.py)
 DEFAULT_ASK_TOP_K: Final = 5
-DEFAULT_ASK_MAX_BYTES: Final = 8 * 2**20
+DEFAULT_ASK_MAX_BYTES: Final = 4 * 2**20
 DEFAULT_ASK_REFRESH_SECONDS: Final = 300
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
 # Presented names: Claude Code calls a tool `mcp__<server>__<name>` and refuses more than 64
