@@ -12,6 +12,7 @@ import anyio
 import mcp.types as t
 import pytest
 from gwkit import Kit, text_of, wait_tools
+from test_relay_requests import gateway_client
 
 from mcpctl.catalogue.rank import semantic_status
 from mcpctl.examples.notes import NoteStore
@@ -93,8 +94,9 @@ async def test_a_note_created_during_the_session_is_found_after_list_changed(kit
     assert got["passages"][0]["uri"] == "notes://4" and "40,000" in got["passages"][0]["text"]
 
 
-async def test_the_sampling_client_answers_from_the_passages_only_and_cites_the_uri(kit: Kit,
-                                                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_the_sampling_client_answers_from_the_passages_only_and_cites_the_uri(kit: Kit, tmp_path: Path,
+                                                                                  front: str) -> None:
     _notes(kit, tmp_path)
     kit.project("p", ["notes"], **BARE, ask={**ASK, "topK": 2})
     asked: list[t.CreateMessageRequestParams] = []
@@ -106,7 +108,7 @@ async def test_the_sampling_client_answers_from_the_passages_only_and_cites_the_
         return t.CreateMessageResult(role="assistant", model="test-model",
                                      content=t.TextContent(type="text", text=f"Thursdays at 14:00 UTC [{uri}]."))
 
-    async with kit.client("p", sampling_callback=sampling) as c:
+    async with gateway_client(kit, "p", front, "legacy", sampling_callback=sampling) as c:
         await wait_tools(c, {"ask"})
         got = await _ask(c, "release train Thursday freeze")
     assert got["answer"] == "Thursdays at 14:00 UTC [notes://2]." and got["citations"] == ["notes://2"]
@@ -175,3 +177,19 @@ async def test_a_client_that_declines_sampling_gets_the_passages_and_why(kit: Ki
         got = await _ask(c, "visitors park in which bay")
     assert "answer" not in got and got["passages"][0]["uri"] == "notes://3"
     assert "declined" in got["note"] and "the user said no" in got["note"]
+
+
+async def test_a_2026_client_is_not_asked_and_gets_the_passages(kit: Kit, tmp_path: Path) -> None:
+    _notes(kit, tmp_path)
+    kit.project("p", ["notes"], **BARE, ask=ASK)
+    asked: list[Any] = []
+
+    async def sampling(ctx: Any, params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        asked.append(params)
+        return t.CreateMessageResult(role="assistant", model="m", content=t.TextContent(type="text", text="x"))
+
+    async with kit.client("p", mode="auto", sampling_callback=sampling) as c:
+        await wait_tools(c, {"ask"})
+        got = await _ask(c, "visitors park in which bay")
+    assert not asked and "answer" not in got and "No model was lent" in got["note"]
+    assert got["passages"][0]["uri"] == "notes://3"
