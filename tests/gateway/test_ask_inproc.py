@@ -79,3 +79,16 @@ async def test_only_the_calling_clients_model_is_asked(kit: Kit, gw: Harness, tm
         got = await _ask(caller, "release train")
     assert asked == {"caller": 1, "other": 0}
     assert got["model"] == "caller" and got["citations"] == ["notes://1"]
+
+
+async def test_a_server_the_project_curates_out_is_not_even_read(kit: Kit, gw: Harness, tmp_path: Path) -> None:
+    _notes(kit, tmp_path, "notes", ("Release train", "The release train leaves on Thursday."))
+    _notes(kit, tmp_path, "docs", ("Release guide", "Release notes are written on Thursday."))
+    kit.project("p", ["notes", "docs"], names={"style": "bare"}, ask={"enabled": True},
+                tools={"disabled": ["docs/*"]})
+    async with gw.serve("p") as g, g.client("legacy") as c:
+        await g.settled()
+        got = await _ask(c, "release Thursday")
+        indexed = g.gateway.knowledge.index.resources()
+    assert [p["server"] for p in got["passages"]] == ["notes"]
+    assert indexed == [("notes", "notes://1")]

@@ -33,6 +33,7 @@ import mcp.types as t
 from mcpctl.ask import answer
 from mcpctl.ask.index import Hit, PassageIndex
 from mcpctl.gateway.peers import declares
+from mcpctl.presentation.view import OPEN_SESSION
 from mcpctl.resources.kinds import ServerSpec
 
 if TYPE_CHECKING:
@@ -104,9 +105,12 @@ class Knowledge:
     # -- reading -----------------------------------------------------------------------------------
 
     def listed(self) -> dict[tuple[str, str], str]:
-        """(server, upstream uri) -> title, of every resource the catalogue lists."""
+        """(server, upstream uri) -> title, of every resource the catalogue lists for a server the
+        project's curation keeps (a credential's profile only narrows that: `search` filters)."""
+        catalogue = self.views.catalogue
+        kept = catalogue.view(OPEN_SESSION).servers
         return {(server, uri): resource_title(uri, wire)
-                for server, uri, wire in self.views.catalogue.resources.values()}
+                for server, uri, wire in catalogue.resources.values() if server in kept}
 
     async def sync(self, stale_after: float | None = None) -> int:
         """Read what is listed and not indexed, reported updated, or (with `stale_after`) read
