@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clients",),
     ("gateway",),
     ("presentation", "upstream", "evaluation"),
+    ("ask",),
     ("catalogue",),
     ("resources", "audit", "examples"),
     ("errors", "paths", "terminal", "sdk"),

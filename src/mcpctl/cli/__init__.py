@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 # Order is the order of `mcpctl --help`.
 _VERB_MODULES = (
     "get", "describe", "create", "token", "apply", "diff", "delete", "edit",
-    "serve", "login", "tools", "favourites", "surface", "logs", "eval", "bakeoff", "demo", "import_cmd", "connect",
-    "doctor", "db",
+    "serve", "login", "tools", "favourites", "surface", "logs", "eval", "ask", "bakeoff", "demo", "import_cmd",
+    "connect", "doctor", "db",
 )
 
 _app: typer.Typer | None = None

@@ -59,6 +59,8 @@ _FLAGS = (
     ("spec.search.topK", "--top-k"),
     ("spec.search.recordQueries", "--record-queries"),
     ("spec.results.maxTokens", "--max-result-tokens"),
+    ("spec.ask.enabled", "--ask"),
+    ("spec.ask.topK", "--ask-top-k"),
     ("metadata.annotations", "--annotation"),
     ("spec.servers", "--server"),
     ("spec.timeouts.connect", "--connect-timeout"),
@@ -272,6 +274,9 @@ def create_project(
     max_result_tokens: Annotated[int | None, typer.Option(
         "--max-result-tokens", help="Cut a tool result's text over this many tokens into sections read with "
         f"read_result (default {DEFAULT_MAX_RESULT_TOKENS}; 0: never cut).")] = None,
+    ask: Annotated[bool | None, typer.Option(
+        "--ask/--no-ask", help="Offer the ask built-in: answers from the servers' text resources (docs/ask.md).")] = None,
+    ask_top_k: Annotated[int | None, typer.Option("--ask-top-k", help="Passages ask returns by default (1-20).")] = None,
     description: Annotated[str | None, typer.Option("--description")] = None,
     label: Annotated[list[str] | None, typer.Option("--label", "-l", help="Label KEY=VALUE (repeatable).")] = None,
     annotation: Annotated[list[str] | None, typer.Option("--annotation", help="Annotation KEY=VALUE (repeatable).")] = None,
@@ -309,6 +314,7 @@ def create_project(
         "names": {"style": names, "maxLength": max_name_length},
         "search": {"enabled": search, "ranker": ranker, "topK": top_k, "recordQueries": record_queries},
         "results": {"maxTokens": max_result_tokens},
+        "ask": {"enabled": ask, "topK": ask_top_k},
     }
     for key, values in sections.items():
         given = {k: v for k, v in values.items() if v is not None}

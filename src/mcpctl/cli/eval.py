@@ -146,7 +146,8 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def eval_cmd(
         dataset: Annotated[list[Path] | None, typer.Option(
-            "--dataset", "-d", help="A folder with tools.jsonl and queries.jsonl (repeatable).",
+            "--dataset", "-d", help="A folder with tools.jsonl and queries.jsonl, or resources and questions "
+            "for ask (repeatable).",
             file_okay=False)] = None,
         ranker: Annotated[list[str] | None, typer.Option(
             "--ranker", "-r", help="auto|bm25|semantic|hybrid (repeatable; default auto: hybrid when the "
@@ -185,6 +186,12 @@ def register(app: typer.Typer) -> None:
                                    "or --from-log --project P")
         results: list[Result] = []
         for folder in dataset:
+            from mcpctl.evaluation.ask import evaluate_ask, is_ask_dataset, load_ask_dataset
+
+            if is_ask_dataset(folder):       # questions over resources: ask's retrieval (docs/ask.md)
+                asked = load_ask_dataset(folder)
+                results.extend(evaluate_ask(asked, kind) for kind in ranker or [DEFAULT_KIND])
+                continue
             ds = load_dataset(folder)
             queries = ds.select(split)
             if not queries:

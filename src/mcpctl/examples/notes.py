@@ -142,6 +142,12 @@ def _score(note: dict[str, Any], terms: list[str]) -> int:
     return score
 
 
+async def _resources_changed(ctx: ServerRequestContext[Any]) -> None:
+    """Every note is a resource: tell the client that the list changed (best effort)."""
+    with contextlib.suppress(Exception):
+        await ctx.session.send_resource_list_changed()
+
+
 # -- tools ------------------------------------------------------------------------------------------
 
 
@@ -186,7 +192,9 @@ def _tools(store: NoteStore) -> ToolBox:
               description="Take a note: create a new note with a title, a body and optional tags, and return it "
               "with its id. Use it to write down, save or remember information for later.")
     async def create_note(ctx: ServerRequestContext[Any], a: CreateArgs) -> dict[str, Any]:
-        return store.create(a.title, a.body, a.tags)
+        note = store.create(a.title, a.body, a.tags)
+        await _resources_changed(ctx)
+        return note
 
     @box.tool("list_notes", title="List notes", args=ListArgs, read_only=True,
               description="List saved notes (id, title, tags, last update), most recently updated first, "
@@ -224,13 +232,18 @@ def _tools(store: NoteStore) -> ToolBox:
             raise ToolFailure("nothing to change: give a title, a body or tags")
         if "tags" in changes:
             changes["tags"] = sorted(set(changes["tags"]))
-        return store.update(a.id, changes)
+        note = store.update(a.id, changes)
+        await _resources_changed(ctx)
+        with contextlib.suppress(Exception):      # to a client subscribed to this note
+            await ctx.session.send_resource_updated(f"{URI_PREFIX}{a.id}")
+        return note
 
     @box.tool("delete_note", title="Delete note", args=DeleteArgs, read_only=False,
               destructive=True, idempotent=True,
               description="Permanently delete a note by its id. This cannot be undone.")
     async def delete_note(ctx: ServerRequestContext[Any], a: DeleteArgs) -> str:
         note = store.delete(a.id)
+        await _resources_changed(ctx)
         return f"Deleted note {note['id']} ({note['title']!r})."
 
     return box

@@ -24,10 +24,12 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import anyio.abc
+from mcp.types import ResourceUpdatedNotification
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.asks import Asks
 from mcpctl.gateway.calllog import CallLog, Recorder
+from mcpctl.gateway.knowledge import Knowledge
 from mcpctl.gateway.listings import Listings, StatusWriter
 from mcpctl.gateway.lists import Lists
 from mcpctl.gateway.pool import FIRST_CONTACT_CAP, Pool
@@ -89,14 +91,16 @@ class Gateway:
         keep = project.results
         self.sections = Sections(keep.max_tokens, SectionStore(keep.keep_megabytes * 2**20, keep.keep_minutes * 60.0),
                                  _token_count)
-        self.router = router = Router(views, pool, asks, self.sections, log_call)
+        self.knowledge = Knowledge(views, lambda server, uri: relay.request(
+            None, server, "resources/read", {"uri": uri}))
+        self.router = router = Router(views, pool, asks, self.sections, log_call, self.knowledge)
         self.listings = listings = Listings(project_name, views, pool, sessions, on_status=on_status,
                                             stdio_profile=stdio_profile)
         transport: dict[str, Any] = {} if open_transport is None else {"open_transport": open_transport}
         for name in project.servers:
             spec = servers.get(name)
             if isinstance(spec, ServerSpec):
-                pool.upstreams[name] = Upstream(spec, on_listing=listings.on_listing, on_state=listings.on_state,
+                pool.upstreams[name] = Upstream(spec, on_listing=self._on_listing, on_state=listings.on_state,
                                                 era="legacy", on_event=self._on_upstream_event,
                                                 client_kw={**asks.hooks(name), **relay.hooks(name)}, **transport)
             else:
@@ -137,7 +141,13 @@ class Gateway:
     def _set_instructions(self, text: str) -> None:
         self.server.instructions = text
 
+    async def _on_listing(self, up: Upstream, listing: Any) -> None:
+        await self.listings.on_listing(up, listing)
+        self.knowledge.listing_changed(up.name)
+
     async def _on_upstream_event(self, up: Upstream, event: Any) -> None:
+        if isinstance(event, ResourceUpdatedNotification):
+            self.knowledge.updated(up.name, str(event.params.uri))
         if event == "up":
             await self.relay.upstream_up(up)
         else:
@@ -153,6 +163,7 @@ class Gateway:
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start every upstream's supervisor in `tg` (they connect in parallel)."""
         self.pool.start(tg, self.listings.status)
+        tg.start_soon(self.knowledge.run)
         self.listings.index_soon()
 
     def stopping(self) -> None:

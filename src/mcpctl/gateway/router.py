@@ -24,6 +24,8 @@ from mcp.types.jsonrpc import INVALID_PARAMS
 from mcpctl.gateway.asks import counted, retry_params
 from mcpctl.gateway.sessions import Caller
 from mcpctl.presentation.builtins import (
+    ASK,
+    ASK_CANONICAL_ID,
     BEGIN_SESSION,
     BEGIN_SESSION_CANONICAL_ID,
     CALL_TOOL,
@@ -35,6 +37,7 @@ from mcpctl.presentation.builtins import (
     BuiltinError,
     error_result,
     parse_arguments,
+    parse_ask,
     parse_begin_session,
     parse_call_tool,
     parse_read_result,
@@ -50,6 +53,7 @@ from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable, describ
 if TYPE_CHECKING:
     from mcpctl.gateway.asks import Asks
     from mcpctl.gateway.calllog import CallLog
+    from mcpctl.gateway.knowledge import Knowledge
     from mcpctl.gateway.pool import Pool
     from mcpctl.gateway.views import Views
     from mcpctl.presentation.sections import Sections
@@ -59,13 +63,16 @@ log = logging.getLogger("mcpctl.gateway")
 _RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
 _MAX_LOGGED_NAME: Final = 200   # an unknown name is the caller's text: log a bounded copy
 _BUILTIN_IDS: Final = {SEARCH_TOOL: SEARCH_CANONICAL_ID, BEGIN_SESSION: BEGIN_SESSION_CANONICAL_ID,
-                       CALL_TOOL: CALL_TOOL_CANONICAL_ID, READ_RESULT: READ_RESULT_CANONICAL_ID}
+                       CALL_TOOL: CALL_TOOL_CANONICAL_ID, READ_RESULT: READ_RESULT_CANONICAL_ID,
+                       ASK: ASK_CANONICAL_ID}
 
 
 class Router:
     """Routes the calls of a gateway's sessions."""
 
-    def __init__(self, views: Views, pool: Pool, asks: Asks, sections: Sections, log_call: CallLog) -> None:
+    def __init__(self, views: Views, pool: Pool, asks: Asks, sections: Sections, log_call: CallLog,
+                 knowledge: Knowledge | None = None) -> None:
+        self.knowledge = knowledge        # the passage index of `ask` (when the project enables it)
         self.views = views
         self.pool = pool
         self.asks = asks
@@ -219,6 +226,8 @@ class Router:
                 return await self._begin_session(caller, ts, t0, args)
             if name == READ_RESULT:
                 return self._read_result(caller, ts, t0, args)
+            if name == ASK:
+                return await self._ask(caller, ts, t0, view, args)
             return await self._call_by_name(caller, ts, t0, view, args)
         except BuiltinError as e:
             self.log_call(caller, ts, t0, name, cid, "tool_error", "InvalidArguments")
@@ -241,6 +250,19 @@ class Router:
         else:
             result["content"].append({"type": "text", "text": f"[mcpctl] Section {n} of {n}: the last of result {rid}."})
         return result
+
+    async def _ask(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
+        """`ask(question, top_k)`: passages of the servers this view admits, answered by the
+        caller's own model when it lends one (`gateway.knowledge`)."""
+        from mcpctl.ask.answer import text
+
+        question, top_k = parse_ask(args, self.views.project.ask.top_k)
+        if self.knowledge is None:      # pragma: no cover - not in view.builtins then
+            return error_result("ask is not enabled in this project (ask.enabled: false)")
+        payload = await self.knowledge.ask(caller.peer, question, top_k, view.servers)
+        self.log_call(caller, ts, t0, ASK, ASK_CANONICAL_ID, "ok",
+                      query=question if self.views.project.search.record_queries else None)
+        return structured_result(payload, text(payload))
 
     async def _search(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
         if self.views.search is None:      # pragma: no cover - not in view.builtins then

@@ -8,6 +8,8 @@
   its presented or canonical name, through the same pipeline as a direct call.
 - `read_result(result_id, section)` (results in sections, `presentation.sections`) returns a section
   of a result that was cut, to the session and credential that made the call.
+- `ask(question, top_k)` (`mcpctl.ask`, when the project enables it) answers from the passages of
+  the servers' text resources, with the calling client's model when it lends one.
 
 Their definitions and argument checks live here; the presentation pipeline (`view`) decides
 which of them a session sees, and the gateway (`front`) runs them.
@@ -22,11 +24,13 @@ SEARCH_TOOL: Final = "search_tools"
 BEGIN_SESSION: Final = "begin_session"
 CALL_TOOL: Final = "call_tool"
 READ_RESULT: Final = "read_result"
-BUILTIN_NAMES: Final = frozenset({SEARCH_TOOL, BEGIN_SESSION, CALL_TOOL, READ_RESULT})
+ASK: Final = "ask"
+BUILTIN_NAMES: Final = frozenset({SEARCH_TOOL, BEGIN_SESSION, CALL_TOOL, READ_RESULT, ASK})
 SEARCH_CANONICAL_ID: Final = "mcpctl/search_tools"
 BEGIN_SESSION_CANONICAL_ID: Final = "mcpctl/begin_session"
 CALL_TOOL_CANONICAL_ID: Final = "mcpctl/call_tool"
 READ_RESULT_CANONICAL_ID: Final = "mcpctl/read_result"
+ASK_CANONICAL_ID: Final = "mcpctl/ask"
 MAX_TOP_K: Final = 20
 ALWAYS_LOAD: Final = "anthropic/alwaysLoad"   # Claude Code keeps these loaded when it defers tools
 
@@ -149,6 +153,31 @@ def read_result_definition(*, always_load: bool) -> dict[str, Any]:
     return item
 
 
+def ask_definition(default_top_k: int, *, always_load: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "name": ASK,
+        "title": "Ask the project's knowledge",
+        "description": (
+            "Ask a question of what this project's servers know (their notes, documents and other "
+            "resources). Returns the passages that best answer it, each with the resource URI to cite, "
+            "and, when your client lends its model, an answer written from those passages alone."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "description": "The question, in a sentence."},
+                "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": default_top_k,
+                          "description": f"How many passages to draw on (1-{MAX_TOP_K})."},
+            },
+            "required": ["question"],
+        },
+        "annotations": {"title": "Ask the project's knowledge", **_READ_ONLY},
+    }
+    if always_load:
+        item["_meta"] = {ALWAYS_LOAD: True}
+    return item
+
+
 class BuiltinError(ValueError):
     """Bad arguments to a built-in; the message is shown to the model."""
 
@@ -194,6 +223,19 @@ def parse_read_result(arguments: Any) -> tuple[str, int]:
     if isinstance(section, bool) or not isinstance(section, int) or section < 1:
         raise BuiltinError(f"read_result: 'section' must be an integer from 1 (got {section!r})")
     return rid.strip(), section
+
+
+def parse_ask(arguments: Any, default_top_k: int) -> tuple[str, int]:
+    """`ask` arguments: (question, top_k)."""
+    question = arguments.get("question") if isinstance(arguments, dict) else None
+    if not isinstance(question, str) or not question.strip():
+        raise BuiltinError("ask: 'question' must be a non-empty string: the question, in a sentence")
+    top_k = arguments.get("top_k", default_top_k) if isinstance(arguments, dict) else default_top_k
+    if top_k is None:
+        top_k = default_top_k
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise BuiltinError(f"ask: 'top_k' must be an integer from 1 to {MAX_TOP_K} (got {top_k!r})")
+    return question.strip(), top_k
 
 
 def text_result(text: str) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from mcpctl.presentation.builtins import (
     BUILTIN_NAMES,
     CALL_TOOL,
     SEARCH_TOOL,
+    ask_definition,
     begin_session_definition,
     call_tool_definition,
     read_result_definition,
@@ -381,6 +382,8 @@ def _builtins(project: ProjectSpec, gated: bool) -> tuple[list[dict[str, Any]], 
         out.append(call_tool_definition())
     if project.results.max_tokens:
         out.append(read_result_definition(always_load=project.presentation != FLAT))
+    if project.ask.enabled:
+        out.append(ask_definition(project.ask.top_k, always_load=project.presentation != FLAT))
     callable_ = {b["name"] for b in out} | ({BEGIN_SESSION} if project.gate.enabled else set())
     return out, frozenset(callable_)
 

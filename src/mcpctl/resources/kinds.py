@@ -35,6 +35,12 @@ DEFAULT_MAX_FAVOURITES: Final = 15
 DEFAULT_MAX_RESULT_TOKENS: Final = 8000
 DEFAULT_KEEP_MEGABYTES: Final = 64
 DEFAULT_KEEP_MINUTES: Final = 60
+# ask (mcpctl.ask): passages of the upstreams' text resources, bounded in bytes of text indexed
+# (docs/ask.md: 4 MiB of text is ~6,500 passages, ~100 MB of resident memory with the BM25F index
+# and vectors, measured with benchmarks/bench_ask.py)
+DEFAULT_ASK_TOP_K: Final = 5
+DEFAULT_ASK_MAX_BYTES: Final = 4 * 2**20
+DEFAULT_ASK_REFRESH_SECONDS: Final = 300
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
 # Presented names: Claude Code calls a tool `mcp__<server>__<name>` and refuses more than 64
 # characters (Codex has the same 64-character limit). With the gateway registered as `mcpctl`,
@@ -196,6 +202,15 @@ PROJECT_SPEC: Final = Obj({
         "maxTokens": Scalar(int, default=DEFAULT_MAX_RESULT_TOKENS, check=check_range(0, 1_000_000)),
         "keepMegabytes": Scalar(int, default=DEFAULT_KEEP_MEGABYTES, check=check_range(1, 4096)),
         "keepMinutes": Scalar(int, default=DEFAULT_KEEP_MINUTES, check=check_range(1, 7 * 24 * 60)),
+    }),
+    # ask (mcpctl.ask): the `ask` built-in answers questions from the upstreams' text resources,
+    # cut into passages (at most maxBytes of text indexed), re-read when a server says they
+    # changed and otherwise every refreshSeconds.
+    "ask": Obj({
+        "enabled": Scalar(bool, default=False),
+        "topK": Scalar(int, default=DEFAULT_ASK_TOP_K, check=check_range(1, 20)),
+        "maxBytes": Scalar(int, default=DEFAULT_ASK_MAX_BYTES, check=check_range(4096, 2**30)),
+        "refreshSeconds": Scalar(int, default=DEFAULT_ASK_REFRESH_SECONDS, check=check_range(10, 7 * 24 * 3600)),
     }),
 })
 
@@ -384,6 +399,20 @@ class ResultSettings:
 
 
 @dataclass(frozen=True)
+class AskSettings:
+    enabled: bool = False
+    top_k: int = DEFAULT_ASK_TOP_K
+    max_bytes: int = DEFAULT_ASK_MAX_BYTES
+    refresh_seconds: int = DEFAULT_ASK_REFRESH_SECONDS
+
+    @classmethod
+    def from_spec(cls, ask: dict[str, Any]) -> AskSettings:
+        return cls(bool(ask.get("enabled", False)), int(ask.get("topK", DEFAULT_ASK_TOP_K)),
+                   int(ask.get("maxBytes", DEFAULT_ASK_MAX_BYTES)),
+                   int(ask.get("refreshSeconds", DEFAULT_ASK_REFRESH_SECONDS)))
+
+
+@dataclass(frozen=True)
 class NameSettings:
     style: str = "portable"
     max_length: int = 48
@@ -404,6 +433,7 @@ class ProjectSpec:
     profiles: tuple[Profile, ...] = ()          # declared ones; see `profile()` for the built-ins
     results: ResultSettings = ResultSettings()
     pinning: str = DEFAULT_PINNING               # off | warn | hold: a definition changed since pinned
+    ask: AskSettings = AskSettings()
 
     def profile(self, name: str) -> Profile | None:
         """A profile by name: declared in the project, else a built-in one."""
@@ -451,4 +481,5 @@ class ProjectSpec:
                                    int(results.get("keepMegabytes", DEFAULT_KEEP_MEGABYTES)),
                                    int(results.get("keepMinutes", DEFAULT_KEEP_MINUTES))),
             pinning=s.get("pinning") or DEFAULT_PINNING,
+            ask=AskSettings.from_spec(s.get("ask") or {}),
         )

@@ -1,0 +1,84 @@
+"""What `ask` sends to a client's model and what it returns (no `mcp` import).
+
+The model gets the question and the retrieved passages only, each headed by the resource URI it
+comes from, and is told to answer from them alone and to cite each passage it uses as `[uri]`.
+The result always carries the passages (URI, score, text), and the answer with the URIs it cites
+when a model was lent; without one, a line says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+from mcpctl.ask.index import Hit
+
+SYSTEM_PROMPT: Final = (
+    "You answer a question using only the numbered passages given, which come from resources of the user's "
+    "tools. Cite every passage you use by its resource URI in square brackets, like [notes://3]. If the "
+    "passages do not contain the answer, say so; do not use other knowledge.")
+MAX_ANSWER_TOKENS: Final = 600
+NO_MODEL: Final = ("No model was lent: the client did not offer sampling, so these are the passages "
+                   "found, best first; answer from them and cite their URIs.")
+DECLINED: Final = "No model was lent: the client declined the sampling request ({why}); these are the passages found."
+_CITE: Final = re.compile(r"\[([^\[\]\s]+)\]")
+
+
+def sampling_text(question: str, hits: Sequence[Hit]) -> str:
+    """The one user message of the sampling request: the passages, then the question."""
+    blocks = []
+    for i, h in enumerate(hits, 1):
+        p = h.passage
+        title = f"{p.name} — {p.heading}" if p.heading and p.heading != p.name else p.name
+        blocks.append(f"[{i}] {p.uri} ({title})\n{p.text}")
+    return "Passages:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
+
+
+def cited(answer: str, hits: Sequence[Hit]) -> list[str]:
+    """The passages' URIs the answer cites, in the order first cited."""
+    known = {h.passage.uri for h in hits}
+    out: list[str] = []
+    for m in _CITE.finditer(answer):
+        uri = m.group(1)
+        if uri in known and uri not in out:
+            out.append(uri)
+    return out
+
+
+def passage_items(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    return [{"uri": h.passage.uri, "server": h.passage.server, "title": h.passage.name,
+             **({"heading": h.passage.heading} if h.passage.heading else {}),
+             "score": round(h.score, 4), "text": h.passage.text} for h in hits]
+
+
+def payload(question: str, hits: Sequence[Hit], answer: str | None, model: str | None,
+            note: str | None, searched: int) -> dict[str, Any]:
+    """The structured result of `ask`."""
+    out: dict[str, Any] = {"question": question}
+    if answer is not None:
+        out["answer"] = answer
+        out["citations"] = cited(answer, hits)
+        if model:
+            out["model"] = model
+    out["passages"] = passage_items(hits)
+    out["total_searched"] = searched
+    if note:
+        out["note"] = note
+    return out
+
+
+def text(result: dict[str, Any]) -> str:
+    """The result for people and agents reading text: the answer (or the note), then the passages."""
+    lines: list[str] = []
+    if "answer" in result:
+        lines += [result["answer"], ""]
+        if result["citations"]:
+            lines.append("Cited: " + ", ".join(result["citations"]))
+    if result.get("note"):
+        lines.append(result["note"])
+    if not result["passages"]:
+        lines.append(f"No passage matched among {result['total_searched']} passages of this project's resources.")
+    for i, p in enumerate(result["passages"], 1):
+        lines += ["", f"[{i}] {p['uri']} (score {p['score']:.3f}) {p['title']}", p["text"]]
+    return "\n".join(lines).strip()
