@@ -132,7 +132,7 @@ def pg_url(pg_cluster: Cluster) -> Iterator[str]:
     """A fresh, empty database."""
     yield pg_cluster.create_database()
     from mcpctl.db import pool
-    from mcpctl.db.store import stop_watchers
+    from mcpctl.resources.pgstore import stop_watchers
 
     stop_watchers()
     pool.close()

@@ -27,12 +27,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mcpctl"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "__main__"),
     ("cli",),
-    ("clients",),
+    ("clients", "bakeoff"),
     ("gateway",),
     ("presentation", "upstream", "evaluation"),
-    ("ask",),
+    ("ask", "auth"),
     ("catalogue",),
     ("resources", "audit", "examples"),
+    ("db",),
     ("errors", "paths", "terminal", "sdk"),
 )
 FLOOR = {pkg: len(LAYERS) - i for i, floor in enumerate(LAYERS) for pkg in floor}

@@ -106,7 +106,7 @@ def test_token_hashes_live_in_the_store(backend: str, tmp_home: Path) -> None:
         store.delete("Token", "ci")
         tokens.delete_hash("ci", store)
     if backend == "postgres":     # the watcher hears the delete; bounded wait for its notification
-        from mcpctl.db.store import watcher
+        from mcpctl.resources.pgstore import watcher
 
         w = watcher(os.environ["MCPCTL_DATABASE_URL"])
         gen = w.generation()

@@ -90,7 +90,7 @@ def _register_copy() -> None:
         if source == target:
             raise MCPCtlError("--from and --to are the same store")
         if "files" in (source, target):
-            from mcpctl.db.copy import copy_store, open_store
+            from mcpctl.resources.copy import copy_store, open_store
 
             report = copy_store(open_store(source), open_store(target), overwrite=overwrite, dry_run=dry_run)
             where = f"{redacted(source)} -> {redacted(target)}"

@@ -5,7 +5,7 @@ Observed status (written by the gateway) lives apart, under `paths.status_dir()`
 running gateway never rewrites what the user owns.
 
 The backend seam: `Store()` is this files backend unless a database URL is in effect
-(`mcpctl.db.config.database_url()`), when it is a `mcpctl.db.store.PgStore`, a subclass with the
+(`mcpctl.db.config.database_url()`), when it is a `mcpctl.resources.pgstore.PgStore`, a subclass with the
 same methods on PostgreSQL. Callers use only: `locked()` (writers hold it across
 read-modify-write; on PostgreSQL it is one transaction under an advisory lock, so everything
 written inside commits or rolls back together), `names/find/get/list/put/delete`, `stamp()` (a
@@ -66,7 +66,7 @@ class Store:
 
             url = database_url()
             if url is not None:
-                from mcpctl.db.store import PgStore
+                from mcpctl.resources.pgstore import PgStore
 
                 return PgStore.open(url, status_root=status_root)
         return super().__new__(cls)

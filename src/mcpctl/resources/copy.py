@@ -39,7 +39,7 @@ def open_store(where: str) -> Store:
 
         return Store(paths.resources_dir())
     if where.startswith(("postgresql://", "postgres://")):
-        from mcpctl.db.store import PgStore
+        from mcpctl.resources.pgstore import PgStore
 
         return PgStore.open(where)
     if where == "sqlite":
