@@ -79,8 +79,10 @@ class Cluster:
         return subprocess.run([*_run_as(), str(binary / "pg_ctl"), "-D", str(self.root / "data"), *args],
                               capture_output=True, text=True, timeout=120, check=check)
 
-    def stop(self) -> None:
-        self.pg_ctl("-m", "immediate", "-w", "-t", "60", "stop", check=False)
+    def stop(self, mode: str = "fast") -> None:
+        """`fast` (tests that stop the database mid-run: what was committed survives, as in a real
+        outage); `immediate` only at the session's end, when nothing is kept."""
+        self.pg_ctl("-m", mode, "-w", "-t", "60", "stop", check=False)
 
     def start(self) -> None:
         opts = (f"-k {self.socket_dir} -p {self.port} -c listen_addresses='' -c fsync=off "
@@ -123,7 +125,7 @@ def pg_cluster() -> Iterator[Cluster]:
     try:
         yield cluster
     finally:
-        cluster.stop()
+        cluster.stop("immediate")
         shutil.rmtree(cluster.root, ignore_errors=True)
 
 

@@ -125,14 +125,24 @@ class FileTokenStorage:
     """The SDK's `TokenStorage` over `token_path(server)` (see the module docstring).
 
     `fresh=True` (what `login` uses) starts with no tokens, so the SDK signs in again rather than
-    reuse what is stored; whatever it obtains is written through."""
+    reuse what is stored. `buffered=True` (also `login`'s) keeps what it obtains (registration,
+    tokens) in memory until `commit()` writes it in one atomic write: a running gateway, which
+    reconnects when the file changes, never sees a new registration beside the old, revoked tokens."""
 
-    def __init__(self, server: str, url: str, *, fresh: bool = False) -> None:
+    def __init__(self, server: str, url: str, *, fresh: bool = False, buffered: bool = False) -> None:
         self.server = server
         self.url = url
         self.path = token_path(server)
         self._fresh = fresh
         self._stamp: tuple[int, int] | None = None
+        self._pending: dict[str, Any] | None = None if not buffered else self._read()
+        self._buffered = buffered
+
+    def commit(self) -> None:
+        """Write what a buffered storage holds (nothing to do unbuffered)."""
+        if self._buffered and self._pending is not None:
+            write_record(self.server, self._pending)
+            self._stamp = file_stamp(self.path)
 
     # -- what the provider needs beyond the protocol ----------------------------------------------
 
@@ -154,6 +164,18 @@ class FileTokenStorage:
         return float(value) if isinstance(value, (int, float)) else None
 
     def _record(self) -> dict[str, Any]:
+        if self._buffered and self._pending is not None:
+            return dict(self._pending)
+        return self._read()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._buffered:
+            self._pending = record
+            return
+        write_record(self.server, record)
+        self._stamp = file_stamp(self.path)
+
+    def _read(self) -> dict[str, Any]:
         self._stamp = file_stamp(self.path)
         record = read_record(self.server)
         if record.get("url") not in (None, self.url):    # another URL's tokens: not ours to send
@@ -163,8 +185,7 @@ class FileTokenStorage:
     def _update(self, **fields: Any) -> None:
         record = self._record()
         record.update(fields, url=self.url)
-        write_record(self.server, record)
-        self._stamp = file_stamp(self.path)
+        self._write(record)
 
     # -- TokenStorage ------------------------------------------------------------------------------
 
@@ -203,8 +224,7 @@ class FileTokenStorage:
     def drop_client_info(self) -> None:
         record = self._record()
         if record.pop("client", None) is not None:
-            write_record(self.server, record)
-            self._stamp = file_stamp(self.path)
+            self._write(record)
 
 
 def stored_servers() -> list[str]:

@@ -164,7 +164,7 @@ async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int,
 
     callback = LoopbackCallback(port)
     async with callback.serving():
-        storage = FileTokenStorage(spec.name, url, fresh=True)
+        storage = FileTokenStorage(spec.name, url, fresh=True, buffered=True)
         await _prepare_client(spec, storage, callback.redirect_uri)
         opened = False
 
@@ -193,6 +193,7 @@ async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int,
             return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
 
         await _run_flow(spec, url, headers, storage, callback.redirect_uri, redirect, answer)
+        storage.commit()                # registration and tokens reach the file together, once
 
 
 async def _prepare_client(spec: ServerSpec, storage: Any, redirect_uri: str) -> None:
