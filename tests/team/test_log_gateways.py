@@ -1,5 +1,5 @@
-"""Three gateway processes on one PostgreSQL: the log holds exactly one row per answered call,
-in both protocol eras, though the database is stopped for 10 s mid-run; SIGTERM drains.
+"""Three gateway processes on one PostgreSQL, 3 x 5,000 calls in both protocol eras: the log holds
+exactly one row per answered call, though the database is stopped for 10 s mid-run; SIGTERM drains.
 
 Real `mcpctl serve --transport http` processes (MCPCTL_GATEWAY_HOST gw1..gw3), a real fault_server
 upstream each, two SDK clients per gateway (one handshake era, one 2026-07-28), and the real
@@ -9,139 +9,69 @@ database of tests/pg_support.py, stopped and started with pg_ctl while the calls
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
+from teamkit import ERAS, TOOLS, Kit, Load, kill_all, rows_by, start_gateways, terminate, token_for
 
 from pg_support import Cluster
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
-from gwkit import MCPCTL, SLACK, Kit, listening_port, wait_tools
-
 GATEWAYS = 3
-ERAS = ("legacy", "2026-07-28")
-IN_FLIGHT = 3                   # calls in flight per client
-TOOLS = 40
-BEFORE_STOP = 400               # calls answered before the database is stopped
-TOTAL = 2000                    # at least this many calls in all
+PER_GATEWAY = 5000              # at least this many answered calls per gateway (half in each era)
+IN_FLIGHT = 6                   # calls in flight per client (the run is CPU-bound: more amortise)
+BEFORE_STOP = 3000              # calls answered (in all) before the database is stopped
+AFTER_START = 300               # at least this many answered after it is started again
 OUTAGE_S = 10.0
 
-pytestmark = pytest.mark.timeout(240)
-
-
-class _Started:
-    def __init__(self, proc: subprocess.Popen[bytes], stderr: Path, host: str) -> None:
-        self.proc, self.stderr, self.host = proc, stderr, host
-
-
-def _start(kit: Kit, url: str, host: str) -> _Started:
-    stderr = kit.home / f"{host}.stderr"
-    env = {**os.environ, "MCPCTL_DATABASE_URL": url, "MCPCTL_GATEWAY_HOST": host, "MCPCTL_TEST_MARK": kit.mark}
-    with open(stderr, "wb") as err:
-        proc = subprocess.Popen([MCPCTL, "serve", "--project", "p", "--transport", "http", "--port", "0"],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env)
-    return _Started(proc, stderr, host)
-
-
-def _rows_by_host(url: str) -> Counter[str]:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT host, count(*) FROM invocations GROUP BY host").fetchall()
-    return Counter({str(h): int(n) for h, n in rows})
+pytestmark = pytest.mark.timeout(600)
 
 
 def test_three_gateways_one_row_per_answered_call_through_a_database_outage(
         tmp_home: Path, pg_db: str, pg_cluster: Cluster) -> None:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
     kit = Kit(tmp_home)
     kit.server("up", "--tools", str(TOOLS))
     kit.project("p", ["up"])
-    procs: list[subprocess.Popen[bytes]] = []
-    answered: Counter[str] = Counter()
-    failed: list[str] = []
-    during_outage = [0]
+    gateways = []
+    load = Load(token_for("p"), IN_FLIGHT)
+    during_outage = [0, 0]          # answered before / after the outage began
+    per_client = PER_GATEWAY // len(ERAS)
+    t0 = time.monotonic()
     try:
-        from mcpctl.gateway.http import load_or_create_token, token_path
-
-        token = load_or_create_token(token_path("p"))      # before the gateways: one token for all three
-        starts = [_start(kit, pg_db, f"gw{i + 1}") for i in range(GATEWAYS)]   # all three at once
-        procs.extend(st.proc for st in starts)
-        ports = [listening_port(st.proc, st.stderr, st.host) for st in starts]
-        stop = asyncio.Event()
-        outage = asyncio.Event()
-
-        async def client(host: str, port: int, era: str) -> None:
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                          timeout=httpx2.Timeout(30, read=60)) as h, \
-                    Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=h), mode=era) as c:
-                await wait_tools(c, {f"up__synthetic_{TOOLS - 1:04d}"})
-
-                async def worker(k: int) -> None:
-                    i = k
-                    while not stop.is_set():
-                        name = f"up__synthetic_{i % TOOLS:04d}"
-                        i += IN_FLIGHT
-                        try:
-                            result = await c.session.call_tool(name, {})
-                        except Exception as e:
-                            failed.append(f"{host} {era}: {type(e).__name__}: {e}")
-                            return
-                        if result.is_error:
-                            failed.append(f"{host} {era}: {name} answered an error")
-                        answered[host] += 1
-                        if outage.is_set():
-                            during_outage[0] += 1
-
-                await asyncio.gather(*(worker(k) for k in range(IN_FLIGHT)))
-
-        async def until(condition: Any, timeout: float) -> None:
-            deadline = time.monotonic() + timeout * SLACK
-            while not condition():
-                assert not failed, failed[:5]
-                assert time.monotonic() < deadline, f"{sum(answered.values())} calls answered"
-                await asyncio.sleep(0.05)
+        gateways = start_gateways(kit, pg_db, [f"gw{i + 1}" for i in range(GATEWAYS)])
 
         async def scenario() -> None:
-            tasks = [asyncio.create_task(client(f"gw{i + 1}", port, era))
-                     for i, port in enumerate(ports) for era in ERAS]
+            tasks = [asyncio.create_task(load.client(gw.host, gw.port, era)) for gw in gateways for era in ERAS]
             try:
-                await until(lambda: sum(answered.values()) >= BEFORE_STOP, 60)
+                await load.until(lambda: load.total() >= BEFORE_STOP, 120, "calls before the outage")
                 await asyncio.to_thread(pg_cluster.stop)
-                outage.set()
+                during_outage[0] = load.total()
                 await asyncio.sleep(OUTAGE_S)       # the outage itself: calls go on meanwhile
-                outage.clear()
+                during_outage[1] = load.total()
                 await asyncio.to_thread(pg_cluster.start)
-                after = sum(answered.values())
-                await until(lambda: sum(answered.values()) >= max(TOTAL, after + 200), 60)
+                after = load.total()
+                await load.until(lambda: min(load.answered[gw.host, era] for gw in gateways for era in ERAS)
+                                 >= per_client and load.total() >= after + AFTER_START, 300, "3 x 5,000 calls")
             finally:
-                stop.set()
+                load.stop.set()
                 await asyncio.gather(*tasks, return_exceptions=True)
 
         asyncio.run(scenario())
-        assert not failed, failed[:5]
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            assert proc.wait(30 * SLACK) in (0, -signal.SIGTERM)
+        assert not load.failed, load.failed[:5]
+        terminate(gateways)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+        kill_all(gateways)
         if pg_cluster.pg_ctl("status", check=False).returncode != 0:
             pg_cluster.start()
-    assert during_outage[0] > 0, "no call was answered while the database was down"
-    assert sum(answered.values()) >= TOTAL
-    assert _rows_by_host(pg_db) == answered          # exactly one row per answered call, per gateway
+    elapsed = time.monotonic() - t0
+    print(f"\n{load.total()} calls answered in {elapsed:.1f}s ({during_outage[1] - during_outage[0]} "
+          f"while the database was down)")
+    assert during_outage[1] > during_outage[0], "no call was answered while the database was down"
+    hosts = Counter({gw.host: sum(load.answered[gw.host, era] for era in ERAS) for gw in gateways})
+    assert min(hosts.values()) >= PER_GATEWAY and load.total() >= GATEWAYS * PER_GATEWAY
+    # exactly one row per answered call: per gateway, per client (era), per tool
+    assert rows_by(pg_db, "host") == Counter({(h,): n for h, n in hosts.items()})
+    assert rows_by(pg_db, "client_name", "presented_name") == Counter({k: n for k, n in load.by_tool.items()})
     assert not list((tmp_home / "state" / "log-spool").glob("*.jsonl"))
     assert kit.leftovers() == []
