@@ -3,7 +3,8 @@
 `list` shows exactly what the gateway presents (the same pipeline, built from the catalogue
 cache); `add`/`remove` pin and unpin tools and `set` replaces them (validated like `apply`);
 `suggest` ranks tools by their calls in the invocation log and prints a ready-to-run
-`mcpctl favourites set` line, which changes nothing but the favourites. `suggest --apply` runs
+`mcpctl favourites set` line, which changes nothing but the favourites (`--by credential|host`
+adds the window's calls per token name or gateway host: `cli/_breakdown.py`). `suggest --apply` runs
 that very command (`set_favourites_of`), so the line and `--apply` cannot drift apart.
 """
 
@@ -18,6 +19,7 @@ import typer
 
 from mcpctl.catalogue.favourites import DEFAULT_FLOOR, Floor
 
+from . import _breakdown as bd
 from ._common import (
     Project,
     check_format,
@@ -347,6 +349,23 @@ def _print_command(command: str | None) -> None:
                   "--min-sessions).", markup=False)
 
 
+def _print_suggest(project: str, s: Suggestions, *, window: float, since: float, command: str | None,
+                   output: str, ever: int, floor: Floor, by: str | None) -> None:
+    period = f"over the last {window:g} days (since {_when(since)})"
+    usage = bd.usage_by(by, project=project, since=since) if by else None
+    if output == "json":
+        print_json({**_suggest_json(project, s, window, since, command),
+                    **({"by": bd.section_json(by, usage)} if by and usage is not None else {})})
+    elif not s.candidates:
+        _nothing_to_suggest(project, window, ever)
+    else:
+        render_suggest(project, s, period, floor)
+        if by and usage is not None:
+            out.print()
+            bd.render_section(by, usage, period)
+        _print_command(command)
+
+
 def _apply_suggested(project: str, suggested: list[str], before: CachedCatalogue) -> None:
     """`suggest --apply`: run the very `favourites set` line it printed, show the change and its cost."""
     result = set_favourites_of(project, suggested)
@@ -433,22 +452,19 @@ def register(app: typer.Typer) -> None:
                                                "this often in the window.")] = DEFAULT_FLOOR.calls,
         min_sessions: Annotated[int, typer.Option("--min-sessions", min=1, help="... and in at least this many "
                                                   "sessions.")] = DEFAULT_FLOOR.sessions,
+        by: Annotated[str | None, typer.Option("--by", help=bd.by_option_help("Also the window's calls"))] = None,
     ) -> None:
         """Suggest favourites from the invocation log: tools ranked by calls (every presented form counted as
         its canonical id), with distinct sessions, error rate and last use; tools that mostly fail are flagged,
         not suggested. Ends with a ready-to-run `mcpctl favourites set` line (what --apply runs)."""
         check_format(output, ("table", "json"))
+        bd.check_by(by)
         since = _now() - window * 86400.0
         floor = Floor(min_calls, min_sessions)
         s, before, ever = suggestions(project, top, since, floor)
         command = set_command(project, s.suggested) if s.suggested else None
-        if output == "json":
-            print_json(_suggest_json(project, s, window, since, command))
-        elif not s.candidates:
-            _nothing_to_suggest(project, window, ever)
-        else:
-            render_suggest(project, s, f"over the last {window:g} days (since {_when(since)})", floor)
-            _print_command(command)
+        _print_suggest(project, s, window=window, since=since, command=command, output=output, ever=ever,
+                       floor=floor, by=by)
         if apply and s.suggested:
             _apply_suggested(project, s.suggested, before)
 

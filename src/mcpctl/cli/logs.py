@@ -163,25 +163,15 @@ def _follow(filters: dict[str, Any], limit: int, output: str, interval: float, m
 
 
 def _breakdown(by: str, filters: dict[str, Any], output: str) -> None:
-    """`mcpctl logs --by credential|host|...`: calls per value of that column."""
-    from mcpctl.audit.records import BREAKDOWNS
+    """`mcpctl logs --by credential|host|...`: calls per value of that column (`cli/_breakdown.py`)."""
+    from . import _breakdown as bd
 
-    if by not in BREAKDOWNS:
-        raise typer.BadParameter(f"{by!r} is not one of: {', '.join(BREAKDOWNS)}", param_hint="'--by'")
-    with open_log() as log:
-        rows = log.breakdown(by, project=filters["project"], since=filters["since"], until=filters["until"])
+    bd.check_by(by)
+    rows = bd.usage_by(by, project=filters["project"], since=filters["since"], until=filters["until"])
     if output == "json":
-        print_json([{"key": r.key, "calls": r.calls, "errors": r.errors, "lastCall": _iso_utc(r.last_ts)}
-                    for r in rows])
-        return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in (by.upper(), "CALLS", "ERRORS", "LAST CALL"):
-        table.add_column(col, justify="left" if col in (by.upper(), "LAST CALL") else "right")
-    for r in rows:
-        table.add_row(safe(r.key if r.key is not None else "-"), str(r.calls), str(r.errors), _local(r.last_ts))
-    out.print(table)
+        print_json(bd.to_json(rows))
+    else:
+        bd.render(by, rows)
 
 
 def _human_size(n: int) -> str:
@@ -299,7 +289,8 @@ def register(app: typer.Typer) -> None:
         interval: Annotated[float, typer.Option("--interval", min=0.05, hidden=True)] = 0.5,
         max_polls: Annotated[int | None, typer.Option("--max-polls", min=0, hidden=True)] = None,
         by: Annotated[str | None, typer.Option(
-            "--by", help="Count calls per credential|host|project|client_name|profile|outcome instead.")] = None,
+            "--by", help="Count calls per credential|host|project|client_name|profile|outcome instead: "
+            "calls, share, errors, last call.")] = None,
     ) -> None:
         """Show logged tool calls, oldest first (the newest --limit of them)."""
         if ctx.invoked_subcommand is not None:

@@ -3,7 +3,8 @@
 Reads the catalogue exactly as the gateway presents it (the cache; servers never listed are
 listed now, every server with `--refresh`) and the invocation log's calls in the window, and
 renders the core's `SurfaceReport` for people (`table`), scripts (`json`, keys pinned by a test)
-or a pull-request comment (`markdown`). Only the report goes to stdout.
+or a pull-request comment (`markdown`). Only the report goes to stdout. `--by credential|host|...`
+adds the window's calls per token name, gateway host, ... (`cli/_breakdown.py`), in every format.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from . import _breakdown as bd
 from ._common import (
     Project,
     check_format,
@@ -413,6 +415,24 @@ def render_markdown(r: SurfaceReport) -> str:
 # -- the command -----------------------------------------------------------------------------------
 
 
+def _print_report(report: SurfaceReport, output: str, by: str | None) -> None:
+    """The report in `output`'s format, with the window's calls per `by` (if given) at its end."""
+    usage = bd.usage_by(by, project=report.project, since=report.since, until=report.until) if by else None
+    period = f"in the last {report.window_days:g} days"
+    if output == "json":
+        print_json({**report_json(report), **({"by": bd.section_json(by, usage)} if by and usage is not None else {})})
+    elif output == "markdown":
+        text = render_markdown(report)
+        if by and usage is not None:
+            text += "\n" + "\n".join(bd.markdown(by, usage, period)) + "\n"
+        write_stdout("\n".join(safe(line, markup=False) for line in text.split("\n")))
+    else:
+        render_table(report)
+        if by and usage is not None:
+            _say()
+            bd.render_section(by, usage, period)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("surface", rich_help_panel="Gateway",
                  short_help="Price and judge a project's tool surface: tokens, write reach, look-alikes, use.")
@@ -424,6 +444,7 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str, output_option(FORMATS)] = "table",
         refresh: Annotated[bool, typer.Option("--refresh", help="List every server now (otherwise the cached "
                                               "listing; servers never listed are listed anyway).")] = False,
+        by: Annotated[str | None, typer.Option("--by", help=bd.by_option_help("Also the window's calls"))] = None,
     ) -> None:
         """Price and judge a project's tool surface: tokens per server and per presentation mode, tools that
         can write/delete/send, name collisions and near-duplicate descriptions across servers, use from the
@@ -431,12 +452,8 @@ def register(app: typer.Typer) -> None:
         from mcpctl.errors import EXIT_UPSTREAM
 
         check_format(output, FORMATS)
+        bd.check_by(by)
         report, failed = surface_report(project, window_days=window, refresh=refresh)
-        if output == "json":
-            print_json(report_json(report))
-        elif output == "markdown":
-            write_stdout("\n".join(safe(line, markup=False) for line in render_markdown(report).split("\n")))
-        else:
-            render_table(report)
+        _print_report(report, output, by)
         if failed:      # each failure was reported once, above; the report says it is incomplete
             raise typer.Exit(EXIT_UPSTREAM)
