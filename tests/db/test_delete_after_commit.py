@@ -77,7 +77,7 @@ def applied(pg_db: str) -> str:
 ])
 def test_a_delete_refused_at_commit_reports_no_success(applied: str, argv: list[str]) -> None:
     r = mcpctl(*argv, stdin=MANIFEST)
-    assert r.returncode != 0
+    assert r.returncode == 1
     assert r.stdout == ""                                    # no "deleted" for what was not
     assert "the database refused the change: refused at commit (test)" in r.stderr, r.stderr
     assert "nothing was written" in r.stderr and "Traceback" not in r.stderr
