@@ -116,7 +116,8 @@ def register(app: typer.Typer) -> None:
         """Serve a project's curated catalogue as one MCP server.
 
         stdio is for one local client (Claude Code, Codex, ...): stdout carries only the protocol.
-        http serves several clients at http://HOST:PORT/mcp with a required bearer token.
+        http serves several clients at http://HOST:PORT/mcp with a required bearer token;
+        GET /healthz and /readyz answer probes without one (docs/team.md).
         """
         if transport not in TRANSPORTS:
             raise typer.BadParameter("must be stdio or http", param_hint="'--transport'")

@@ -1,13 +1,15 @@
 """`mcpctl serve --transport http`: the streamable-HTTP front of the gateway.
 
 The endpoint is `http://HOST:PORT/mcp`, loopback by default, with DNS-rebinding protection
-(Host/Origin checks) and a required bearer token (created 0600 on the first start, compared in
+(Host/Origin checks: loopback names, `--host`, and the names `--allow-host` adds) and a required
+bearer token (created 0600 on the first start, compared in
 constant time; the scheme name is case-insensitive). Served by uvicorn's h11 protocol with a guard
 (`http_guard`) for what uvicorn does not bound: a connection must finish each request
 head within the header timeout, connections are capped, and connections that have not yet shown
 the token are capped lower, the oldest closed first. Refusals are logged one line per burst.
 The SDK's session manager caps handshake-era sessions and reaps idle ones. The gateway handles
-signals itself.
+signals itself. `GET /healthz` and `GET /readyz` (`Health`, `Readiness`) answer probes before the
+Host and token checks, and say nothing else.
 """
 
 from __future__ import annotations
