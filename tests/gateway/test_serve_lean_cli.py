@@ -21,11 +21,17 @@ def test_plain_command_lines_parse_without_typer() -> None:
               "max_connections_per_credential": 128, "max_sessions_per_credential": 64,
               "max_parked_per_credential": 256}
     assert parse_lean(["--project", "p"]) == {"project": "p", "transport": "stdio", "host": "127.0.0.1",
-                                              "port": 8765, "token_file": None, "profile": None, "verbose": False, **limits}
+                                              "port": 8765, "token_file": None, "profile": None, "verbose": False, "allow_host": (),
+                                              **limits}
     got = parse_lean(["-p", "p", "--transport=http", "--port", "9000", "--host", "::1", "--token-file", "t",
                       "-v", "--project", "q"])
     assert got == {"project": "q", "transport": "http", "host": "::1", "port": 9000,
-                   "token_file": Path("t"), "profile": None, "verbose": True, **limits}
+                   "token_file": Path("t"), "profile": None, "verbose": True, "allow_host": (), **limits}
+
+
+def test_allow_host_repeats_parse_lean() -> None:
+    got = parse_lean(["-p", "p", "--allow-host", "a,b", "--allow-host=c"])
+    assert got is not None and got["allow_host"] == ("a,b", "c")      # split and checked by `allowed_hosts`
 
 
 @pytest.mark.parametrize("argv", [

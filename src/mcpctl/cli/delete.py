@@ -45,33 +45,42 @@ def register(app: typer.Typer) -> None:
             k = resolve_kind(kind)
             targets = [(k.name, n) for n in names]
         store = Store()
-        with store.locked():
+        deleted: list[tuple[str, str]] = []
+        warnings: list[str] = []
+        with store.locked():    # one transaction on PostgreSQL: nothing is reported before it commits
             if not ignore_not_found:
                 for k_name, n in targets:   # all-or-nothing on missing names
                     store.get(k_name, n)
             if not force:
-                from mcpctl.errors import Conflict
-                from mcpctl.resources.apply import projects_using
-
-                going = {n for k_name, n in targets if k_name == "Project"}
-                for k_name, n in targets:
-                    users = [p for p in projects_using(store, n) if p not in going] if k_name == "Server" else []
-                    if users:
-                        raise Conflict(f"server {n!r} is used by project(s): {', '.join(users)}",
-                                       hint="remove it from those projects first, or pass --force")
+                _refuse_servers_in_use(store, targets)
             for k_name, n in targets:
                 if store.find(k_name, n) is None:
                     continue
-                for w in delete_object(store, k_name, n, force=force):
-                    warn(w)
-                if k_name == "Server":       # its last listing goes with it: no tool of it is shown
-                    from mcpctl.catalogue import cache
-                    from mcpctl.catalogue.pins import delete_pins
-
-                    cache.delete_server(n)
-                    delete_pins(n)          # and its pinned definitions (state, not spec)
-                elif k_name == "Token":      # revoked: a running gateway refuses it at the next request
+                warnings += delete_object(store, k_name, n, force=force)
+                if k_name == "Token":      # revoked: a running gateway refuses it at the next request
                     from mcpctl.resources import tokens
 
                     tokens.delete_hash(n, store)
-                write_stdout(f"{k_name.lower()}/{n} deleted\n")
+                deleted.append((k_name, n))
+        for w in warnings:
+            warn(w)
+        for k_name, n in deleted:
+            if k_name == "Server":       # its last listing goes with it: no tool of it is shown
+                from mcpctl.catalogue import cache
+                from mcpctl.catalogue.pins import delete_pins
+
+                cache.delete_server(n)
+                delete_pins(n)          # and its pinned definitions (state, not spec)
+            write_stdout(f"{k_name.lower()}/{n} deleted\n")
+
+
+def _refuse_servers_in_use(store: Store, targets: list[tuple[str, str]]) -> None:
+    from mcpctl.errors import Conflict
+    from mcpctl.resources.apply import projects_using
+
+    going = {n for k_name, n in targets if k_name == "Project"}
+    for k_name, n in targets:
+        users = [p for p in projects_using(store, n) if p not in going] if k_name == "Server" else []
+        if users:
+            raise Conflict(f"server {n!r} is used by project(s): {', '.join(users)}",
+                           hint="remove it from those projects first, or pass --force")

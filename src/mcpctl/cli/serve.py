@@ -1,4 +1,4 @@
-"""`mcpctl serve --project P [--transport stdio|http] [--host H] [--port N] [--token-file F]`.
+"""`mcpctl serve --project P [--transport stdio|http] [--host H] [--port N] [--token-file F] [--allow-host NAME]`.
 
 The gateway is a long-lived process, so a plain command line is served by `lean_main`, without
 typer or rich (several MB of resident memory for nothing). Both parsers read their options from
@@ -28,6 +28,7 @@ class _Option:
     kind: type
     default: Any
     help: str
+    many: bool = False      # repeatable: the values are collected in a tuple
 
 
 OPTIONS: tuple[_Option, ...] = (
@@ -35,6 +36,10 @@ OPTIONS: tuple[_Option, ...] = (
     _Option("transport", ("--transport",), str, "stdio", "stdio (one local client) or http (streamable HTTP)."),
     _Option("host", ("--host",), str, "127.0.0.1", "HTTP: interface to bind (loopback by default)."),
     _Option("port", ("--port",), int, 8765, "HTTP: port to listen on (0: any free one, printed when listening)."),
+    _Option("allow_host", ("--allow-host",), str, None,
+            "HTTP: a Host name to accept besides loopback's and --host's (a Service or load balancer name; "
+            "repeatable or comma-separated; any port). Also the setting serve.allowHosts in settings.yaml. "
+            "Other Host headers are refused (DNS-rebinding protection).", many=True),
     _Option("token_file", ("--token-file",), Path, None,
             "HTTP: file holding the bearer token (created with a fresh token, mode 0600, if missing). "
             "Default: <state dir>/tokens/<project>.token."),
@@ -93,6 +98,7 @@ def register(app: typer.Typer) -> None:
         transport: str = opt("transport"),
         host: str = opt("host"),
         port: int = opt("port"),
+        allow_host: list[str] | None = opt("allow_host"),
         token_file: Path | None = opt("token_file"),
         header_timeout: float = opt("header_timeout"),
         body_timeout: float = opt("body_timeout"),
@@ -110,7 +116,8 @@ def register(app: typer.Typer) -> None:
         """Serve a project's curated catalogue as one MCP server.
 
         stdio is for one local client (Claude Code, Codex, ...): stdout carries only the protocol.
-        http serves several clients at http://HOST:PORT/mcp with a required bearer token.
+        http serves several clients at http://HOST:PORT/mcp with a required bearer token;
+        GET /healthz and /readyz answer probes without one (docs/team.md).
         """
         if transport not in TRANSPORTS:
             raise typer.BadParameter("must be stdio or http", param_hint="'--transport'")
@@ -122,7 +129,8 @@ def register(app: typer.Typer) -> None:
                max_sessions=max_sessions, session_idle_timeout=session_idle_timeout,
                max_connections_per_credential=max_connections_per_credential,
                max_sessions_per_credential=max_sessions_per_credential,
-               max_parked_per_credential=max_parked_per_credential, profile=profile, page_size=page_size)
+               max_parked_per_credential=max_parked_per_credential, profile=profile, page_size=page_size,
+               allow_host=tuple(allow_host or ()))
 
 
 def _page_size_ok(n: int) -> bool:
@@ -177,15 +185,41 @@ def _check_profile(project: str, transport: str, profile: str) -> None:
                           hint=f"profiles: {', '.join(spec.profile_names())} (declare more under spec.profiles)")
 
 
+def allowed_hosts(given: tuple[str, ...]) -> tuple[str, ...]:
+    """The Host names of `--allow-host` (each value comma-separated) and the setting
+    `serve.allowHosts`, checked: a name or address without port, user or path."""
+    from mcpctl.db.config import settings, settings_path
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.gateway.http import authority_host
+
+    serve = settings().get("serve")
+    listed = serve.get("allowHosts") if isinstance(serve, dict) else None
+    if listed is not None and not (isinstance(listed, list) and all(isinstance(n, str) for n in listed)):
+        raise MCPCtlError(f"{settings_path()}: serve.allowHosts must be a list of host names",
+                          hint="for example: serve: {allowHosts: [mcpctl-gateway]}")
+    names = [n.strip() for value in (*given, *(listed or ())) for n in value.split(",") if n.strip()]
+    for n in names:
+        parsed = authority_host(n)
+        if parsed is None or parsed != n.lower():
+            raise MCPCtlError(f"--allow-host {n!r}: expected a host name or address (no port, user or path)",
+                              hint="for example: --allow-host mcpctl-gateway (every port of it is accepted)")
+    return tuple(n.lower() for n in names)
+
+
 def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
-           profile: str | None = None, page_size: int = 0, **limits: Any) -> None:
+           profile: str | None = None, page_size: int = 0, allow_host: tuple[str, ...] = (), **limits: Any) -> None:
     early = None
     http_limits = None
     if profile is not None:
         _check_profile(project, transport, profile)
+    if allow_host and transport != "http":
+        from mcpctl.errors import MCPCtlError
+
+        raise MCPCtlError("--allow-host is for --transport http", hint="stdio has no Host header to check")
     if transport == "http":
         _check_limits(limits)
         _check_listen(host, port)
+        allow_host = allowed_hosts(allow_host)
     if transport == "stdio":
         # Before the SDK import (most of the start-up): read the project and its cache, and answer
         # the client's first messages meanwhile when the last run left what they need.
@@ -208,7 +242,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
             err.print(f"  log: {log_path}", markup=False)
 
     run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready,
-            early=early, http_limits=http_limits, profile=profile, page_size=page_size)
+            early=early, http_limits=http_limits, profile=profile, page_size=page_size, allow_hosts=allow_host)
 
 
 def parse_lean(argv: list[str]) -> dict[str, Any] | None:
@@ -237,9 +271,10 @@ def parse_lean(argv: list[str]) -> dict[str, Any] | None:
         if not raw or raw.startswith("-"):
             return None
         try:
-            values[o.dest] = o.kind(raw)
+            values[o.dest] = (*(values[o.dest] or ()), raw) if o.many else o.kind(raw)
         except ValueError:
             return None
+    values["allow_host"] = tuple(values["allow_host"] or ())
     if values["project"] is ... or values["transport"] not in TRANSPORTS or not _page_size_ok(values["page_size"]):
         return None
     return values

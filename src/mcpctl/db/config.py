@@ -31,12 +31,13 @@ def set_cli_url(url: str) -> None:
     os.environ[ENV_URL] = url
 
 
-def _setting() -> str | None:
+def settings() -> dict[str, Any]:
+    """`settings.yaml` as a mapping (empty when the file is absent)."""
     p = settings_path()
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None
+        return {}
     except OSError as e:
         raise MCPCtlError(f"cannot read {p}: {e}") from None
     from ruamel.yaml import YAML
@@ -46,7 +47,12 @@ def _setting() -> str | None:
         data: Any = YAML(typ="safe").load(text)
     except YAMLError as e:
         raise MCPCtlError(f"{p}: not valid YAML: {e}") from None
-    db = data.get("database") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def _setting() -> str | None:
+    p = settings_path()
+    db = settings().get("database")
     url = db.get("url") if isinstance(db, dict) else None
     if url is None:
         return None

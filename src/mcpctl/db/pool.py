@@ -62,7 +62,7 @@ def get_pool(url: str | None = None) -> ConnectionPool[Any]:
         try:            # once, directly: a refused or unknown database fails now, not after the pool's retries
             psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
         except psycopg.Error as e:
-            raise DatabaseUnavailable(f"cannot connect to the database {redacted(url)}: {_first_line(e)}",
+            raise DatabaseUnavailable(f"cannot connect to the database {redacted(url)}: {first_line(e)}",
                                       hint="is PostgreSQL running, and the URL right?") from None
 
         pool = ConnectionPool(url, min_size=1, max_size=8, open=False, name="mcpctl",
@@ -93,7 +93,24 @@ def connection(url: str | None = None) -> Iterator[psycopg.Connection[Any]]:
                                   hint="is PostgreSQL running and reachable?") from None
 
 
-def _first_line(e: BaseException) -> str:
+def ping(url: str, timeout: float = 2.0) -> bool:
+    """Whether the database at `url` answers `SELECT 1` (a pooled connection, waited for at most
+    `timeout` seconds once the pool is open; opening it may take up to CONNECT_TIMEOUT)."""
+    try:
+        opened = get_pool(url)
+    except DatabaseUnavailable:
+        return False
+    import psycopg
+
+    try:
+        with opened.connection(timeout=timeout) as conn:
+            conn.execute("SELECT 1")
+    except (psycopg.Error, _pool_timeout()):
+        return False
+    return True
+
+
+def first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 

@@ -1,13 +1,15 @@
 """`mcpctl serve --transport http`: the streamable-HTTP front of the gateway.
 
 The endpoint is `http://HOST:PORT/mcp`, loopback by default, with DNS-rebinding protection
-(Host/Origin checks) and a required bearer token (created 0600 on the first start, compared in
+(Host/Origin checks: loopback names, `--host`, and the names `--allow-host` adds) and a required
+bearer token (created 0600 on the first start, compared in
 constant time; the scheme name is case-insensitive). Served by uvicorn's h11 protocol with a guard
 (`http_guard`) for what uvicorn does not bound: a connection must finish each request
 head within the header timeout, connections are capped, and connections that have not yet shown
 the token are capped lower, the oldest closed first. Refusals are logged one line per burst.
 The SDK's session manager caps handshake-era sessions and reaps idle ones. The gateway handles
-signals itself.
+signals itself. `GET /healthz` and `GET /readyz` (`Health`, `Readiness`) answer probes before the
+Host and token checks, and say nothing else.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import hmac
+import json
 import logging
 import re
 import secrets as _secrets
@@ -189,21 +192,96 @@ class HostCheck:
         await self.app(scope, receive, send)
 
 
+# -- health: answered before the Host and token checks, saying nothing else ----------------------
+
+HEALTH_PATHS: Final = ("/healthz", "/readyz")
+
+
+class Readiness:
+    """Why the gateway is not ready, or None: stopping, its first lists would still wait for
+    upstreams never listed (`Pool.contacted`), or (with a database) the database does not answer.
+    The database is asked at most once a second, one question at a time, whoever asks."""
+
+    def __init__(self, gw: Gateway, stop: anyio.Event, database: str | None, timeout: float = 2.0) -> None:
+        self.gw, self.stop, self.database, self.timeout = gw, stop, database, timeout
+        self.answer: str | None = "starting"
+        self.asked = -1.0
+        self.pinging = False
+        self.lock = anyio.Lock()
+
+    async def __call__(self) -> str | None:
+        if self.stop.is_set():
+            return "shutting down"
+        if not self.gw.pool.contacted():
+            return "starting: upstreams not listed yet"
+        return None if self.database is None else await self._database()
+
+    async def _database(self) -> str | None:
+        async with self.lock:
+            if anyio.current_time() - self.asked >= 1.0 and not self.pinging:
+                self.pinging, self.answer = True, "database unreachable"
+                with anyio.move_on_after(self.timeout + 0.5):      # a ping still waiting is left to end
+                    if await anyio.to_thread.run_sync(self._ping, abandon_on_cancel=True):
+                        self.answer = None
+                self.asked = anyio.current_time()
+            return self.answer
+
+    def _ping(self) -> bool:
+        from mcpctl.db.pool import ping
+
+        try:
+            return self.database is not None and ping(self.database, self.timeout)
+        finally:
+            self.pinging = False
+
+
+class Health:
+    """Pure ASGI middleware: `GET /healthz` (200 while the process serves) and `GET /readyz` (200,
+    or 503 with the reason from `ready`), without a token or a Host check: a probe's Host is a pod's
+    address, and the answers name no tool, count nothing and carry no secret."""
+
+    def __init__(self, app: ASGIApp, ready: Callable[[], Awaitable[str | None]]) -> None:
+        self.app, self.ready = app, ready
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") not in HEALTH_PATHS:
+            await self.app(scope, receive, send)
+            return
+        extra: list[tuple[bytes, bytes]] = []
+        if scope.get("method") not in ("GET", "HEAD"):
+            status, body = 405, b'{"status":"method not allowed"}'
+            extra = [(b"allow", b"GET, HEAD")]
+        elif scope["path"] == "/healthz":
+            status, body = 200, b'{"status":"ok"}'
+        else:
+            reason = await self.ready()
+            status, body = (200, b'{"status":"ready"}') if reason is None else \
+                (503, json.dumps({"status": "not ready", "reason": reason}).encode())
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"cache-control", b"no-store"), *extra]})
+        await send({"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else body})
+
+
 # -- refusals: one log line per burst ------------------------------------------------------------
 
 
 async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event,
-                     limits: HttpLimits | None = None, on_listening: Callable[[int], None] | None = None) -> None:
+                     limits: HttpLimits | None = None, on_listening: Callable[[int], None] | None = None,
+                     allow_hosts: Iterable[str] = (), database: str | None = None) -> None:
     """Serve until `stop`; `on_listening(port)` once the socket listens (with `port` 0, the
-    port the system chose: a test or a supervisor reads it instead of guessing a free one)."""
+    port the system chose: a test or a supervisor reads it instead of guessing a free one).
+    `allow_hosts`: Host names accepted besides loopback's and `host` (`serve --allow-host`, a
+    Service's name); `database`: the URL /readyz asks (None: files, nothing to ask)."""
     import uvicorn
     from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
     limits = limits or HttpLimits()
     loopback = host in ("127.0.0.1", "localhost", "::1")
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"] + ([] if loopback else [f"{host}:*"])
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] + \
-        ([] if loopback else [f"http://{host}:*", f"https://{host}:*"])
+    names = ["127.0.0.1", "localhost", "[::1]"] + ([] if loopback else [url_host(host)])
+    names += [n.lower() for n in allow_hosts if n.lower() not in names]
+    hosts = [h for n in names for h in (n, f"{n}:*")]
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                          allowed_origins=origins)
     app = gw.server.streamable_http_app(host=host, transport_security=security,
@@ -217,7 +295,7 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
     gw.asks.shares.limit = limits.max_parked_per_credential
     auth = BearerAuth(WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE), token,
                       TokenIndex(gw.project_name))
-    front = HostCheck(auth, ["127.0.0.1", "localhost", "[::1]"] + ([] if loopback else [url_host(host)]))
+    front = Health(HostCheck(auth, names), Readiness(gw, stop, database))
     guard = Guard(auth, limits, max_connections, refusals)
     config = uvicorn.Config(front, host=host, port=port, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=3, access_log=False, http=guarded_protocol(guard),

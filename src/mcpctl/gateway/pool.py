@@ -80,6 +80,10 @@ class Pool:
     def settled(self) -> bool:
         return self._settled.is_set()
 
+    def contacted(self) -> bool:
+        """The first lists no longer wait: settled, or the first-contact deadline has passed."""
+        return self._settled.is_set() or time.monotonic() - self._started >= self._first_contact
+
     async def first_contact(self) -> None:
         """Wait, until the first-contact deadline since start, for the servers never listed."""
         if not self._settled.is_set():

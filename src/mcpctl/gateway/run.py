@@ -336,7 +336,7 @@ async def _serve_stdio(gw: Gateway, early: EarlyFront | None, on_ready: Callable
 async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
                 token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
                 early: EarlyFront | None = None, http_limits: HttpLimits | None = None,
-                profile: str | None = None, page_size: int = 0) -> None:
+                profile: str | None = None, page_size: int = 0, allow_hosts: tuple[str, ...] = ()) -> None:
     """Run the gateway for `project_name` until the client goes away or a signal arrives.
 
     `early`: the project as read (and, over stdio, the client's first messages as answered)
@@ -367,7 +367,9 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
                     if on_ready:
                         on_ready(f"http://{url_host(host)}:{bound}/mcp")
 
-                await serve_http(gw, host, port, token, life.stop, http_limits, listening)
+                from mcpctl.db.config import database_url
+
+                await serve_http(gw, host, port, token, life.stop, http_limits, listening, allow_hosts, database_url())
             await life.stop_upstreams()
             tg.cancel_scope.cancel()
     finally:

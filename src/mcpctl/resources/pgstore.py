@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from mcpctl.db import migrations, pool
 from mcpctl.db.store_schema import CHANNEL
-from mcpctl.errors import NotFound, did_you_mean
+from mcpctl.errors import MCPCtlError, NotFound, did_you_mean
 from mcpctl.resources.kinds import KINDS
 from mcpctl.resources.store import Store
 
@@ -70,13 +70,22 @@ class PgStore(Store):
                 finally:
                     self._depth -= 1
                 return
-            with pool.connection(self.url) as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                self._conn, self._owner, self._depth = conn, threading.get_ident(), 1
+            import psycopg
+
+            with pool.connection(self.url) as conn:
                 try:
-                    yield
-                finally:
-                    self._conn, self._owner, self._depth = None, None, 0
+                    with conn.transaction():
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                        self._conn, self._owner, self._depth = conn, threading.get_ident(), 1
+                        try:
+                            yield
+                        finally:
+                            self._conn, self._owner, self._depth = None, None, 0
+                except psycopg.OperationalError:
+                    raise                   # the connection: `pool.connection` reports it
+                except psycopg.Error as e:  # refused by the database (at commit too): rolled back
+                    raise MCPCtlError(f"the database refused the change: {pool.first_line(e)}",
+                                      hint="nothing was written") from None
 
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:
