@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+INPROC: set[str] = set()      # tests that drove an in-process Gateway (tests/gateway `gw`)
+
 
 def skip_unless_ci(reason: str) -> None:
     """Skip a test whose real dependency is missing here.

@@ -6,9 +6,12 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
+
+from ci_support import INPROC
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -34,3 +37,21 @@ def runner() -> CliRunner:
 def repo() -> Path:
     return REPO
 
+
+
+# How many tests drove an in-process Gateway (issue 18 counts them). Under pytest-xdist each worker
+# collects its own set and hands it to the controller, which prints the total.
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["inproc"] = sorted(INPROC)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    INPROC.update(getattr(node, "workeroutput", {}).get("inproc", []))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if INPROC:
+        terminalreporter.write_line(f"{len(INPROC)} tests drove an in-process Gateway (the `gw` fixture)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,15 +13,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gwkit import Kit
 from inproc import Harness, threads_left, threads_now
 
+from ci_support import INPROC
+
 
 @pytest.fixture
 def kit(tmp_home: Path) -> Iterator[Kit]:
     k = Kit(tmp_home)
     yield k
     k.leftovers(timeout=0)
-
-
-INPROC: set[str] = set()      # tests that drove an in-process Gateway
 
 
 @pytest.fixture
@@ -43,8 +41,3 @@ def gw(kit: Kit, request: pytest.FixtureRequest) -> Iterator[Harness]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if INPROC:
-        terminalreporter.write_line(f"{len(INPROC)} tests drove an in-process Gateway (the `gw` fixture)")

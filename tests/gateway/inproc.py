@@ -542,7 +542,9 @@ def threads_left(before: set[threading.Thread], timeout: float = 60.0) -> list[s
     ends is a leak."""
     import time
 
-    deadline = time.monotonic() + timeout
+    from ci_support import SLACK
+
+    deadline = time.monotonic() + timeout * SLACK
     for th in threads_now() - before:
         th.join(max(0.0, deadline - time.monotonic()))
     return sorted(f"{th.name}/{th.ident}" for th in threads_now() - before)

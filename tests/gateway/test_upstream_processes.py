@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gwkit import FAULT_SERVER, MCPCTL, Kit, _alive, _mark_pids, free_port, text_of, wait_tools
+from gwkit import FAULT_SERVER, MCPCTL, SLACK, Kit, _alive, _mark_pids, free_port, text_of, wait_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ def sleepers(kit: Kit) -> list[int]:
 
 async def wait_up(kit: Kit, server: str, proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
     """Until the gateway reports `server` up (its status file) and its background child runs."""
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(timeout * SLACK):
         while kit.store.status("Server", server).get("state") != "up" or not sleepers(kit):
             assert proc.poll() is None, "the gateway exited"
             await anyio.sleep(0.05)
