@@ -8,7 +8,6 @@ forth keeps it) but warned about, naming the field, the presentation and the way
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -23,8 +22,8 @@ MCPCTL = str(Path(sys.executable).parent / "mcpctl")
 SERVER = "apiVersion: mcpctl/v1\nkind: Server\nmetadata: {name: a}\nspec: {command: a}\n"
 
 
-def _project(presentation: str | None, instruction: str | None) -> str:
-    lines = ["apiVersion: mcpctl/v1", "kind: Project", "metadata: {name: p}", "spec:", "  servers: [a]",
+def _project(presentation: str | None, instruction: str | None, name: str = "p") -> str:
+    lines = ["apiVersion: mcpctl/v1", "kind: Project", f"metadata: {{name: {name}}}", "spec:", "  servers: [a]",
              "  favouriteIndex:", "    tools: [a/x]"]
     if instruction is not None:
         lines.append(f"    instruction: {instruction}")
@@ -39,29 +38,33 @@ def _apply(home: Path, manifest: Path, *extra: str) -> subprocess.CompletedProce
                           env=env, timeout=60)
 
 
-@pytest.mark.parametrize(("presentation", "instruction"), [("flat", "false"), ("deferred", "false"),
-                                                           ("deferred", "true")])
-def test_instruction_outside_favourite_index_is_kept_with_a_warning(
-        tmp_path: Path, tmp_home: Path, presentation: str, instruction: str) -> None:
+def test_instruction_outside_favourite_index_is_kept_with_a_warning(tmp_path: Path, tmp_home: Path) -> None:
+    """One manifest, three projects (flat, deferred with false, deferred with true): apply
+    --dry-run (the validation) and apply each warn once per project, naming the field, its line,
+    the presentation and the way out, and store the field as written."""
+    from mcpctl.resources.store import Store
+
+    cases = {"pf": ("flat", "false"), "pd": ("deferred", "false"), "pt": ("deferred", "true")}
     manifest = tmp_path / "p.yaml"
-    manifest.write_text(SERVER + "---\n" + _project(presentation, instruction))
+    manifest.write_text(SERVER + "".join("---\n" + _project(pr, ins, name) for name, (pr, ins) in cases.items()))
     dry = _apply(tmp_home, manifest, "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout == "server/a created (dry run)\nproject/p created (dry run)\n"
+    assert dry.stdout == "server/a created (dry run)\n" + "".join(f"project/{n} created (dry run)\n" for n in cases)
     r = _apply(tmp_home, manifest)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "server/a created\nproject/p created\n"
+    assert r.stdout == "server/a created\n" + "".join(f"project/{n} created\n" for n in cases)
     for out in (dry.stderr, r.stderr):
-        assert "warning:" in out
-        assert "spec.favouriteIndex.instruction is set" in out
-        assert f"the presentation is '{presentation}'" in out
-        assert "set spec.presentation: favourite-index" in out
-        assert f"{manifest}, document 2, line 13:" in " ".join(out.split())   # the field's line in the file
-    got = subprocess.run([MCPCTL, "get", "project", "p", "-o", "json"], capture_output=True, text=True,
-                         env={**os.environ, "MCPCTL_HOME": str(tmp_home)}, timeout=60)
-    spec = json.loads(got.stdout)["spec"]
-    assert spec["favouriteIndex"]["instruction"] is (instruction == "true")         # accepted as written
-    assert spec["presentation"] == presentation
+        text = " ".join(out.split())
+        assert text.count("spec.favouriteIndex.instruction is set") == 3, out
+        for doc, (name, (presentation, _)) in enumerate(cases.items(), start=2):
+            line = 5 + (doc - 2) * 10 + 8          # the server's 4 lines and '---', then 10 per project
+            assert f"{manifest}, document {doc}, line {line}: spec.favouriteIndex.instruction is set but " \
+                   f"the presentation is '{presentation}'" in text, (name, out)
+        assert text.count("or set spec.presentation: favourite-index") == 3
+    for name, (presentation, instruction) in cases.items():
+        spec = Store().get("Project", name)["spec"]
+        assert spec["favouriteIndex"]["instruction"] is (instruction == "true")        # accepted as written
+        assert spec["presentation"] == presentation
 
 
 @pytest.mark.parametrize(("presentation", "instruction"), [("favourite-index", "false"),
