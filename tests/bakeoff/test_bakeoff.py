@@ -109,16 +109,17 @@ def test_search_first_same_picks_flat_and_deferred_for_fewer_tokens(run: Run) ->
         run.summary("search-first", "flat")["tool_def_tokens"] / 2
 
 
-def test_report_redraws_and_compares_saved_runs(run: Run) -> None:
-    r = subprocess.run([MCPCTL, "bakeoff", "report", str(run.save), str(run.save), "-o", "markdown"],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+def test_report_redraws_and_compares_saved_runs(run: Run, runner: CliRunner) -> None:
+    from mcpctl.cli import app  # in-process: redrawing a file starts nothing
+
+    r = runner.invoke(app, ["bakeoff", "report", str(run.save), str(run.save), "-o", "markdown"])
+    assert r.exit_code == 0, r.output
     run_id = run.report["runs"][0]["id"]
     assert f"models {', '.join(MODELS)} at {run.url}" in r.stdout
     assert f"| {run_id} | first-listed | favourite-index | 6 | 0.33 [" in r.stdout   # the file twice: once
     assert r.stdout.count(f"| {run_id} |") == 12
-    table = subprocess.run([MCPCTL, "bakeoff", "report", str(run.save)], capture_output=True, text=True, timeout=60)
-    assert table.returncode == 0 and "first pick" in table.stdout
+    table = runner.invoke(app, ["bakeoff", "report", str(run.save)])
+    assert table.exit_code == 0 and "first pick" in table.stdout
 
 
 def test_bad_input_is_named(fake_llm: str, tmp_path: Path, runner: CliRunner) -> None:
@@ -144,3 +145,21 @@ def test_bad_input_is_named(fake_llm: str, tmp_path: Path, runner: CliRunner) ->
     assert r.exit_code != 0 and f"--endpoint {down}" in r.output and "running" in r.output, r.output
     r = runner.invoke(app, ["bakeoff", "report", str(bad)])
     assert r.exit_code != 0 and "not a bake-off result row" in r.output
+
+
+def test_a_model_refused_mid_run_is_one_clear_error(fake_llm: str, tmp_path: Path, runner: CliRunner) -> None:
+    """The endpoint refuses the model once the gateways (started in a task group) are up: the run stops
+    with the endpoint's own words, not a task group's traceback, and the sessions close."""
+    from mcpctl.cli import app
+
+    cat = tmp_path / "cat"
+    cat.mkdir()
+    (cat / "tools.jsonl").write_text("".join(line + "\n" for line in (CATALOGUE / "tools.jsonl").read_text()
+                                             .splitlines() if '"server": "time"' in line))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(TASKS.read_text().splitlines()[0] + "\n")
+    r = runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", "nobody", "--catalogue", str(cat),
+                            "--tasks", str(tasks), "--presentations", "deferred"])
+    assert r.exit_code != 0
+    assert f"--endpoint {fake_llm}" in r.output and "unknown model 'nobody'" in r.output, r.output
+    assert "Traceback" not in r.output and "ExceptionGroup" not in r.output and "TaskGroup" not in r.output

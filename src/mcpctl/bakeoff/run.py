@@ -8,10 +8,11 @@ Trial k sends `seed + k` (so trials differ where the endpoint honours seeds).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from typing import TextIO
 
     from mcpctl.bakeoff.llm import ChatClient
+    from mcpctl.bakeoff.session import Session
     from mcpctl.bakeoff.workspace import Arm, Workspace
     from mcpctl.catalogue.tokens import TokenCounter
 
@@ -94,8 +96,12 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = No
             assert cfg.project is not None
             ws = wsm.for_project(cfg.project, cfg.presentations, cfg.favourites, cfg.ranker)
         out = save.open("a", encoding="utf-8") if save else None
-        for arm in ws.arms:
-            result.arms.append(await _run_arm(cfg, ws, arm, tasks, llms, counter, result, out, progress))
+        play = functools.partial(_run_arm, cfg, ws, tasks=tasks, llms=llms, counter=counter, result=result,
+                                 out=out, progress=progress)
+        if cat is not None:
+            await _together(ws, play, result)
+        else:
+            await _one_by_one(ws, play, result)
     finally:
         if out:
             out.close()
@@ -106,34 +112,97 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = No
     return result
 
 
-async def _run_arm(cfg: RunConfig, ws: Workspace, arm: Arm, tasks: Sequence[Task], llms: Sequence[ChatClient],
-                   counter: TokenCounter, result: RunResult, out: TextIO | None, progress: Progress | None) -> ArmInfo:
+PlayArm = Callable[["Arm", "Session"], Awaitable["ArmInfo"]]
+
+
+async def _one_by_one(ws: Workspace, play: PlayArm, result: RunResult) -> None:
+    """`--project`: one gateway at a time, since copies of real servers side by side may clash
+    (a fixed port, a lock, a rate limit)."""
+    from mcpctl.bakeoff.session import open_session
+
+    for arm in ws.arms:
+        async with open_session(ws, arm) as session:
+            result.arms.append(await play(arm, session))
+
+
+async def _together(ws: Workspace, play: PlayArm, result: RunResult) -> None:
+    """`--catalogue`: every presentation's gateway (and its stubs) starts at once, and once all
+    are listed the presentations play one after another, so no start-up competes with a task
+    for the CPU (wall s/task stays comparable). Each session lives in its own task, as its
+    transport's task group requires; they all close at the end."""
+    import anyio
+
+    from mcpctl.bakeoff.session import open_session
+
+    sessions: dict[int, Session] = {}
+    all_up, finished = anyio.Event(), anyio.Event()
+
+    async def hold(i: int, arm: Arm) -> None:
+        async with open_session(ws, arm) as session:
+            sessions[i] = session
+            if len(sessions) == len(ws.arms):
+                all_up.set()
+            await finished.wait()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i, arm in enumerate(ws.arms):
+                tg.start_soon(hold, i, arm)
+            try:
+                await all_up.wait()
+                for i, arm in enumerate(ws.arms):
+                    result.arms.append(await play(arm, sessions[i]))
+            finally:
+                finished.set()
+    except BaseExceptionGroup as group:
+        raise _first(group) from None
+
+
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception to report from the sessions' task group: an interrupt, else the first error."""
+    import anyio
+
+    leaves: list[BaseException] = []
+    todo: list[BaseException] = [group]
+    while todo and len(leaves) < 100:
+        e = todo.pop(0)
+        if isinstance(e, BaseExceptionGroup):
+            todo[:0] = list(e.exceptions)
+        elif not isinstance(e, anyio.get_cancelled_exc_class()):
+            leaves.append(e)
+    for e in leaves:
+        if isinstance(e, KeyboardInterrupt):
+            return e
+    return leaves[0] if leaves else group
+
+
+async def _run_arm(cfg: RunConfig, ws: Workspace, arm: Arm, session: Session, *, tasks: Sequence[Task],
+                   llms: Sequence[ChatClient], counter: TokenCounter, result: RunResult, out: TextIO | None,
+                   progress: Progress | None) -> ArmInfo:
     """Every model × trial × task on one presentation's gateway (started once for all of them)."""
     from mcpctl.bakeoff.episode import Context, play
     from mcpctl.bakeoff.llm import function_tools
-    from mcpctl.bakeoff.session import open_session
     from mcpctl.catalogue.tokens import definition_text
 
-    async with open_session(ws, arm) as session:
-        listed = await session.tools()
-        ws.name_table(arm)
-        fn_tools = function_tools(listed)
-        instructions = session.instructions
-        def_tokens = sum(counter.count(definition_text(t)) for t in listed)
-        tools_tokens = counter.count(json.dumps(fn_tools, ensure_ascii=False))
-        total, done = len(llms) * cfg.trials * len(tasks), 0
-        for llm in llms:
-            ctx = Context(arm, session, llm, instructions, fn_tools, def_tokens, tools_tokens, counter,
-                          cfg.max_turns, cfg.temperature)
-            for trial in range(cfg.trials):
-                for task in tasks:
-                    ep = await play(ctx, task, trial, cfg.seed + trial)
-                    row = {"run": result.meta, "model": llm.model, **ep.as_dict()}
-                    result.rows.append(row)
-                    if out:
-                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                        out.flush()
-                    done += 1
-                    if progress:
-                        progress(arm.presentation, done, total)
+    listed = await session.tools()
+    ws.name_table(arm)
+    fn_tools = function_tools(listed)
+    instructions = session.instructions
+    def_tokens = sum(counter.count(definition_text(t)) for t in listed)
+    tools_tokens = counter.count(json.dumps(fn_tools, ensure_ascii=False))
+    total, done = len(llms) * cfg.trials * len(tasks), 0
+    for llm in llms:
+        ctx = Context(arm, session, llm, instructions, fn_tools, def_tokens, tools_tokens, counter,
+                      cfg.max_turns, cfg.temperature)
+        for trial in range(cfg.trials):
+            for task in tasks:
+                ep = await play(ctx, task, trial, cfg.seed + trial)
+                row = {"run": result.meta, "model": llm.model, **ep.as_dict()}
+                result.rows.append(row)
+                if out:
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    out.flush()
+                done += 1
+                if progress:
+                    progress(arm.presentation, done, total)
     return ArmInfo(arm.presentation, len(listed), def_tokens, instructions)

@@ -99,6 +99,12 @@ def main(argv: list[str] | None = None) -> None:
             await server.run(r, w, server.create_initialization_options())
 
     anyio.run(serve)
+    # Done (stdin closed): leave now. The stdio transport's worker threads are not daemons and
+    # would hold the interpreter for a second or two after the client has gone; every call has
+    # been written to --calls already (os.write, unbuffered), so nothing is lost.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

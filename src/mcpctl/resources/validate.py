@@ -157,6 +157,7 @@ def _check_project(v: Validated) -> None:
             f"tools, more than spec.favouriteIndex.maxFavourites ({limit})",
             hint=f"unpin {len(pinned) - limit}, or raise spec.favouriteIndex.maxFavourites to {len(pinned)}")
     mode = effective_presentation(presentation, enabled)
+    _check_instruction(v, mode)
     search = s.get("search") or {}
     if mode == "deferred":
         if search.get("enabled") is False:
@@ -183,6 +184,19 @@ def _check_project(v: Validated) -> None:
         if server not in servers:
             v.warnings.append(f"{doc.where(('spec', 'favouriteIndex', 'tools', i))}: favourite {tool!r} names "
                               f"server {server!r}, which is not one of the project's servers; it is not presented")
+
+
+def _check_instruction(v: Validated, mode: str) -> None:
+    """`favouriteIndex.instruction` is accepted under any presentation (switching one back and
+    forth keeps the setting), but only favourite-index writes the instruction it turns off."""
+    fav = v.spec.get("favouriteIndex") or {}
+    if fav.get("instruction") is None or mode == "favourite-index":
+        return
+    v.warnings.append(
+        f"{v.doc.where(('spec', 'favouriteIndex', 'instruction'))}: spec.favouriteIndex.instruction is set "
+        f"but the presentation is {mode!r}: only favourite-index writes the \"PREFER favourite__<tool>\" "
+        "instruction it turns on or off, so it has no effect here; remove it, or set "
+        "spec.presentation: favourite-index")
 
 
 def _check_server(v: Validated) -> None:
