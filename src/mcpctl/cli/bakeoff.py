@@ -2,8 +2,8 @@
 
     mcpctl bakeoff --endpoint URL --model NAME[,NAME...] [--api-key-env VAR] (--project P | --catalogue DIR)
                    --tasks FILE [--presentations flat,favourite-index,...] [--favourites ID,...]
-                   [--trials K] [--max-turns T] [--seed S] [--temperature X] [-o table|json|markdown]
-                   [--save FILE.jsonl]
+                   [--trials K] [--max-turns T] [--seed S] [--temperature X] [--ranker R]
+                   [-o table|json|markdown] [--save FILE.jsonl]
     mcpctl bakeoff report FILE.jsonl... [-o table|json|markdown]
 
 The model drives the real gateway (`mcpctl serve` over stdio) once per presentation; see
