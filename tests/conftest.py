@@ -13,6 +13,11 @@ from typer.testing import CliRunner
 
 from ci_support import INPROC
 
+# One BLAS thread, as mcpctl itself sets when it imports numpy first (catalogue/semantic.py): here a
+# test module may import numpy before it, and on 2 cores shared by three workers OpenBLAS's
+# spinning threads made the vendored datasets' embedding 38x slower (14 s idle, 532 s).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
