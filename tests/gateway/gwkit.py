@@ -170,6 +170,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop(proc: subprocess.Popen[Any], timeout: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if `proc` has not exited within `timeout` s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, *, timeout: float = 20.0,
                    stderr: Path | None = None) -> None:
     """Wait until `proc` accepts connections on loopback `port` (bounded); fail if it exits first,

@@ -29,7 +29,7 @@ import anyio
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
-from gwkit import MCPCTL, REPO, SLACK, SRC_ENV, listening_port, text_of
+from gwkit import MCPCTL, REPO, SLACK, SRC_ENV, listening_port, stop, text_of
 
 EXAMPLE = REPO / "examples" / "team"
 K8S = EXAMPLE / "k8s"
@@ -279,11 +279,7 @@ def started(argv: list[str], env: dict[str, str], home: Path, what: str) -> Iter
         try:
             yield listening_port(proc, err, what)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc, timeout=20)
 
 
 def status_of(port: int, path: str, host: str | None = None) -> int:

@@ -26,7 +26,7 @@ import pytest
 from pg_support import Cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
-from gwkit import MCPCTL, SLACK, SRC_ENV, Kit, listening_port
+from gwkit import MCPCTL, SLACK, SRC_ENV, Kit, listening_port, stop
 
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
@@ -53,11 +53,7 @@ def gateway(kit: Kit, *extra: str, env: dict[str, str] | None = None) -> Iterato
             port = listening_port(proc, err)
             yield port, (kit.home / "state" / "tokens" / "p.token").read_text().strip()
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc, timeout=15)
 
 
 def request(port: int, path: str, *, method: str = "GET", headers: dict[str, str] | None = None,
