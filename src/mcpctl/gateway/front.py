@@ -167,8 +167,10 @@ class Gateway:
         self.listings.index_soon()
 
     def stopping(self) -> None:
-        """The gateway is shutting down: keep each server's last known status as it is."""
+        """The gateway is shutting down: keep each server's last known status as it is, and stop
+        embedding tools for search."""
         self.pool.stopping()
+        self.views.close()
 
     async def watch_project(self, load: Callable[[], ProjectSpec | None], interval: float = 1.0) -> None:
         """Apply curation, presentation and search changes to the project while serving (polls `load`)."""

@@ -36,9 +36,15 @@ class Views:
     def reproject(self, spec: ProjectSpec) -> None:
         """The project changed while serving (its servers are fixed for the gateway's life)."""
         if spec.search != self.project.search:
+            self.close()
             self.search = _search_for(spec)
         self.project = spec
         self.catalogue.set_project(spec)
+
+    def close(self) -> None:
+        """Stop search's background work (the gateway is stopping, or search was replaced)."""
+        if self.search is not None:
+            self.search.close()
 
     def gated(self, session_id: str) -> bool:
         return self.project.gate.enabled and not self.sessions.begun(session_id)

@@ -77,6 +77,12 @@ def index_listed(servers: Collection[str]) -> int:
     return done + (warm_index(docs, with_server=True) or 0)
 
 
+def _close(ranker: Ranker | None) -> None:
+    close = getattr(ranker, "close", None)      # (a HybridRanker; the lexical one has nothing to stop)
+    if close is not None:
+        close()
+
+
 class ToolSearch:
     """The ranker over one catalogue's searchable tools, rebuilt when they change."""
 
@@ -88,6 +94,7 @@ class ToolSearch:
         self._said: str | None = None
         self._warming = False
         self._next: tuple[int, View] | None = None
+        self._closed = False
         import anyio  # (not at module level: the early stdio front must not import anyio)
 
         self._lock = anyio.Lock()
@@ -116,14 +123,26 @@ class ToolSearch:
             import anyio.to_thread
 
             docs = await anyio.to_thread.run_sync(_docs, tools)
-            ranker = await anyio.to_thread.run_sync(functools.partial(build_ranker, docs, self.kind, wait=False))
+            # Shielded: a ranker built as the gateway stops is adopted and closed below, never
+            # dropped with its embedding thread still running.
+            with anyio.CancelScope(shield=True):
+                ranker = await anyio.to_thread.run_sync(functools.partial(build_ranker, docs, self.kind, wait=False))
+            _close(self._ranker)       # its vectors, if still computing, are no longer wanted
             self._ranker, self._tools, self._built = ranker, tools, key
+            if self._closed:
+                _close(ranker)
             actual = str(getattr(ranker, "kind", self.kind))
             why = getattr(ranker, "fallback", None)
             said = f"search_tools ranks with {actual} (search.ranker: {self.kind})" + (f": {why}" if why else "")
             if said != self._said:      # once, and again only if it changes (the model installed)
                 self._said = said
                 log.info("%s", said)
+
+    def close(self) -> None:
+        """The gateway is stopping, or this search was replaced: a background embedding stops
+        (what it computed stays in the cache)."""
+        self._closed = True
+        _close(self._ranker)
 
     async def warm(self, version: int, view: View) -> None:
         """Build the index of catalogue `version` now (the gateway calls this once a listing that
