@@ -22,6 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files that hold a `slow` test start first. Under `--dist loadfile` each file goes whole to
+    one worker, in this order: a minute-long file collected last would end the run alone on one
+    worker while the others idle (the suite is CPU-bound on 2 cores, so overlap is what counts)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)      # stable: each file keeps its order
+
+
 @pytest.fixture(autouse=True)
 def tmp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Every test gets its own MCPCTL_HOME; nothing touches the real profile."""

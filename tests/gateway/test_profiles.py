@@ -178,6 +178,7 @@ async def test_serve_profile_selects_the_view_over_stdio(kit: Kit) -> None:
 
 
 @pytest.mark.stress
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 async def test_two_tokens_ten_thousand_concurrent_calls_never_cross(kit: Kit) -> None:
     """Up to 10,000 calls, bounded in time as well as count: on an idle machine all of them; beside

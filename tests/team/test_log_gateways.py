@@ -25,7 +25,7 @@ BEFORE_STOP = 3000              # calls answered (in all) before the database is
 AFTER_START = 300               # at least this many answered after it is started again
 OUTAGE_S = 10.0
 
-pytestmark = pytest.mark.timeout(900)     # measured: 261 s at load average 8-12 on 2 cores
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]     # measured: 261 s at load average 8-12 on 2 cores
 
 
 def test_three_gateways_one_row_per_answered_call_through_a_database_outage(
