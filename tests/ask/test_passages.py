@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mcpctl.ask.index import PassageIndex
 from mcpctl.ask.passages import MAX_CHARS, cut, passages_of
 
@@ -46,3 +48,23 @@ def test_search_ranks_only_the_servers_given() -> None:
     hits = ix.search("release Thursday", 5, {"docs"})
     assert [h.passage.uri for h in hits] == ["doc://1"]
     assert ix.search("release", 5, set()) == []
+
+
+def test_the_index_says_which_ranker_ranks_and_why_it_fell_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mcpctl ask` prints this after its count, so a reader (and the docs test) can tell a
+    keyword ranking from a semantic one."""
+    from mcpctl.catalogue import semantic
+
+    index = PassageIndex("bm25")
+    index.put("notes", "notes://1", "Release train", "The release train leaves every Thursday.")
+    assert index.describe() == "bm25 ranker (search.ranker: bm25)"
+
+    def no_model() -> None:
+        raise FileNotFoundError("no MiniLM files")
+
+    monkeypatch.setattr(semantic, "find_model_dir", no_model)
+    monkeypatch.setattr(semantic, "_model", None)
+    index = PassageIndex("auto")
+    index.put("notes", "notes://1", "Release train", "The release train leaves every Thursday.")
+    assert index.describe().startswith("bm25 ranker (search.ranker: auto: the embedding model could not be loaded")
+    assert "no MiniLM files" in index.describe()

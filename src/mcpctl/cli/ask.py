@@ -51,6 +51,7 @@ def _retrieve(project: str, question: str, top_k: int | None, profile: str | Non
     hits = index.search(question, top_k or spec.ask.top_k, allowed)
     result = answer.payload(question, hits, None, None, None, len(index))
     result["resources"] = len(got)
+    result["ranker"] = index.describe()
     return result
 
 
@@ -76,6 +77,6 @@ def register(app: typer.Typer) -> None:
             return
         from mcpctl.ask.answer import text
 
-        err.print(f"{result['resources']} resource(s), {result['total_searched']} passage(s) searched",
-                  highlight=False)
+        err.print(f"{result['resources']} resource(s), {result['total_searched']} passage(s) searched by the "
+                  f"{result['ranker']}", highlight=False, markup=False, soft_wrap=True)
         out.print(text(result), highlight=False, markup=False, soft_wrap=True)
