@@ -24,8 +24,10 @@ BIN = Path(sys.executable).parent
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files that hold a `slow` test start first. Under `--dist loadfile` each file goes whole to
-    one worker, in this order: a minute-long file collected last would end the run alone on one
-    worker while the others idle (the suite is CPU-bound on 2 cores, so overlap is what counts)."""
+    one worker, in this order (pyproject's `--no-loadscope-reorder`: pytest-xdist's default hands
+    out the files holding the most tests first, which put the one-test 3 x 5,000-call file at the
+    very end, alone for 80-100 s while the other workers idled; the suite is CPU-bound on 2 cores,
+    so overlap is what counts)."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow)      # stable: each file keeps its order
 
