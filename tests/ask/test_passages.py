@@ -57,7 +57,7 @@ def test_the_index_says_which_ranker_ranks_and_why_it_fell_back(monkeypatch: pyt
 
     index = PassageIndex("bm25")
     index.put("notes", "notes://1", "Release train", "The release train leaves every Thursday.")
-    assert index.describe() == "bm25 ranker (search.ranker: bm25)"
+    assert index.describe() == "bm25 (search.ranker: bm25)"
 
     def no_model() -> None:
         raise FileNotFoundError("no MiniLM files")
@@ -66,5 +66,5 @@ def test_the_index_says_which_ranker_ranks_and_why_it_fell_back(monkeypatch: pyt
     monkeypatch.setattr(semantic, "_model", None)
     index = PassageIndex("auto")
     index.put("notes", "notes://1", "Release train", "The release train leaves every Thursday.")
-    assert index.describe().startswith("bm25 ranker (search.ranker: auto: the embedding model could not be loaded")
+    assert index.describe().startswith("bm25 (search.ranker: auto): the embedding model could not be loaded")
     assert "no MiniLM files" in index.describe()

@@ -46,7 +46,7 @@ HOMES = {"docs/clients.md": "clients"}
 # A document naming this starts the npm reference server (.ci/run installs it into .npm-servers).
 NPM_SERVER = "@modelcontextprotocol/server-memory"
 # An expected output naming one of these needs the semantic model (mcpctl tools install-semantic).
-NEEDS_MODEL = ("hybrid ranker", "semantic search active")
+NEEDS_MODEL = ("hybrid ranker", "semantic search active", "ranked by hybrid")
 
 
 def _with_console_blocks() -> list[Path]:

@@ -151,11 +151,11 @@ class PassageIndex:
             return ranker, passages
 
     def describe(self) -> str:
-        """Which ranker ranks the passages, for people: `hybrid ranker (search.ranker: auto)`, or
-        `bm25 ranker (search.ranker: auto: why it fell back)`."""
-        ranker, _ = self.ranker()
-        why = getattr(ranker, "fallback", None)
-        return f"{getattr(ranker, 'kind', self.kind)} ranker (search.ranker: {self.kind}" + (f": {why})" if why else ")")
+        """Which ranker ranks the passages, for people: `hybrid (search.ranker: auto)`, or
+        `bm25 (search.ranker: auto): why it fell back` (`rank.ranked_by`)."""
+        from mcpctl.catalogue.rank import ranked_by
+
+        return ranked_by(self.ranker()[0], self.kind)
 
     def search(self, question: str, top_k: int, servers: Container[str] | None = None) -> list[Hit]:
         """The best `top_k` passages for `question`, of `servers` only (None: all), best first."""

@@ -102,6 +102,13 @@ def describe(ranker: Ranker, requested: str) -> str:
     return f"{text} ({why})" if why and actual != requested else text
 
 
+def ranked_by(ranker: Ranker, requested: str) -> str:
+    """What runs and what was asked for, for a log line or a status line:
+    `hybrid (search.ranker: auto)`, `bm25 (search.ranker: auto): why it fell back`."""
+    why = getattr(ranker, "fallback", None)
+    return f"{getattr(ranker, 'kind', requested)} (search.ranker: {requested})" + (f": {why}" if why else "")
+
+
 def label(ranker: Ranker, requested: str) -> str:
     """`kind`, or `requested->kind` when they differ (eval's RANKER column)."""
     actual = str(getattr(ranker, "kind", requested))

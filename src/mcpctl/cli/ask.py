@@ -77,6 +77,6 @@ def register(app: typer.Typer) -> None:
             return
         from mcpctl.ask.answer import text
 
-        err.print(f"{result['resources']} resource(s), {result['total_searched']} passage(s) searched by the "
+        err.print(f"{result['resources']} resource(s), {result['total_searched']} passage(s) searched, ranked by "
                   f"{result['ranker']}", highlight=False, markup=False, soft_wrap=True)
         out.print(text(result), highlight=False, markup=False, soft_wrap=True)

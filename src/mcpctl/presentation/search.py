@@ -117,7 +117,7 @@ class ToolSearch:
         async with self._lock:
             if self._built == key:
                 return
-            from mcpctl.catalogue.rank import build_ranker  # loaded on the first search
+            from mcpctl.catalogue.rank import build_ranker, ranked_by  # loaded on the first search
 
             tools = {t.canonical_id: t for t in view.searchable}
             import anyio.to_thread
@@ -131,9 +131,7 @@ class ToolSearch:
             self._ranker, self._tools, self._built = ranker, tools, key
             if self._closed:
                 _close(ranker)
-            actual = str(getattr(ranker, "kind", self.kind))
-            why = getattr(ranker, "fallback", None)
-            said = f"search_tools ranks with {actual} (search.ranker: {self.kind})" + (f": {why}" if why else "")
+            said = f"search_tools ranks with {ranked_by(ranker, self.kind)}"
             if said != self._said:      # once, and again only if it changes (the model installed)
                 self._said = said
                 log.info("%s", said)
