@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("catalogue",),
     ("resources", "audit", "examples"),
     ("db",),
-    ("errors", "paths", "terminal", "sdk"),
+    ("errors", "heap", "paths", "terminal", "sdk"),
 )
 FLOOR = {pkg: len(LAYERS) - i for i, floor in enumerate(LAYERS) for pkg in floor}
 # sdk.py holds every private SDK name the gateway relies on: only these packages may use it.

@@ -39,6 +39,10 @@ from mcp.server.stdio import stdio_server
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fault_app
 
+from mcpctl import heap
+
+heap.at_exit()   # the process ends without the collector's last walk of the SDK's models
+
 opts = fault_app.parse(sys.argv[1:])
 
 if opts.start_marker:

@@ -29,6 +29,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 
+from mcpctl import heap
+
+heap.at_exit()   # the process ends without the collector's last walk of the SDK's models
+
 p = argparse.ArgumentParser()
 p.add_argument("--port", type=int, default=0)
 p.add_argument("--name", default="sse")

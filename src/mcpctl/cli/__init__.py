@@ -101,6 +101,9 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    from mcpctl import heap
+
+    heap.at_exit()
     argv = sys.argv[1:]
     if any(a.startswith("--database-url") for a in argv):
         from mcpctl.db.config import take_flag

@@ -24,6 +24,8 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from mcpctl import heap
+
 log = logging.getLogger("mcpctl.examples")
 
 A = TypeVar("A", bound=BaseModel)
@@ -171,6 +173,7 @@ def arg_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def serve_stdio(server: Server[Any], log_level: str = "WARNING") -> None:
     """Serve `server` on stdin/stdout until stdin closes. Logs go to stderr only."""
+    heap.at_exit()
     logging.basicConfig(stream=sys.stderr, level=log_level,
                         format=f"%(asctime)s {server.name} %(levelname)s %(message)s")
 

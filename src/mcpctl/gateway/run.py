@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcpctl import paths, terminal
+from mcpctl import heap, paths, terminal
 from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.early import EarlyFront, known_capabilities
 from mcpctl.gateway.front import Gateway
@@ -347,6 +347,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
     recorder = _recorder()
     gw = _gateway(project_name, early, store, recorder.record if recorder is not None else None, status,
                   profile, page_size)
+    heap.settle()
     token = None
     if transport == "http":
         tpath = token_file or token_path(project_name)
