@@ -1,17 +1,21 @@
 """The mcpctl command line: one module per verb group; the only code importing typer or rich.
 
-Each verb module exposes `register(app)`. Modules must not import `mcp` (or anything that
-does) at import time: shell completion runs this program on every TAB.
+Each verb module exposes `register(app)`, which builds its groups afresh (an app can be built
+more than once in a process). Modules must not import `mcp` (or anything that does) at import
+time: shell completion runs this program on every TAB.
 
-The typer app is built on first use (`from mcpctl.cli import app`). `main()` runs a plain
-`mcpctl serve --project P ...` without it: the gateway is a long-lived process, and typer, rich
-and the other verbs would stay resident for nothing (`serve.lean_main`; anything it does not
-recognise, `--help` included, goes to the typer app as before).
+The whole typer app is built on first use (`from mcpctl.cli import app`). `main()` builds only
+the module of the command its command line names (`_COMMANDS`); the root's help, an unknown
+command and completion get the whole app. It runs a plain `mcpctl serve --project P ...` without
+typer at all: the gateway is a long-lived process, and typer, rich and the other verbs would stay
+resident for nothing (`serve.lean_main`; anything it does not recognise, `--help` included, goes
+to the typer command as before).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +26,17 @@ if TYPE_CHECKING:
 
 # Order is the order of `mcpctl --help`.
 _VERB_MODULES = (
-    "get", "describe", "create", "token", "apply", "diff", "delete", "edit",
+    "get", "describe", "create", "apply", "diff", "delete", "edit",
     "serve", "login", "tools", "favourites", "surface", "logs", "eval", "ask", "bakeoff", "demo", "import_cmd",
     "connect", "doctor", "db",
 )
+# The module that builds each top-level command. A command line naming one builds only that module
+# (`main`): typer builds every parameter of every command it is given, 0.1 s of the 0.43 s CPU a
+# `mcpctl get servers` took with all 42. tests/cli/test_startup.py checks it against the whole app.
+_COMMANDS: dict[str, str] = {
+    **{m: m for m in _VERB_MODULES if m != "import_cmd"},
+    "import": "import_cmd", "logout": "login", "example-server": "demo", "disconnect": "connect",
+}
 
 _app: typer.Typer | None = None
 
@@ -45,7 +56,8 @@ def _quiet_flag_types() -> None:
     TyperOption._mcpctl_quiet_flags = True  # type: ignore[attr-defined]
 
 
-def _build_app() -> typer.Typer:
+def _build_app(modules: tuple[str, ...] = _VERB_MODULES) -> typer.Typer:
+    """The app with the commands of `modules` (all of them by default)."""
     import typer
 
     _quiet_flag_types()
@@ -80,7 +92,7 @@ def _build_app() -> typer.Typer:
 
             set_cli_url(database_url)
 
-    for name in _VERB_MODULES:
+    for name in modules:
         try:
             mod = importlib.import_module(f"mcpctl.cli.{name}")
         except ModuleNotFoundError as e:   # a verb module not written yet
@@ -123,4 +135,11 @@ def main() -> None:
 
         if serve.lean_main(argv[1:]):
             return
-    __getattr__("app")(prog_name="mcpctl")
+    if os.environ.get("_MCPCTL_COMPLETE"):
+        __getattr__("app")(prog_name="mcpctl")
+    elif argv == ["--version"]:
+        _build_app(())(prog_name="mcpctl")
+    elif (module := _COMMANDS.get(argv[0])) is not None:
+        _build_app((module,))(prog_name="mcpctl")
+    else:                                   # the root's help, a misspelt command: the whole app
+        __getattr__("app")(prog_name="mcpctl")

@@ -12,10 +12,8 @@ from mcpctl.resources.kinds import API_VERSION, DEFAULT_MAX_RESULT_TOKENS
 from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import Document
 
+from . import token
 from ._common import cli_errors, complete_names, warn, write_stdout
-
-create_app = typer.Typer(help="Create a server or a project from flags (fails if it exists; --force replaces).",
-                         no_args_is_help=True)
 
 
 def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
@@ -94,7 +92,6 @@ def _create(doc_data: dict[str, Any], *, force: bool, allow_missing: bool = Fals
     write_stdout(f"{change.ref} {change.action}\n")
 
 
-@create_app.command("server")
 @cli_errors
 def create_server(
     name: Annotated[str, typer.Argument(help="Server name: lowercase letters, digits, '-'.")],
@@ -243,7 +240,6 @@ def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, st
     return out
 
 
-@create_app.command("project")
 @cli_errors
 def create_project(
     name: Annotated[str, typer.Argument(help="Project name: lowercase letters, digits, '-'.")],
@@ -431,4 +427,9 @@ def _setting_flags(spec: dict[str, Any]) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(create_app, name="create", rich_help_panel="Resources")
+    group = typer.Typer(help="Create a server or a project from flags (fails if it exists; --force replaces).",
+                        no_args_is_help=True)
+    group.command("server")(create_server)
+    group.command("project")(create_project)
+    token.add_command(group)
+    app.add_typer(group, name="create", rich_help_panel="Resources")

@@ -10,12 +10,12 @@ import typer
 
 from ._common import cli_errors, err, out, safe
 
-db_app = typer.Typer(help="The team database (PostgreSQL): migrate its schema, show its status, copy a store "
-                          "into or out of it.", no_args_is_help=True)
-
 
 def register(app: typer.Typer) -> None:
+    db_app = typer.Typer(help="The team database (PostgreSQL): migrate its schema, show its status, copy a store "
+                              "into or out of it.", no_args_is_help=True)
     app.add_typer(db_app, name="db")
+    _register_copy(db_app)
 
     @db_app.command("migrate")
     @cli_errors
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
 
 
-def _register_copy() -> None:
+def _register_copy(db_app: typer.Typer) -> None:
     @db_app.command("copy")
     @cli_errors
     def copy(
@@ -103,5 +103,3 @@ def _register_copy() -> None:
         err.print(f"log: {copied} call(s) copied from {redacted(source)} to {redacted(target)} "
                   f"({total} there now)", markup=False)
 
-
-_register_copy()

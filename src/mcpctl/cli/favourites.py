@@ -38,9 +38,6 @@ if TYPE_CHECKING:
     from mcpctl.catalogue.favourites import Suggestions
     from mcpctl.presentation.catalogue import CachedCatalogue
 
-favourites_app = typer.Typer(help="A project's favourite tools: list, pin, unpin, and suggest them from real use.",
-                             no_args_is_help=True)
-
 _now = time.time            # the clock the window is measured from (a test can fix it)
 
 
@@ -379,6 +376,9 @@ def _apply_suggested(project: str, suggested: list[str], before: CachedCatalogue
 
 
 def register(app: typer.Typer) -> None:
+    favourites_app = typer.Typer(help="A project's favourite tools: list, pin, unpin, and suggest them from real use.",
+                                 no_args_is_help=True)
+
     @favourites_app.command("list")
     @cli_errors
     def list_cmd(

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import typer
 
 from ._common import cli_errors, complete_projects, err, write_stdout
-from .create import create_app
 
 
 def _complete_profiles(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
@@ -25,7 +24,8 @@ def _complete_profiles(ctx: typer.Context, incomplete: str) -> list[tuple[str, s
     return [(n, "profile") for n in spec.profile_names() if n.startswith(incomplete)]
 
 
-def register(app: typer.Typer) -> None:
+def add_command(create_app: typer.Typer) -> None:
+    """`create token`, in the `create` group that `create.register` builds."""
     @create_app.command("token")
     @cli_errors
     def create_token(

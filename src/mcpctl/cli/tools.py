@@ -22,9 +22,6 @@ from ._common import (
 )
 from .create import complete_tool_ids
 
-tools_app = typer.Typer(help="A project's tool catalogue: list it, enable or disable tools.",
-                        no_args_is_help=True)
-
 _FORMATS = ("table", "wide", "json", "yaml", "name")
 _Ids = Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).",
                                             autocompletion=complete_tool_ids)]
@@ -164,6 +161,8 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
 
 
 def register(app: typer.Typer) -> None:
+    tools_app = typer.Typer(help="A project's tool catalogue: list it, enable or disable tools.", no_args_is_help=True)
+
     @tools_app.command("list")
     @cli_errors
     def list_cmd(
