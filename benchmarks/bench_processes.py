@@ -59,10 +59,11 @@ def _session(argv: list[str], env: dict[str, str], call: dict[str, Any] | None) 
         p.stdin.flush()
         if "id" not in msg:
             return {}
-        line = p.stdout.readline()
-        if not line:
-            raise SystemExit(f"{argv}: closed stdout before answering {msg['method']}")
-        return dict(json.loads(line))
+        while line := p.stdout.readline():          # notifications (list_changed) may come first
+            got = json.loads(line)
+            if got.get("id") == msg["id"]:
+                return dict(got)
+        raise SystemExit(f"{argv}: closed stdout before answering {msg['method']}")
 
     ask(HANDSHAKE)
     ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
