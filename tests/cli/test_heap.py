@@ -1,5 +1,6 @@
-"""mcpctl.heap: a process leaves what it built to the operating system at exit, and still runs
-every exit handler; every mcpctl entry point asks for that."""
+"""mcpctl.heap: a process starts without the collector, settles before its work, and leaves what
+it built to the operating system at exit, still running every exit handler; every mcpctl entry
+point asks for that."""
 
 from __future__ import annotations
 
@@ -49,26 +50,45 @@ def test_at_exit_registers_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert got == [gc.freeze]
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["get", "servers"]])
-def test_every_cli_command_asks_for_it(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
+def _record(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """heap's calls, recorded instead of made (the collector of this test process stays as it is)."""
+    calls: list[str] = []
+    for name in ("at_exit", "start", "settle"):
+        monkeypatch.setattr(heap, name, lambda name=name: calls.append(name))
+    return calls
+
+
+def test_start_turns_the_collector_off_until_settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    frozen: list[bool] = []
+    monkeypatch.setattr(heap, "_registered", True)                 # no exit hook in this process
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.isenabled()))
+    try:
+        heap.start()
+        assert not gc.isenabled()
+        heap.settle()
+        assert gc.isenabled() and frozen == [False]                 # frozen before collecting again
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize(("argv", "calls"), [(["--version"], ["start"]), (["get", "servers"], ["start", "settle"]),
+                                             (["get", "--help"], ["start", "settle"])])
+def test_a_command_line_starts_without_the_collector_and_runs_its_command_with_it(
+        monkeypatch: pytest.MonkeyPatch, argv: list[str], calls: list[str]) -> None:
     from mcpctl import cli
 
-    got: list[Callable[..., Any]] = []
-    monkeypatch.setattr(heap, "_registered", False)
-    monkeypatch.setattr(atexit, "register", got.append)
+    got = _record(monkeypatch)
     monkeypatch.setattr(sys, "argv", ["mcpctl", *argv])
     with pytest.raises(SystemExit) as e:
         cli.main()
     assert e.value.code in (0, None)
-    assert got[:1] == [gc.freeze]
+    assert got == calls
 
 
-def test_the_example_servers_ask_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_example_server_settles_before_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcpctl.examples import _base, calc
 
-    got: list[Callable[..., Any]] = []
-    monkeypatch.setattr(heap, "_registered", False)
-    monkeypatch.setattr(atexit, "register", got.append)
-    monkeypatch.setattr("mcpctl.examples._base.anyio.run", lambda *a, **k: None)     # do not serve stdin here
+    got = _record(monkeypatch)
+    monkeypatch.setattr("mcpctl.examples._base.anyio.run", lambda *a, **k: got.append("serve"))
     _base.serve_stdio(calc.build())
-    assert got == [gc.freeze]
+    assert got == ["at_exit", "settle", "serve"]

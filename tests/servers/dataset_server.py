@@ -13,6 +13,10 @@ itself is built in `dataset_app` (tests also run it in-process).
 
 from __future__ import annotations
 
+from mcpctl import heap
+
+heap.start()    # no collections while the SDK is imported, none at exit (mcpctl.heap); settled below
+
 import sys
 from pathlib import Path
 
@@ -21,10 +25,6 @@ from mcp.server.stdio import stdio_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dataset_app
-
-from mcpctl import heap
-
-heap.at_exit()   # the process ends without the collector's last walk of the SDK's models
 
 opts = dataset_app.parse(sys.argv[1:])
 try:
@@ -38,4 +38,5 @@ async def main() -> None:
         await server.run(r, w, server.create_initialization_options())
 
 
+heap.settle()
 anyio.run(main)

@@ -27,6 +27,10 @@ answers with an input-required result until it gets the client's answers.
 
 from __future__ import annotations
 
+from mcpctl import heap
+
+heap.start()    # no collections while the SDK is imported, none at exit (mcpctl.heap); settled below
+
 import os
 import sys
 import threading
@@ -38,10 +42,6 @@ from mcp.server.stdio import stdio_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fault_app
-
-from mcpctl import heap
-
-heap.at_exit()   # the process ends without the collector's last walk of the SDK's models
 
 opts = fault_app.parse(sys.argv[1:])
 
@@ -96,6 +96,7 @@ async def main() -> None:
     async with stdio_server() as (r, w):
         await fault_app.serve(server, opts, r, w)
 
+heap.settle()
 if opts.http_port:
     serve_http()
 else:

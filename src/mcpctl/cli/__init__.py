@@ -87,6 +87,9 @@ def _build_app(modules: tuple[str, ...] = _VERB_MODULES) -> typer.Typer:
                  "MCPCTL_DATABASE_URL and the database.url setting. Before the verb."),
     ) -> None:
         """mcpctl: one curated, searchable MCP catalogue for coding agents."""
+        from mcpctl import heap
+
+        heap.settle()                         # the command runs with the collector on
         if database_url is not None:          # main() takes it out of argv; this is for app([...]) callers
             from mcpctl.db.config import set_cli_url
 
@@ -115,7 +118,7 @@ def __getattr__(name: str) -> Any:
 def main() -> None:
     from mcpctl import heap
 
-    heap.at_exit()
+    heap.start()            # the collector is off until the command line is parsed (heap.py)
     argv = sys.argv[1:]
     if any(a.startswith("--database-url") for a in argv):
         from mcpctl.db.config import take_flag

@@ -319,8 +319,11 @@ def register(app: typer.Typer) -> None:
         """
         import importlib
 
+        from mcpctl import heap
+
         if name not in EXAMPLE_SERVERS:
             raise typer.BadParameter(f"{name!r} is not one of: {', '.join(EXAMPLE_SERVERS)}", param_hint="NAME")
+        heap.start()                # the SDK's import without collections; the server settles (heap.py)
         importlib.import_module(f"mcpctl.examples.{name}").main(list(ctx.args))
 
     @app.command("demo", rich_help_panel="Getting started")

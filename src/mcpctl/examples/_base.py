@@ -173,7 +173,8 @@ def arg_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def serve_stdio(server: Server[Any], log_level: str = "WARNING") -> None:
     """Serve `server` on stdin/stdout until stdin closes. Logs go to stderr only."""
-    heap.at_exit()
+    heap.at_exit()          # also when run as `python -m mcpctl.examples.NAME`
+    heap.settle()
     logging.basicConfig(stream=sys.stderr, level=log_level,
                         format=f"%(asctime)s {server.name} %(levelname)s %(message)s")
 
