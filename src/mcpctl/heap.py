@@ -20,7 +20,9 @@ here (`python -c "import mcp"`, median CPU of 8-10 runs on 2 cores):
 
 `mcpctl.cli.main` calls `start()` first; the CLI's root callback settles before any command runs
 (a command that imports the SDK itself does so with the collector on), the gateway once it is
-built, an example server before it serves.
+built, an example server before it serves. `settle()` acts only after a `start()`: the app
+invoked in-process (tests, `app([...])`) never freezes its caller's heap. Cyclic garbage made
+during start-up is frozen with the rest and never freed: bounded, once per process.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import atexit
 import gc
 
 _registered = False
+_started = False
 
 
 def at_exit() -> None:
@@ -41,11 +44,17 @@ def at_exit() -> None:
 
 def start() -> None:
     """First thing in a process: no collection until `settle()`, and none at exit."""
+    global _started
     at_exit()
     gc.disable()
+    _started = True
 
 
 def settle() -> None:
-    """Start-up is over: what exists now lives as long as the process; collect what comes after."""
-    gc.freeze()
-    gc.enable()
+    """Start-up is over: what exists now lives as long as the process; collect what comes after.
+    Does nothing unless `start()` came first (and has not been settled yet)."""
+    global _started
+    if _started:
+        _started = False
+        gc.freeze()
+        gc.enable()

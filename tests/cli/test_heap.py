@@ -58,15 +58,18 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def test_start_turns_the_collector_off_until_settle(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_start_turns_the_collector_off_until_settle_which_acts_once(monkeypatch: pytest.MonkeyPatch) -> None:
     frozen: list[bool] = []
     monkeypatch.setattr(heap, "_registered", True)                 # no exit hook in this process
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.isenabled()))
     try:
+        heap.settle()                                               # no start: the caller's heap is its own
+        assert frozen == [] and gc.isenabled()
         heap.start()
         assert not gc.isenabled()
         heap.settle()
-        assert gc.isenabled() and frozen == [False]                 # frozen before collecting again
+        heap.settle()
+        assert gc.isenabled() and frozen == [False]                 # frozen once, before collecting again
     finally:
         gc.enable()
 
