@@ -60,7 +60,8 @@ def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
 
 
 def test_vendored_slices_load() -> None:
-    assert [p.name for p in find_datasets(FIXTURES)] == ["livemcpbench_slice", "metatool_slice", "user_requests"]
+    assert [p.name for p in find_datasets(FIXTURES)] == ["livemcpbench_slice", "metatool_slice", "people_requests",
+                                                          "user_requests"]
     live = load_dataset(FIXTURES / "livemcpbench_slice")
     meta = load_dataset(FIXTURES / "metatool_slice")
     assert len(live.queries) == 8 and all(q.portion is None for q in live.queries)
@@ -93,7 +94,7 @@ def test_replicate_reaches_the_size_with_unique_ids() -> None:
 
 def test_user_requests_loads_with_its_servers_and_scores() -> None:
     ds = load_dataset(FIXTURES / "user_requests")
-    assert len(ds.tools) == 56 and len({t.server for t in ds.tools}) == 8
+    assert len(ds.tools) == 60 and len({t.server for t in ds.tools}) == 8
     assert len(ds.select("test")) >= 60 and len(ds.select("dev")) == 36
     about = {t.server: t.server_about for t in ds.tools}
     assert about["memory"] == "memory-server"
