@@ -7,7 +7,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mcpctl.cli import app
-from mcpctl.resources.kinds import DEFAULT_ASK_MAX_BYTES, ProjectSpec
+from mcpctl.resources.kinds import ProjectSpec
+from mcpctl.resources.settings import DEFAULT_ASK_MAX_BYTES
 from mcpctl.resources.store import Store
 
 

@@ -53,7 +53,7 @@ def test_search_ranks_only_the_servers_given() -> None:
 def test_the_index_says_which_ranker_ranks_and_why_it_fell_back(monkeypatch: pytest.MonkeyPatch) -> None:
     """`mcpctl ask` prints this after its count, so a reader (and the docs test) can tell a
     keyword ranking from a semantic one."""
-    from mcpctl.catalogue import semantic
+    from mcpctl.catalogue import vectors
 
     index = PassageIndex("bm25")
     index.put("notes", "notes://1", "Release train", "The release train leaves every Thursday.")
@@ -62,8 +62,8 @@ def test_the_index_says_which_ranker_ranks_and_why_it_fell_back(monkeypatch: pyt
     def no_model() -> None:
         raise FileNotFoundError("no MiniLM files")
 
-    monkeypatch.setattr(semantic, "find_model_dir", no_model)
-    monkeypatch.setattr(semantic, "_model", None)
+    monkeypatch.setattr(vectors, "find_model_dir", no_model)
+    monkeypatch.setattr(vectors, "_model", None)
     index = PassageIndex("auto")
     index.put("notes", "notes://1", "Release train", "The release train leaves every Thursday.")
     assert index.describe().startswith("bm25 (search.ranker: auto): the embedding model could not be loaded")

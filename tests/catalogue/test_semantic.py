@@ -19,7 +19,7 @@ try:
 except ModuleNotFoundError:
     skip_unless_ci("numpy is not installed (pip install 'mcpctl[semantic]')")
 
-from mcpctl.catalogue import rank, semantic
+from mcpctl.catalogue import rank, semantic, vectors
 from mcpctl.catalogue.minilm import MiniLM, WordPiece, read_safetensors
 from mcpctl.catalogue.rank import LexicalRanker, ToolDoc, build_ranker
 
@@ -84,8 +84,8 @@ def tiny_model(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def use_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(semantic, "find_model_dir", lambda: tiny_model)
-    monkeypatch.setattr(semantic, "_model", None)
+    monkeypatch.setattr(vectors, "find_model_dir", lambda: tiny_model)
+    monkeypatch.setattr(vectors, "_model", None)
     return tiny_model
 
 
@@ -238,8 +238,8 @@ def test_a_corrupt_weights_file_falls_back_to_bm25(
     tiny_model: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tiny_model / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
-    monkeypatch.setattr(semantic, "find_model_dir", lambda: tiny_model)
-    monkeypatch.setattr(semantic, "_model", None)
+    monkeypatch.setattr(vectors, "find_model_dir", lambda: tiny_model)
+    monkeypatch.setattr(vectors, "_model", None)
     monkeypatch.setattr(rank, "_warned", set())
     assert isinstance(build_ranker(DOCS, "hybrid"), LexicalRanker)
     assert "could not load its model" in caplog.text

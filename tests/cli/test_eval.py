@@ -37,7 +37,8 @@ def test_eval_json_output_is_a_stable_contract(runner: CliRunner) -> None:
     data = json.loads(result.stdout)
     assert len(data) == 1
     row = data[0]
-    assert set(row) == {"dataset", "ranker", "split", "queries", "tools", "metrics"}
+    assert set(row) == {"dataset", "ranker", "split", "queries", "tools", "learned", "metrics"}
+    assert row["learned"] is None
     assert (row["dataset"], row["ranker"], row["split"], row["queries"]) == ("metatool_slice", "bm25", "dev", 25)
     assert list(row["metrics"]) == list(METRIC_NAMES)
     assert all(0.0 <= v <= 1.0 for v in row["metrics"].values())

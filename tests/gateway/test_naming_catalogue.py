@@ -8,7 +8,8 @@ from mcpctl.catalogue import cache, curation
 from mcpctl.presentation.catalogue import Catalogue, namespaced_uri, split_namespaced_uri
 from mcpctl.presentation.names import Namer, portable_name
 from mcpctl.presentation.view import Route
-from mcpctl.resources.kinds import NameSettings, ProjectSpec
+from mcpctl.resources.kinds import ProjectSpec
+from mcpctl.resources.settings import NameSettings
 
 
 class FlatPresentation:

@@ -25,7 +25,8 @@ from mcpctl.presentation.builtins import (
 )
 from mcpctl.presentation.catalogue import Catalogue
 from mcpctl.presentation.view import Refusal, Route, SessionKey, View
-from mcpctl.resources.kinds import FavouriteIndex, NameSettings, ProjectSpec
+from mcpctl.resources.kinds import FavouriteIndex, ProjectSpec
+from mcpctl.resources.settings import NameSettings
 from mcpctl.resources.validate import Validated, validate_document
 from mcpctl.resources.yamlio import Document
 

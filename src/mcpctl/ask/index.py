@@ -54,7 +54,7 @@ RankerFactory = Callable[[Sequence[ToolDoc], str, bool], Ranker]
 def _default_factory(docs: Sequence[ToolDoc], kind: str, wait: bool) -> Ranker:
     from mcpctl.catalogue.rank import build_ranker
 
-    return build_ranker(docs, kind, wait=wait)
+    return build_ranker(docs, kind, wait=wait, intent=False)
 
 
 class PassageIndex:

@@ -32,12 +32,14 @@ from mcpctl import paths
 from mcpctl.audit import migrations
 from mcpctl.audit.records import (
     BREAKDOWNS,
+    EVIDENCE_SQL,
     OUTCOMES,
     SEARCH_TOOL_ID,
     SEARCH_TOOL_NAME,
     Breakdown,
     CallRecord,
     LogSummary,
+    SearchEvidence,
     ToolStats,
     Transition,
     Usage,
@@ -241,6 +243,17 @@ class InvocationLog:
         """
         rows = self._read(sql, (SEARCH_TOOL_ID, SEARCH_TOOL_NAME, project, since if since is not None else -math.inf))
         return [(str(q), str(nxt)) for q, nxt in rows if nxt is not None]
+
+    def search_evidence(self, project: str, *, since: float | None = None,
+                        limit: int = 50_000) -> list[SearchEvidence]:
+        """Each recorded search in `project` with the call its session made next (the first later
+        call in the same session that is not itself a search and names a known tool), whether that
+        call answered without error, and when the search was made: what search learns from. Oldest
+        first; `since` keeps searches made at or after that time; at most `limit`, the newest."""
+        rows = self._read(EVIDENCE_SQL.format(is_search=_IS_SEARCH.format(t="c2"), p="?"),
+                          (SEARCH_TOOL_ID, SEARCH_TOOL_NAME, project, since if since is not None else -math.inf, limit))
+        return [SearchEvidence(str(q), str(t), str(s), float(ts), o == "ok")  # type: ignore[arg-type]
+                for q, s, ts, t, o in rows][::-1]
 
     def tool_stats(self, project: str | None = None, since: float | None = None) -> list[ToolStats]:
         """Per canonical id: calls, errors, p50/p95 duration, first/last call. Most called first.

@@ -19,11 +19,13 @@ from typing import Any, Final
 
 from mcpctl.audit.records import (
     BREAKDOWNS,
+    EVIDENCE_SQL,
     SEARCH_TOOL_ID,
     SEARCH_TOOL_NAME,
     Breakdown,
     CallRecord,
     LogSummary,
+    SearchEvidence,
     ToolStats,
     Transition,
     Usage,
@@ -179,6 +181,13 @@ class PgInvocationLog:
         rows = self._read(sql, (SEARCH_TOOL_ID, SEARCH_TOOL_NAME, project,
                                 since if since is not None else -math.inf))
         return [(str(q), str(nxt)) for q, nxt in rows if nxt is not None]
+
+    def search_evidence(self, project: str, *, since: float | None = None,
+                        limit: int = 50_000) -> list[SearchEvidence]:
+        """As `InvocationLog.search_evidence`."""
+        rows = self._read(EVIDENCE_SQL.format(is_search=_IS_SEARCH.format(t="c2"), p="%s"),
+                          (SEARCH_TOOL_ID, SEARCH_TOOL_NAME, project, since if since is not None else -math.inf, limit))
+        return [SearchEvidence(str(q), str(t), str(s), float(ts), o == "ok") for q, s, ts, t, o in rows][::-1]
 
     def tool_stats(self, project: str | None = None, since: float | None = None) -> list[ToolStats]:
         """As `InvocationLog.tool_stats` (percentiles by `percentile_cont`, in one statement)."""

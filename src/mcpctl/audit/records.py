@@ -9,6 +9,20 @@ from typing import Final
 OUTCOMES: Final = ("ok", "tool_error", "protocol_error", "timeout", "upstream_down", "denied")
 SEARCH_TOOL_ID: Final = "mcpctl/search_tools"
 SEARCH_TOOL_NAME: Final = "search_tools"
+# Each search with the call its session made next, newest first (`search_evidence`, both backends;
+# {p} is the backend's placeholder, {is_search} its search test on c2).
+EVIDENCE_SQL: Final = """
+    SELECT s.query, s.session_id, s.ts, c.canonical_id, c.outcome
+    FROM invocations AS s
+    JOIN invocations AS c ON c.id = (
+        SELECT c2.id FROM invocations AS c2
+        WHERE c2.session_id = s.session_id AND c2.project = s.project
+          AND (c2.ts > s.ts OR (c2.ts = s.ts AND c2.id > s.id))
+          AND c2.canonical_id IS NOT NULL AND NOT {is_search}
+        ORDER BY c2.ts, c2.id LIMIT 1)
+    WHERE s.project = {p} AND s.ts >= {p} AND s.query IS NOT NULL AND s.session_id IS NOT NULL
+    ORDER BY s.ts DESC, s.id DESC LIMIT {p}
+"""
 # What `breakdown` can group by: a column of the log each.
 BREAKDOWNS: Final = ("credential", "host", "project", "client_name", "profile", "outcome")
 
@@ -37,6 +51,18 @@ class CallRecord:
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"outcome {self.outcome!r} is not one of: {', '.join(OUTCOMES)}")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchEvidence:
+    """One recorded `search_tools` query and the call its session made next (`search_evidence`):
+    what search learns from (`catalogue.learn`)."""
+
+    query: str
+    tool: str                       # canonical id of the next call
+    session: str
+    ts: float                       # when the search was made
+    ok: bool                        # the next call answered without error (outcome ok)
 
 
 @dataclass(frozen=True, slots=True)

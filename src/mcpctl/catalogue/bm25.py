@@ -28,6 +28,8 @@ from mcpctl.catalogue.analyze import analyze
 # acts as a prior on the server; low weight: half a description's. On the dev portion of
 # user_requests, weights 0 to 1 score the same (R@5 .569), 2 loses (.556): docs/ranking.md.
 SERVER_ABOUT_WEIGHT: Final = 0.5
+# The queries a tool was learned from (`learn.py`): what people asked before they called it.
+LEARNED_WEIGHT: Final = 1.0
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class BM25FParams:
 
     weights: Mapping[str, float] = field(default_factory=lambda: {
         "server": 2.0, "name": 1.5, "description": 1.0, "param_names": 2.0, "param_descriptions": 1.0,
-        "server_about": SERVER_ABOUT_WEIGHT,
+        "server_about": SERVER_ABOUT_WEIGHT, "learned": LEARNED_WEIGHT,
     })
     k1: float = 3.0
     b: float = 0.3
@@ -73,6 +75,7 @@ class BM25FIndex:
         self.params = params or BM25FParams()
         self.analyzer = analyzer
         self.ids: list[str] = list(ids)
+        self._positions: dict[str, int] | None = None
         n = len(self.ids)
         weights = {f: w for f, w in self.params.weights.items() if w > 0}
         k1, b = self.params.k1, self.params.b
@@ -108,6 +111,12 @@ class BM25FIndex:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def position(self, doc_id: str) -> int:
+        """The index of a document by its id."""
+        if self._positions is None:
+            self._positions = {d: i for i, d in enumerate(self.ids)}
+        return self._positions[doc_id]
 
     def scores(self, query: str) -> dict[int, float]:
         """Score of every document matching at least one query term, by document index."""

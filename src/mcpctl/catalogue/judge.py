@@ -2,7 +2,8 @@
 model cannot tell apart (no I/O, no `mcp`). Used by `mcpctl surface`.
 
 - `reach(tool)`: write, delete or send outward, from the upstream's annotations where given,
-  else a labelled heuristic (the verb a name leads with, else its description's first word);
+  else a labelled heuristic (the verb a name leads with, else its description's first word: the
+  verb lists of `effect.py`, which search's effect classes read too);
 - `collisions(tools)`: upstream tool names several servers list;
 - `near_duplicates(tools)`: cross-server pairs whose descriptions are nearly the same.
 """
@@ -10,12 +11,12 @@ model cannot tell apart (no I/O, no `mcp`). Used by `mcpctl surface`.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from mcpctl.catalogue import effect
 from mcpctl.catalogue.analyze import analyze
 
 if TYPE_CHECKING:
@@ -67,54 +68,11 @@ class NearDuplicate:
 
 # -- write reach -------------------------------------------------------------------------------------
 
-# Verbs as tool names use them; a name's first part found here decides (get_posts reads, even though
-# "post" sends), else the description's first words do. Stemmed like the catalogue's analyzer.
-_VERBS: Final = {
-    DELETE: "delete remove drop destroy purge erase truncate kill terminate revoke unlink rm del wipe clear "
-            "reset uninstall discard prune evict",
-    SEND: "send post publish email mail notify message tweet reply comment share upload push broadcast invite "
-          "sms forward submit dm",
-    WRITE: "write create update edit set put patch modify insert add save move rename copy append exec execute "
-           "run start stop restart deploy install merge commit close assign apply change fork transfer pay book "
-           "order approve archive mkdir replace enable disable import schedule trigger launch toggle download "
-           "store register lock unlock grant configure init initialize mark star follow subscribe unsubscribe "
-           "sync upsert overwrite attach detach interact customize customise",
-    READ: "get list read search find fetch query describe show view lookup look count check validate calculate "
-            "compute convert analyze analyse summarize summarise explain parse render preview inspect browse "
-            "retrieve scan stat status info explore resolve compare diff translate estimate detect extract "
-            "identify recommend suggest generate echo ping test evaluate measure hash encode decode",
+# Which reach each verb group of `effect.py` gives: writing of any kind writes; sending is its own.
+_REACH_OF_VERB: Final = {
+    effect.DELETE: (WRITE, DELETE), effect.SEND: (SEND,), effect.RECORD: (WRITE,), effect.CHANGE: (WRITE,),
+    effect.RUN: (WRITE,),
 }
-
-
-def _stemmed(words: str) -> frozenset[str]:
-    return frozenset(t for w in words.split() for t in analyze(w, stop=False))
-
-
-_LEXICON: Final = {kind: _stemmed(words) for kind, words in _VERBS.items()}
-_FILLER: Final = frozenset({"tool", "function", "api", "mcp", "server"})
-_CAMEL_RE: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_WORD_RE: Final = re.compile(r"[a-z]+")
-
-
-def _verb(words: Iterable[str]) -> tuple[str, str] | None:
-    """(kind, word) of the first word that is a known verb."""
-    for word in words:
-        stems = analyze(word, stop=False)
-        for kind in (DELETE, SEND, WRITE, READ):
-            if stems and stems[0] in _LEXICON[kind]:
-                return kind, word
-    return None
-
-
-def _name_verb(name: str) -> tuple[str, str] | None:
-    """The verb a tool name leads with: its first word, else its second (`force_terminate`); a
-    verb after `and`/`or` counts too, and the strongest wins (`search_and_replace` writes)."""
-    words = _WORD_RE.findall(_CAMEL_RE.sub(" ", name).lower())
-    lead = _verb(words[:1]) or _verb(words[1:2])
-    found = [lead] if lead else []
-    found += [v for i, w in enumerate(words[:-1]) if w in ("and", "or") and (v := _verb(words[i + 1:i + 2]))]
-    order = (DELETE, SEND, WRITE, READ)
-    return min(found, key=lambda f: order.index(f[0])) if found else None
 
 
 def reach(tool: CatalogueTool) -> Reach:
@@ -140,17 +98,15 @@ def reach(tool: CatalogueTool) -> Reach:
         if ow is True:
             kinds.append(SEND)
         return Reach(tuple(kinds), ANNOTATIONS, given)
-    found, where = _name_verb(tool.name), "name"
+    found, where = effect.name_verb(tool.name), "name"
     if found is None:
-        first = tool.description.split(". ", 1)[0].split("\n", 1)[0]
-        words = [w for w in analyze(first, stem=False) if w not in _FILLER][:2]
-        found, where = _verb(words if words[:1] and words[0].endswith("ly") else words[:1]), "description"
+        found, where = effect.description_verb(tool.description), "description"
     if found is None:
         return Reach((), HEURISTIC, "no write, delete or send verb in the name or description")
     kind, word = found
-    if kind == READ:
+    if kind == effect.READ:
         return Reach((), HEURISTIC, f"{where}: read verb {word!r}")
-    return Reach((WRITE, DELETE) if kind == DELETE else (kind,), HEURISTIC, f"{where}: {kind} verb {word!r}")
+    return Reach(_REACH_OF_VERB[kind], HEURISTIC, f"{where}: {kind} verb {word!r}")
 
 
 # -- collisions and near-duplicates ------------------------------------------------------------------

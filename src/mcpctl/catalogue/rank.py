@@ -42,7 +42,7 @@ def _warn_once(key: str, message: str, *args: object, level: int = logging.WARNI
         log.log(level, message, *args)
 
 
-def build_ranker(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, wait: bool = True) -> Ranker:
+def build_ranker(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, wait: bool = True, intent: bool = True) -> Ranker:
     """A ranker over `docs`. `kind` is auto | bm25 | semantic | hybrid (the project's `search.ranker`).
 
     `auto` is the hybrid ranker when the embedding model loads and BM25F otherwise; `semantic`
@@ -50,13 +50,14 @@ def build_ranker(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, wait: boo
     the returned ranker's `kind` says what runs and a fallback's `fallback` says why. Tool
     vectors come from an on-disk cache; with `wait=False` tools not cached yet are embedded in
     the background while the ranker answers lexically (for a server that must not stall).
+    `intent=False` ranks texts that are not tools (ask's passages): no action or value stage.
 
     Raises:
         ValueError: `kind` is not one of RANKER_KINDS.
     """
     if kind not in RANKER_KINDS:
         raise ValueError(f"unknown ranker {kind!r}; expected one of: {', '.join(RANKER_KINDS)}")
-    lexical = LexicalRanker(docs)
+    lexical = LexicalRanker(docs, intent=intent)
     if kind == "bm25":
         return lexical
     level = logging.INFO if kind == "auto" else logging.WARNING

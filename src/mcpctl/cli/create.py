@@ -8,7 +8,8 @@ import typer
 
 from mcpctl.errors import InvalidResource
 from mcpctl.resources.apply import create_object
-from mcpctl.resources.kinds import API_VERSION, DEFAULT_MAX_RESULT_TOKENS
+from mcpctl.resources.kinds import API_VERSION
+from mcpctl.resources.settings import DEFAULT_MAX_RESULT_TOKENS
 from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import Document
 

@@ -1,8 +1,14 @@
 """`mcpctl eval`: score a ranker on tool-retrieval datasets, or on the project's own traffic.
 
     mcpctl eval --dataset DIR [--dataset DIR ...] [--ranker auto|bm25|semantic|hybrid ...]
-                [--split test|dev|all] [-o table|json]
-    mcpctl eval --from-log --project P [--ranker ...] [-o table|json]
+                [--split test|dev|all] [--learn N [--attach next|gold]] [-o table|json]
+    mcpctl eval --from-log --project P [--ranker ...] [--split all|time] [-o table|json]
+
+`--learn N`: before scoring the test portion, the ranker learns at most N queries per tool from the
+dataset's dev portion, each as if a session had searched for it and then called its tool
+(`evaluation.learning`). `--from-log --split time`: learn from the older two thirds of the
+project's recorded searches (under its `search.learn`), score the newest third, with and without
+what was learned.
 
 The RANKER column says what ran: `hybrid`, or `auto->hybrid` / `auto->bm25` (and
 `semantic->bm25`) when the requested kind resolved to another; why a fallback happened is
@@ -29,7 +35,7 @@ _PROGRESS_MIN_QUERIES = 500   # below this a run takes well under a second
 
 
 def _run(name: str, docs: Sequence[ToolDoc], queries: Sequence[Query], kinds: Sequence[str],
-         portion: str) -> list[Result]:
+         portion: str, learned: str | None = None) -> list[Result]:
     from mcpctl.catalogue.rank import build_ranker, describe
     from mcpctl.catalogue.rank import label as ranker_label
     from mcpctl.evaluation.evaluate import Result, evaluate
@@ -46,7 +52,7 @@ def _run(name: str, docs: Sequence[ToolDoc], queries: Sequence[Query], kinds: Se
             _note_once(f"ranker {describe(ranker, kind)}")
         with _progress(f"{name} ({label})", len(queries)) as advance:
             metrics = evaluate(ranker, queries, progress=advance)
-        results.append(Result(name, label, portion, len(queries), len(docs), metrics))
+        results.append(Result(name, label, portion, len(queries), len(docs), metrics, learned))
     return results
 
 
@@ -82,7 +88,7 @@ class _progress:
             self.bar.stop()
 
 
-def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
+def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> list[Result]:
     from mcpctl.catalogue.rank import ToolDoc
     from mcpctl.errors import MCPCtlError
     from mcpctl.evaluation.datasets import Query
@@ -93,7 +99,8 @@ def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
 
     spec = load_project(project)
     with open_log() as log:             # the team database's log when a database URL is set
-        pairs = log.search_pairs(project)
+        evidence = [e for e in log.search_evidence(project) if e.ok]
+    pairs = [(e.query, e.tool) for e in evidence]
     if not pairs:
         use = (f"let an agent use search_tools through `mcpctl serve --project {project}`; "
                "each search followed by a tool call becomes one pair")
@@ -114,14 +121,120 @@ def _from_log(project: str, kinds: Sequence[str] | None) -> list[Result]:
     about = read_about({t.server for t in searchable})
     docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server]) for t in searchable]   # what search_tools ranks
     known = {d.id for d in docs}
-    queries = [Query(f"log-{i}", q, (frozenset([tool]),)) for i, (q, tool) in enumerate(pairs) if tool in known]
-    gone = len(pairs) - len(queries)
+    evidence = [e for e in evidence if e.tool in known]
+    gone = len(pairs) - len(evidence)
     if gone:
         warn(f"{gone} of {len(pairs)} recorded pairs name a tool no longer in the catalogue; left out")
-    if not queries:
+    if not evidence:
         raise MCPCtlError(f"none of the {len(pairs)} recorded pairs of project {project!r} "
                           "names a tool in its current catalogue")
-    return _run(f"log:{project}", docs, queries, kinds or [spec.search.ranker], "log")
+    kinds = kinds or [spec.search.ranker]
+    if split != "time":
+        queries = [Query(f"log-{i}", e.query, (frozenset([e.tool]),)) for i, e in enumerate(evidence)]
+        return _run(f"log:{project}", docs, queries, kinds, "log")
+    return _time_split(project, spec, docs, evidence, kinds)
+
+
+def _time_split(project: str, spec: Any, docs: list[ToolDoc], evidence: list[Any], kinds: Sequence[str]) -> list[Result]:
+    """Learn from the older pairs (as the gateway would, under the project's search.learn), score
+    the newer ones with and without what was learned."""
+    from mcpctl.catalogue.learn import learn
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.evaluation.datasets import Query
+    from mcpctl.evaluation.learning import time_split
+
+    older, newer, split_at = time_split(evidence)
+    if not older:
+        raise MCPCtlError(f"project {project!r} has {len(evidence)} recorded pair(s): too few to split by time",
+                          hint="--split time learns from the older two thirds and scores the newest third")
+    settings = spec.search.learn
+    learned = learn(older, min_sessions=settings.min_sessions, window_days=settings.window_days, now=split_at,
+                    known={d.id for d in docs})
+    if not learned:
+        warn(f"nothing learned from the {len(older)} older pair(s): no tool was called after a search in "
+             f"{settings.min_sessions} distinct sessions (search.learn.minSessions)")
+    queries = [Query(f"log-{i}", e.query, (frozenset([e.tool]),)) for i, e in enumerate(newer)]
+    said = f"{len(older)} older pairs ({sum(learned.uses.values())} uses of {len(learned.uses)} tools)"
+    return (_run(f"log:{project}", docs, queries, kinds, "time", "nothing")
+            + _run(f"log:{project}", learned.apply(docs), queries, kinds, "time", said))
+
+
+def _dataset_results(ds: Any, queries: Sequence[Query], kinds: Sequence[str], split: str, learn_n: int,
+                     attach: str) -> list[Result]:
+    """A dataset's results; with `learn_n`, after learning that many queries per tool from its dev
+    portion."""
+    if not learn_n:
+        return _run(ds.name, ds.tools, queries, kinds, split)
+    from mcpctl.evaluation.learning import simulated
+
+    dev = ds.select("dev")
+    if not dev:
+        warn(f"dataset {ds.name!r} has no dev portion to learn from; scored without learning")
+        return _run(ds.name, ds.tools, queries, kinds, split)
+    learned = simulated(dev, learn_n, attach)
+    said = f"{learn_n}/tool from dev ({attach}: {sum(learned.uses.values())} queries)"
+    return _run(ds.name, learned.apply(ds.tools), queries, kinds, split, said)
+
+
+def _check_rankers(kinds: list[str] | None) -> None:
+    from mcpctl.catalogue.rank import RANKER_KINDS
+
+    for kind in kinds or ():
+        if kind not in RANKER_KINDS:
+            raise typer.BadParameter(f"{kind!r} is not one of: {', '.join(RANKER_KINDS)}", param_hint="'--ranker'")
+
+
+def _check_from_log(project: str | None, dataset: list[Path] | None, split: str | None, learn_n: int) -> None:
+    if not project:
+        raise typer.BadParameter("--from-log needs --project P", param_hint="'--project'")
+    if dataset:
+        raise typer.BadParameter("give either --dataset or --from-log, not both", param_hint="'--dataset'")
+    if split not in (None, "all", "time"):
+        raise typer.BadParameter(f"{split!r} is not one of: all, time (with --from-log)", param_hint="'--split'")
+    if learn_n:
+        raise typer.BadParameter("--learn is for datasets; --from-log --split time learns from the log",
+                                 param_hint="'--learn'")
+
+
+def _check_dataset_options(split: str, learn_n: int, attach: str) -> None:
+    from mcpctl.evaluation.datasets import PORTIONS
+    from mcpctl.evaluation.learning import ATTACH
+
+    if split not in PORTIONS:
+        hint = " (time is for --from-log)" if split == "time" else ""
+        raise typer.BadParameter(f"{split!r} is not one of: {', '.join(PORTIONS)}{hint}", param_hint="'--split'")
+    if learn_n and split != "test":
+        raise typer.BadParameter(f"--learn learns from the dev portion and scores the test portion; "
+                                 f"--split {split} would score what it learned from", param_hint="'--split'")
+    if attach not in ATTACH:
+        raise typer.BadParameter(f"{attach!r} is not one of: {', '.join(ATTACH)}", param_hint="'--attach'")
+
+
+def _datasets(folders: list[Path], kinds: list[str] | None, split: str, learn_n: int, attach: str) -> list[Result]:
+    from mcpctl.catalogue.rank import DEFAULT_KIND
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.evaluation.ask import evaluate_ask, is_ask_dataset, load_ask_dataset
+    from mcpctl.evaluation.datasets import load_dataset
+
+    if not folders:
+        raise MCPCtlError("nothing to evaluate",
+                          hint="give --dataset DIR (a folder with tools.jsonl and queries.jsonl) "
+                               "or --from-log --project P")
+    results: list[Result] = []
+    for folder in folders:
+        if is_ask_dataset(folder):       # questions over resources: ask's retrieval (docs/ask.md)
+            asked = load_ask_dataset(folder)
+            results.extend(evaluate_ask(asked, kind) for kind in kinds or [DEFAULT_KIND])
+            continue
+        ds = load_dataset(folder)
+        queries = ds.select(split)
+        if not queries:
+            warn(f"dataset {ds.name!r} has no {split} queries; skipped")
+            continue
+        results.extend(_dataset_results(ds, queries, kinds or [DEFAULT_KIND], split, learn_n, attach))
+    if not results:
+        raise MCPCtlError(f"no {split} queries in the given datasets")
+    return results
 
 
 def _render(results: Sequence[Result], output: str) -> None:
@@ -133,11 +246,14 @@ def _render(results: Sequence[Result], output: str) -> None:
     from mcpctl.evaluation.metrics import METRIC_NAMES
 
     table = Table(box=None, pad_edge=False)
-    for col in ("DATASET", "RANKER", "SPLIT", "QUERIES", "TOOLS", *METRIC_NAMES):
-        table.add_column(col, justify="left" if col in ("DATASET", "RANKER", "SPLIT") else "right", no_wrap=True)
+    learning = any(r.learned for r in results)
+    cols = ("DATASET", "RANKER", "SPLIT", *(("LEARNED",) if learning else ()), "QUERIES", "TOOLS", *METRIC_NAMES)
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("DATASET", "RANKER", "SPLIT", "LEARNED") else "right",
+                         no_wrap=True)
     for r in results:
-        table.add_row(r.dataset, r.ranker, r.portion, str(r.queries), str(r.tools),
-                      *(f"{r.metrics[m]:.3f}" for m in METRIC_NAMES))
+        table.add_row(r.dataset, r.ranker, r.portion, *((r.learned or "nothing",) if learning else ()), str(r.queries),
+                      str(r.tools), *(f"{r.metrics[m]:.3f}" for m in METRIC_NAMES))
     out.print(table)
 
 
@@ -152,9 +268,16 @@ def register(app: typer.Typer) -> None:
         ranker: Annotated[list[str] | None, typer.Option(
             "--ranker", "-r", help="auto|bm25|semantic|hybrid (repeatable; default auto: hybrid when the "
             "embedding model loads, else bm25; with --from-log, the project's search.ranker).")] = None,
-        split: Annotated[str, typer.Option(
-            "--split", help="test|dev|all: which queries of each dataset (test: MetaTool fold 4, "
-            "ToolLens split test, all of a dataset without a split).")] = "test",
+        split: Annotated[str | None, typer.Option(
+            "--split", help="test|dev|all: which queries of each dataset (default test: MetaTool fold 4, "
+            "ToolLens split test, all of a dataset without a split); with --from-log, all (default) or time "
+            "(learn from the older two thirds, score the newest third).")] = None,
+        learn_n: Annotated[int, typer.Option(
+            "--learn", min=0, max=1000, help="Learn at most N queries per tool from each dataset's dev portion "
+            "before scoring its test portion (as if each had been searched, then its tool called).")] = 0,
+        attach: Annotated[str, typer.Option(
+            "--attach", help="next|gold: with --learn, a query teaches the first tool of its first gold group "
+            "(next, what a session calls after a search) or every gold tool.")] = "next",
         from_log: Annotated[bool, typer.Option(
             "--from-log", help="Score on (query -> tool called next) pairs recorded by the gateway.")] = False,
         project: Annotated[str | None, typer.Option(
@@ -163,41 +286,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Score a search ranker: R@1, R@5, R@10, MRR@10, nDCG@10 and C@10 per dataset."""
         check_format(output, _FORMATS)
-        from mcpctl.catalogue.rank import DEFAULT_KIND, RANKER_KINDS
-        from mcpctl.errors import MCPCtlError
-        from mcpctl.evaluation.datasets import PORTIONS, load_dataset
-
-        for kind in ranker or ():
-            if kind not in RANKER_KINDS:
-                raise typer.BadParameter(f"{kind!r} is not one of: {', '.join(RANKER_KINDS)}",
-                                         param_hint="'--ranker'")
-        if split not in PORTIONS:
-            raise typer.BadParameter(f"{split!r} is not one of: {', '.join(PORTIONS)}", param_hint="'--split'")
+        _check_rankers(ranker)
         if from_log:
-            if not project:
-                raise typer.BadParameter("--from-log needs --project P", param_hint="'--project'")
-            if dataset:
-                raise typer.BadParameter("give either --dataset or --from-log, not both", param_hint="'--dataset'")
-            _render(_from_log(project, ranker), output)
+            _check_from_log(project, dataset, split, learn_n)
+            assert project is not None
+            _render(_from_log(project, ranker, split or "all"), output)
             return
-        if not dataset:
-            raise MCPCtlError("nothing to evaluate",
-                              hint="give --dataset DIR (a folder with tools.jsonl and queries.jsonl) "
-                                   "or --from-log --project P")
-        results: list[Result] = []
-        for folder in dataset:
-            from mcpctl.evaluation.ask import evaluate_ask, is_ask_dataset, load_ask_dataset
-
-            if is_ask_dataset(folder):       # questions over resources: ask's retrieval (docs/ask.md)
-                asked = load_ask_dataset(folder)
-                results.extend(evaluate_ask(asked, kind) for kind in ranker or [DEFAULT_KIND])
-                continue
-            ds = load_dataset(folder)
-            queries = ds.select(split)
-            if not queries:
-                warn(f"dataset {ds.name!r} has no {split} queries; skipped")
-                continue
-            results.extend(_run(ds.name, ds.tools, queries, ranker or [DEFAULT_KIND], split))
-        if not results:
-            raise MCPCtlError(f"no {split} queries in the given datasets")
-        _render(results, output)
+        split = split or "test"
+        _check_dataset_options(split, learn_n, attach)
+        _render(_datasets(dataset or [], ranker, split, learn_n, attach), output)

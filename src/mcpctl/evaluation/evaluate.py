@@ -18,10 +18,11 @@ class Result:
     queries: int
     tools: int
     metrics: dict[str, float]
+    learned: str | None = None      # what the ranker learned from before scoring ("10/tool from dev")
 
     def as_dict(self) -> dict[str, object]:
         return {"dataset": self.dataset, "ranker": self.ranker, "split": self.portion,
-                "queries": self.queries, "tools": self.tools,
+                "queries": self.queries, "tools": self.tools, "learned": self.learned,
                 "metrics": {k: round(v, 4) for k, v in self.metrics.items()}}
 
 

@@ -42,7 +42,7 @@ from mcpctl.gateway.views import Views
 from mcpctl.presentation.builtins import error_result
 from mcpctl.presentation.catalogue import Catalogue
 from mcpctl.presentation.envelope import envelope
-from mcpctl.presentation.search import ToolSearch
+from mcpctl.presentation.search import Evidence, ToolSearch
 from mcpctl.presentation.sections import Sections, SectionStore
 from mcpctl.presentation.view import View
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
@@ -70,18 +70,20 @@ class Gateway:
                  preloaded: Mapping[str, dict[str, Any] | None] | None = None,
                  catalogue: Catalogue | None = None,
                  known_capabilities: Mapping[str, dict[str, Any]] | None = None,
-                 page_size: int = 0, open_transport: OpenTransport | None = None) -> None:
+                 page_size: int = 0, open_transport: OpenTransport | None = None,
+                 evidence: Evidence | None = None) -> None:
         """`preloaded`: catalogue cache entries already read (server -> entry, None if never listed);
         `catalogue`: the catalogue the early front built from them (reused, not rebuilt);
         `known_capabilities`: each server's capabilities when it was last connected (its status);
         `page_size`: items per page of the four lists (0: one page; `presentation.paging`);
         `open_transport`: how an upstream is reached (default `upstream.transport.open_transport`;
-        tests connect in-memory servers)."""
+        tests connect in-memory servers); `evidence`: how search reads what the log teaches
+        (`log.search_evidence`; None: search learns nothing)."""
         self.project_name = project_name
         self.stdio_profile = stdio_profile                # `serve --profile`: the stdio client's view
         self.sessions = sessions = Sessions()
         self.views = views = Views(project, catalogue if catalogue is not None else Catalogue(project_name, project),
-                                   sessions)
+                                   sessions, evidence=evidence)
         self.pool = pool = Pool(first_contact_cap, failed_before)
         self.log_call = log_call = CallLog(record, project_name)
         self.surfaces = surfaces = Surfaces(views, log_call)

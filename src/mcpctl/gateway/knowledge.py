@@ -39,7 +39,7 @@ from mcpctl.resources.kinds import ServerSpec
 if TYPE_CHECKING:
     from mcpctl.gateway.peers import Peer
     from mcpctl.gateway.views import Views
-    from mcpctl.resources.kinds import AskSettings
+    from mcpctl.resources.settings import AskSettings
 
 log = logging.getLogger("mcpctl.gateway")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from mcpctl.presentation.search import ToolSearch
+from mcpctl.presentation.search import Evidence, Learning, ToolSearch
 from mcpctl.presentation.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
 
 if TYPE_CHECKING:
@@ -20,24 +20,31 @@ if TYPE_CHECKING:
     from mcpctl.resources.kinds import ProjectSpec
 
 
-def _search_for(project: ProjectSpec) -> ToolSearch | None:
-    return ToolSearch(project.search.ranker) if project.search.enabled else None
+def _search_for(project: ProjectSpec, name: str, evidence: Evidence | None) -> ToolSearch | None:
+    if not project.search.enabled:
+        return None
+    if evidence is None or not project.search.learns:
+        return ToolSearch(project.search.ranker)
+    return ToolSearch(project.search.ranker, Learning(name, project.search.learn, evidence))
 
 
 class Views:
-    """The project spec, its catalogue and search, and the views of sessions in them."""
+    """The project spec, its catalogue and search, and the views of sessions in them.
+    `evidence`: how search reads what the log teaches (`log.search_evidence`; None: nothing)."""
 
-    def __init__(self, project: ProjectSpec, catalogue: Catalogue, sessions: Sessions) -> None:
+    def __init__(self, project: ProjectSpec, catalogue: Catalogue, sessions: Sessions, *,
+                 evidence: Evidence | None = None) -> None:
         self.project = project
         self.catalogue = catalogue
         self.sessions = sessions
-        self.search = _search_for(project)
+        self.evidence = evidence
+        self.search = _search_for(project, catalogue.project_name, evidence)
 
     def reproject(self, spec: ProjectSpec) -> None:
         """The project changed while serving (its servers are fixed for the gateway's life)."""
         if spec.search != self.project.search:
             self.close()
-            self.search = _search_for(spec)
+            self.search = _search_for(spec, self.catalogue.project_name, self.evidence)
         self.project = spec
         self.catalogue.set_project(spec)
 

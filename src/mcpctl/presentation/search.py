@@ -16,19 +16,30 @@ as soon as a listing changes: `ToolSearch.warm`), so they are usually ready by t
 When they are not, a search waits for them while at most FIRST_SEARCH_WAIT_TOOLS texts remain to
 embed (at most FIRST_SEARCH_WAIT_S); otherwise, or past that, it answers with BM25F and a second
 text block says the answer is keyword-only while the index warms (`WARMING_NOTE`).
+
+Where the project learns from its use (`search.learn`, on by default where queries are recorded),
+a search first reads what the log teaches (`catalogue.learn`: each recorded query followed by a
+call that answered, from at least `minSessions` distinct sessions per tool, over `windowDays`),
+at most every LEARN_REFRESH_S, in a worker thread; a change rebuilds the index with the learned
+queries and uses (`Learning`). The log is the project's own SQLite file or the team's PostgreSQL,
+so a team's gateways learn from each other's traffic.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from mcpctl.audit.records import SearchEvidence
+    from mcpctl.catalogue.learn import Learned
     from mcpctl.catalogue.rank import Ranker
     from mcpctl.catalogue.tool import CatalogueTool
     from mcpctl.presentation.view import View
+    from mcpctl.resources.settings import LearnSettings
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -41,6 +52,53 @@ FIRST_SEARCH_WAIT_S: Final = 10.0
 WARMING_NOTE: Final = ("This answer is keyword-only (BM25F): semantic search is still indexing this project's "
                        "{total} tools ({pending} to embed), and ranks by meaning from a later search once that "
                        "is done. If no tool here fits, search again in a moment.")
+
+
+# How often a search re-reads what the log teaches (a team's other gateways write to it too).
+LEARN_REFRESH_S: Final = 10.0
+
+Evidence = Callable[..., "Sequence[SearchEvidence]"]
+
+
+class Learning:
+    """What one project's search learns from: its settings and the log's evidence
+    (`log.search_evidence(project, since=...)`), read at most every `refresh_s`."""
+
+    def __init__(self, project: str, settings: LearnSettings, evidence: Evidence,
+                 refresh_s: float = LEARN_REFRESH_S) -> None:
+        self.project = project
+        self.settings = settings
+        self.evidence = evidence
+        self.refresh_s = refresh_s
+        self.read_at = -float("inf")
+        self._failed = False
+
+    def stale(self) -> bool:
+        return time.monotonic() - self.read_at >= self.refresh_s
+
+    def read(self, known: Collection[str]) -> Learned | None:
+        """What the log teaches now about `known` tools (None: the log could not be read)."""
+        self.read_at = time.monotonic()
+        try:
+            found = read_learned(self.evidence, self.project, self.settings, known)
+        except Exception as e:   # the log away (a database outage): search goes on with what it had
+            if not self._failed:
+                log.warning("search cannot read what it learned from the log (%s: %s); using what it had",
+                            type(e).__name__, e)
+            self._failed = True
+            return None
+        self._failed = False
+        return found
+
+
+def read_learned(evidence: Evidence, project: str, settings: LearnSettings, known: Collection[str]) -> Learned:
+    """What `project`'s log (`evidence`: `log.search_evidence`) teaches about the `known` tools
+    now, under `settings` (`search.learn`)."""
+    from mcpctl.catalogue.learn import learn
+
+    now = time.time()
+    rows = evidence(project, since=now - settings.window_days * 86400.0)
+    return learn(rows, min_sessions=settings.min_sessions, window_days=settings.window_days, now=now, known=known)
 
 
 def _docs(tools: dict[str, CatalogueTool]) -> list[Any]:
@@ -86,11 +144,15 @@ def _close(ranker: Ranker | None) -> None:
 class ToolSearch:
     """The ranker over one catalogue's searchable tools, rebuilt when they change."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, learning: Learning | None = None) -> None:
+        from mcpctl.catalogue.learn import NOTHING
+
         self.kind = kind
+        self.learning = learning
+        self.learned = NOTHING
         self._ranker: Ranker | None = None
         self._tools: dict[str, CatalogueTool] = {}
-        self._built: tuple[int, str | None] | None = None
+        self._built: tuple[int, str | None, int] | None = None
         self._said: str | None = None
         self._warming = False
         self._next: tuple[int, View] | None = None
@@ -109,9 +171,23 @@ class ToolSearch:
 
         return describe(self._ranker, self.kind) if self._ranker is not None else self.kind
 
+    async def learn(self, view: View) -> None:
+        """Read what the log teaches, when it is time to (in a worker thread)."""
+        learning = self.learning
+        if learning is None or not learning.stale():
+            return
+        import anyio.to_thread
+
+        found = await anyio.to_thread.run_sync(learning.read, {t.canonical_id for t in view.searchable})
+        if found is not None:
+            self.learned = found
+
     async def ensure(self, version: int, view: View) -> None:
-        """Rebuild the index in a worker thread if the catalogue changed since the last build."""
-        key = (version, view.session.profile)      # the gate does not change what is searchable
+        """Rebuild the index in a worker thread if the catalogue (or what was learned) changed
+        since the last build."""
+        learned = self.learned
+        # the gate does not change what is searchable
+        key = (version, view.session.profile, hash(learned.key()))
         if self._built == key:
             return
         async with self._lock:
@@ -122,7 +198,7 @@ class ToolSearch:
             tools = {t.canonical_id: t for t in view.searchable}
             import anyio.to_thread
 
-            docs = await anyio.to_thread.run_sync(_docs, tools)
+            docs = learned.apply(await anyio.to_thread.run_sync(_docs, tools))
             # Shielded: a ranker built as the gateway stops is adopted and closed below, never
             # dropped with its embedding thread still running.
             with anyio.CancelScope(shield=True):
@@ -155,6 +231,7 @@ class ToolSearch:
             while self._next is not None:
                 target, self._next = self._next, None
                 if self._built is None or target[0] >= self._built[0]:   # never an older catalogue
+                    await self.learn(target[1])
                     await self.ensure(*target)
         except Exception:   # search builds it again at the first query, and reports there
             log.exception("building the search index failed")
@@ -185,6 +262,7 @@ class ToolSearch:
         warms)."""
         from mcpctl.presentation.builtins import SearchPayload, no_match_text
 
+        await self.learn(view)
         await self.ensure(version, view)
         hits, lexical = await self._ranked(query, top_k)
         tools = []

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mcpctl.resources.kinds import DEFAULT_KEEP_MEGABYTES, DEFAULT_KEEP_MINUTES
+from mcpctl.resources.settings import DEFAULT_KEEP_MEGABYTES, DEFAULT_KEEP_MINUTES
 
 scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 

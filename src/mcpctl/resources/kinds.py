@@ -20,7 +20,26 @@ from mcpctl.resources.schema import (
     check_positive,
     check_range,
     check_tool_id,
-    default_at,
+)
+from mcpctl.resources.settings import (
+    DEFAULT_ASK_MAX_BYTES,
+    DEFAULT_ASK_REFRESH_SECONDS,
+    DEFAULT_ASK_TOP_K,
+    DEFAULT_KEEP_MEGABYTES,
+    DEFAULT_KEEP_MINUTES,
+    DEFAULT_LEARN_MIN_SESSIONS,
+    DEFAULT_LEARN_WINDOW_DAYS,
+    DEFAULT_MAX_RESULT_TOKENS,
+    DEFAULT_RECORD_QUERIES,
+    DEFAULT_SEARCH_ENABLED,
+    DEFAULT_SEARCH_TOP_K,
+    RANKER_WHEN_UNSET,
+    AskSettings,
+    GateSettings,
+    LearnSettings,
+    NameSettings,
+    ResultSettings,
+    SearchSettings,
 )
 
 API_VERSION: Final = "mcpctl/v1"
@@ -30,17 +49,6 @@ DEFAULT_PINNING: Final = "warn"       # report a changed definition, keep servin
 NAME_STYLES: Final = ("portable", "spec", "bare")
 RANKERS: Final = ("auto", "bm25", "semantic", "hybrid")   # auto: hybrid when the model loads, else bm25
 DEFAULT_MAX_FAVOURITES: Final = 15
-# results in sections: the default limit stays under Claude Code's 10,000-token warning with room
-# for the note and for the estimator's error (docs/internals.md, "Results in sections")
-DEFAULT_MAX_RESULT_TOKENS: Final = 8000
-DEFAULT_KEEP_MEGABYTES: Final = 64
-DEFAULT_KEEP_MINUTES: Final = 60
-# ask (mcpctl.ask): passages of the upstreams' text resources, bounded in bytes of text indexed
-# (docs/ask.md: 4 MiB of text is ~6,500 passages, ~100 MB of resident memory with the BM25F index
-# and vectors, measured with benchmarks/bench_ask.py)
-DEFAULT_ASK_TOP_K: Final = 5
-DEFAULT_ASK_MAX_BYTES: Final = 4 * 2**20
-DEFAULT_ASK_REFRESH_SECONDS: Final = 300
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
 # Presented names: Claude Code calls a tool `mcp__<server>__<name>` and refuses more than 64
 # characters (Codex has the same 64-character limit). With the gateway registered as `mcpctl`,
@@ -190,10 +198,18 @@ PROJECT_SPEC: Final = Obj({
         "deny": ListOf(Scalar(str, check=check_tool_id)),
     }), key_check=check_profile_name),
     "search": Obj({
-        "enabled": Scalar(bool, default=True),
+        "enabled": Scalar(bool, default=DEFAULT_SEARCH_ENABLED),
         "ranker": Scalar(str, default="auto", enum=RANKERS),
-        "topK": Scalar(int, default=5, check=check_range(1, 20)),
-        "recordQueries": Scalar(bool, default=False),
+        "topK": Scalar(int, default=DEFAULT_SEARCH_TOP_K, check=check_range(1, 20)),
+        "recordQueries": Scalar(bool, default=DEFAULT_RECORD_QUERIES),
+        # Learning from the project's own use (catalogue.learn): each recorded query followed by a
+        # call that answered becomes evidence for that tool. enabled unset: on where queries are
+        # recorded, off otherwise.
+        "learn": Obj({
+            "enabled": Scalar(bool, nullable=True),
+            "windowDays": Scalar(int, default=DEFAULT_LEARN_WINDOW_DAYS, check=check_range(1, 3650)),
+            "minSessions": Scalar(int, default=DEFAULT_LEARN_MIN_SESSIONS, check=check_range(1, 1000)),
+        }),
     }),
     # Results in sections (presentation.sections): a result's text over maxTokens reaches the client
     # cut, the rest kept in memory (keepMegabytes in all, keepMinutes each) for read_result.
@@ -365,60 +381,6 @@ class TokenSpec:
 
 
 @dataclass(frozen=True)
-class GateSettings:
-    enabled: bool = False
-    instructions: str | None = None
-
-
-# The project's search defaults, as the schema states them: apply and create store every
-# project with them filled in, and a spec without them (built in code, or put in the store as is)
-# gets the same here.
-_SEARCH_DEFAULT_ENABLED: Final[bool] = default_at(PROJECT_SPEC, "search", "enabled")
-_SEARCH_DEFAULT_TOP_K: Final[int] = default_at(PROJECT_SPEC, "search", "topK")
-_SEARCH_DEFAULT_RECORD: Final[bool] = default_at(PROJECT_SPEC, "search", "recordQueries")
-# Except the ranker: the schema's default is auto (what every project made by apply or create
-# holds, and what the docs say), but a spec that leaves search.ranker out reads as bm25, the
-# keyword ranker without the model. The tests rely on it (tests/cli/test_tools_search.py puts
-# projects in the store without search, and expects the bm25 ranker), so it is kept, named here.
-RANKER_WHEN_UNSET: Final = "bm25"
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    enabled: bool = _SEARCH_DEFAULT_ENABLED
-    ranker: str = RANKER_WHEN_UNSET
-    top_k: int = _SEARCH_DEFAULT_TOP_K
-    record_queries: bool = _SEARCH_DEFAULT_RECORD
-
-
-@dataclass(frozen=True)
-class ResultSettings:
-    max_tokens: int = DEFAULT_MAX_RESULT_TOKENS
-    keep_megabytes: int = DEFAULT_KEEP_MEGABYTES
-    keep_minutes: int = DEFAULT_KEEP_MINUTES
-
-
-@dataclass(frozen=True)
-class AskSettings:
-    enabled: bool = False
-    top_k: int = DEFAULT_ASK_TOP_K
-    max_bytes: int = DEFAULT_ASK_MAX_BYTES
-    refresh_seconds: int = DEFAULT_ASK_REFRESH_SECONDS
-
-    @classmethod
-    def from_spec(cls, ask: dict[str, Any]) -> AskSettings:
-        return cls(bool(ask.get("enabled", False)), int(ask.get("topK", DEFAULT_ASK_TOP_K)),
-                   int(ask.get("maxBytes", DEFAULT_ASK_MAX_BYTES)),
-                   int(ask.get("refreshSeconds", DEFAULT_ASK_REFRESH_SECONDS)))
-
-
-@dataclass(frozen=True)
-class NameSettings:
-    style: str = "portable"
-    max_length: int = 48
-
-
-@dataclass(frozen=True)
 class ProjectSpec:
     name: str
     servers: tuple[str, ...] = ()
@@ -426,14 +388,14 @@ class ProjectSpec:
     enabled: tuple[str, ...] = ()
     favourite_index: FavouriteIndex = FavouriteIndex()
     presentation: str = "flat"
-    names: NameSettings = NameSettings()
-    search: SearchSettings = SearchSettings()
+    names: NameSettings = field(default_factory=NameSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
     description: str | None = None
-    gate: GateSettings = GateSettings()
+    gate: GateSettings = field(default_factory=GateSettings)
     profiles: tuple[Profile, ...] = ()          # declared ones; see `profile()` for the built-ins
-    results: ResultSettings = ResultSettings()
+    results: ResultSettings = field(default_factory=ResultSettings)
     pinning: str = DEFAULT_PINNING               # off | warn | hold: a definition changed since pinned
-    ask: AskSettings = AskSettings()
+    ask: AskSettings = field(default_factory=AskSettings)
 
     def profile(self, name: str) -> Profile | None:
         """A profile by name: declared in the project, else a built-in one."""
@@ -469,10 +431,11 @@ class ProjectSpec:
             presentation=presentation,
             names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),
             search=SearchSettings(
-                enabled=bool(search.get("enabled", _SEARCH_DEFAULT_ENABLED)),
+                enabled=bool(search.get("enabled", DEFAULT_SEARCH_ENABLED)),
                 ranker=search.get("ranker", RANKER_WHEN_UNSET),
-                top_k=int(search.get("topK", _SEARCH_DEFAULT_TOP_K)),
-                record_queries=bool(search.get("recordQueries", _SEARCH_DEFAULT_RECORD)),
+                top_k=int(search.get("topK", DEFAULT_SEARCH_TOP_K)),
+                record_queries=bool(search.get("recordQueries", DEFAULT_RECORD_QUERIES)),
+                learn=LearnSettings.from_spec(search.get("learn") or {}),
             ),
             description=s.get("description"),
             gate=GateSettings(bool(gate.get("enabled", False)), gate.get("instructions")),

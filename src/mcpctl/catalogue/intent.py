@@ -1,0 +1,391 @@
+"""What a request asks for, and how search weighs it against what each tool does (no I/O, no model).
+
+`understand(query)` reads two things off a request's words, in English:
+
+- **Its action**, in the effect classes of `effect.py` (reads, records, changes, deletes, runs): the
+  verb a clause starts with once politeness is set aside ("please", "can you", "I want to"): "show
+  me", "peek inside", "look up" read; "remember", "jot down", "keep in mind" record; "update",
+  "rename" change; "erase", "get rid of", "forget" delete; "run", "kick off" run. A question ("what's
+  in …", "when was … created", "did I tell you …") reads; adding two numbers computes (reads). A
+  clause that is a statement ("Nina switched jobs, record that") is skipped for the next one. A
+  request with no such verb has no action, and search ranks it as it always did.
+- **The values it carries**: a file path or name with a known extension, a URL or domain, an email
+  address, a clock time. Each is replaced in the text that is ranked by words of its kind ("peek
+  inside docker-compose.yml" is ranked as "peek inside file"; an image's name as "image file"): a
+  user's own file names say nothing about which tool fits, and their words mislead ("notes.txt" is
+  not about notes). Tools that take a parameter of that kind (`path`, `url`, `time`, `email`, by
+  name or JSON Schema `format`) get a small boost.
+
+`IntentStage` holds, for one catalogue, each tool's effect and parameter kinds, and turns an intent
+into one factor per tool that multiplies its score: ACTION_WEIGHTS[action][effect] (1 where the
+request names no action or the tool's effect is unknown) times 1 + VALUE_BOOST where a value fits.
+On top of the factors, a read-phrased request never ranks a tool that changes or deletes above the
+best *matching* tool that reads (one whose score before the stage is at least MATCHING_SHARE of the
+best): such tools are moved just below it, in their order. The word lists and weights were built
+from the dev portions of the evaluation sets and requests written for them (docs/ranking.md).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Final
+
+from mcpctl.catalogue.effect import (
+    CHANGE,
+    CHANGES,
+    DELETE,
+    DELETES,
+    EFFECT_OF_VERB,
+    EFFECTS,
+    READ,
+    READS,
+    RECORD,
+    RECORDS,
+    RUN,
+    RUNS,
+    stem_of,
+)
+
+# -- the action of a request ------------------------------------------------------------------------
+
+# Multi-word phrases first (a phrase beats its first word: "get rid of" deletes, "get" reads), then
+# single verbs; matched on lowercased words at the start of a clause, after filler.
+_PHRASES_BY_KIND: Final = {
+    DELETE: ("get rid of", "take out", "throw away", "clean out", "clean up"),
+    RECORD: ("keep in mind", "keep track", "keep a record", "keep a note", "make a note", "take a note",
+             "take note", "write down", "jot down", "note down", "note that", "set up", "bear in mind",
+             "back up", "dump this", "dump these", "dump it", "put down", "sign up"),
+    CHANGE: ("turn on", "turn off", "switch on", "switch off", "fill in", "mark as", "swap out"),
+    RUN: ("kick off", "fire off", "spin up"),
+    READ: ("look up", "look at", "look through", "look for", "look into", "look inside", "pull up", "bring up",
+           "let me see", "let me know", "tell me", "give me", "show me", "send me", "find out", "dig up",
+           "read out", "read back", "check out", "read me", "what's in", "whats in", "what is in"),
+}
+_VERBS_BY_KIND: Final = {
+    DELETE: "delete remove erase drop forget wipe scrub purge discard trash unlink clear destroy cancel "
+            "uninstall revoke",
+    RECORD: "remember memorize memorise store save record log note jot create make add put register capture "
+            "write insert append bookmark keep",
+    CHANGE: "update change modify edit fix correct rename move relocate replace set adjust tweak overwrite "
+            "enable disable toggle mark rewrite revise amend",
+    RUN: "run execute start launch trigger kick send email post publish notify message invoke stop restart "
+         "deploy simulate research",
+    READ: "show display view see read open peek print list find search locate look check inspect get fetch "
+          "retrieve grab pull tell give count compare convert calculate compute sum total average measure "
+          "hash diff extract match summarize summarise translate browse explore describe dump download scrape "
+          "echo repeat return lookup verify review recall know multiply divide subtract test",
+}
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_QUESTION_WORDS: Final = _words("what what's whats which who who's whom whose when where where's why how "
+                                   "how's")
+_AUXILIARIES: Final = _words("is are was were am do does did have has had can could would will should "
+                                "shall may might isn't aren't wasn't weren't don't doesn't didn't haven't "
+                                "hasn't")
+_POLITE_AUX: Final = frozenset({"can", "could", "would", "will"})
+# Set aside before a clause's verb: politeness, hedges, who is asked.
+_LEAD_FILLER: Final = _words(
+    "please pls plz kindly just now then also quickly first and so ok okay hey hi hello go ahead try "
+    "you me us i we let's lets i'd id i'll ill i'm im want wanna need needs like would to gonna help "
+    "could can can't will should must")
+_CLAUSE_RE: Final = re.compile(r"[,;:.!?\n]+|\s-\s|\band then\b|\bthen\b")
+_TOKEN_RE: Final = re.compile(r"[a-z][a-z0-9']*")
+_NUMBER_RE: Final = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def _lexicon(words: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for kind in (READ, RUN, CHANGE, RECORD, DELETE):      # later groups win a shared stem
+        for w in words[kind].split():
+            out[stem_of(w)] = kind
+    return out
+
+
+_VERBS: Final = _lexicon(_VERBS_BY_KIND)
+_PHRASES: Final = sorted(((tuple(p.split()), kind) for kind, ps in _PHRASES_BY_KIND.items() for p in ps),
+                         key=lambda x: -len(x[0]))
+
+
+@dataclass(frozen=True)
+class Action:
+    """What a request asks for: `effect` (one of EFFECTS) and the words that said it."""
+
+    effect: str
+    words: str
+
+
+def _phrase_at(tokens: list[str], i: int) -> tuple[str, str] | None:
+    for phrase, kind in _PHRASES:
+        if tuple(tokens[i:i + len(phrase)]) == phrase:
+            return kind, " ".join(phrase)
+    return None
+
+
+def _adds_numbers(tokens: list[str], clause: str) -> bool:
+    """"add 345 and 789", "sum up 2.5 and 7.25": adding numbers computes (reads); it stores nothing."""
+    return tokens[:1] in (["add"], ["sum"], ["total"]) and len(_NUMBER_RE.findall(clause)) >= 2
+
+
+def _clause_action(clause: str) -> tuple[str, str] | None:
+    """(verb group, words) of a clause's leading verb, ("question", word) for a question, or None
+    for a statement."""
+    tokens = _TOKEN_RE.findall(clause)
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok in _QUESTION_WORDS:
+            return "question", tok
+        if tok in _POLITE_AUX and tokens[i + 1:i + 2] == ["you"]:
+            i += 2                     # "can you delete ..." asks for the verb that follows
+            continue
+        if tok in _AUXILIARIES and i == 0:
+            return "question", tok
+        found = _phrase_at(tokens, i)
+        if found is not None:
+            return found
+        kind = _VERBS.get(stem_of(tok))
+        if kind is not None:
+            return (READ, tok) if kind == RECORD and _adds_numbers(tokens[i:], clause) else (kind, tok)
+        if tok not in _LEAD_FILLER:
+            return None                # a statement ("Nina switched jobs"): no verb leads it
+        i += 1
+    return None
+
+
+def request_action(query: str) -> Action | None:
+    """The action a request asks for, from its words (see the module's text), or None."""
+    text = query.lower().replace("\u2019", "'").replace("\u2018", "'")
+    question: str | None = None
+    for clause in _CLAUSE_RE.split(text):
+        found = _clause_action(clause)
+        if found is None:
+            continue
+        kind, words = found
+        if kind == "question":
+            question = question or words
+            continue
+        return Action(EFFECT_OF_VERB[kind], words)
+    if question is None:                   # "if it's 9am in London what time is it in New York"
+        question = next((t for t in _TOKEN_RE.findall(text) if t in _QUESTION_WORDS), None)
+    if question is not None or text.rstrip().endswith("?"):
+        return Action(READS, question or "?")
+    return None
+
+
+# -- the values a request carries -------------------------------------------------------------------
+
+PATH, URL, TIME, EMAIL = "path", "url", "time", "email"
+VALUE_KINDS: Final = (PATH, URL, TIME, EMAIL)
+MEDIA: Final = {
+    **dict.fromkeys(_words("png jpg jpeg gif webp bmp svg tif tiff ico heic"), "image"),
+    **dict.fromkeys(_words("mp3 wav ogg flac m4a aac opus"), "audio"),
+    **dict.fromkeys(_words("mp4 mov mkv webm avi"), "video"),
+}
+EXTENSIONS: Final = frozenset(MEDIA) | _words("""
+txt md markdown rst py pyi ipynb js mjs cjs ts tsx jsx json jsonl yml yaml toml ini cfg conf csv tsv log xml
+html htm css scss pdf doc docx odt rtf xls xlsx ods ppt pptx zip gz tgz tar bz2 xz 7z rar sh bash zsh bat ps1
+env lock sql db sqlite sqlite3 rs go java kt kts c h cc cpp hpp cs rb php swift scala lua pl dart vue svelte
+tf hcl gradle properties plist bak tmp out dat bin exe dll so dylib wasm epub ics vcf eml pem crt pub
+""")
+_TLD: Final = ("com|org|net|io|dev|ai|app|co|edu|gov|info|me|uk|de|fr|nl|eu|us|ca|au|jp|cn|in|ru|br|ch|se|no|"
+               "tv|xyz|site|tech|cloud")
+_EMAIL_RE: Final = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_URL_RE: Final = re.compile(rf"\bhttps?://\S+|\bwww\.\S+|\b[a-z0-9][\w-]*(?:\.[\w-]+)*\.(?:{_TLD})\b(?:/\S*)?", re.I)
+# A path (/etc/hosts, ~/x, ./a/b) or a name with an extension (docker-compose.yml, a.py).
+_PATH_RE: Final = re.compile(r"(?<![\w@:])(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]*)*"
+                             r"|(?<![\w@/.])(?:[\w\-.]+/)*[\w\-]+(?:\.[\w\-]+)*\.([A-Za-z][A-Za-z0-9]{0,9})\b(?![\w.]*\w)")
+_MEDIA_WORD_RE: Final = re.compile(r"\b(" + "|".join(MEDIA) + r")\b", re.I)
+_CLOCK_RE: Final = re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d\s*(?:am|pm)?\b|\b(?:1[0-2]|0?[1-9])\s*(?:am|pm)\b"
+                              r"|\b(?:noon|midnight)\b", re.I)
+# Parameters that take a value of each kind, by name (JSON Schema `format` counts too).
+_PARAM_RE: Final = {
+    PATH: re.compile(r"path|file|dir|folder"),
+    URL: re.compile(r"url|uri|link|href|website|webpage"),
+    TIME: re.compile(r"^(?:time|datetime|timestamp)$|_time$|^time_|[a-z]Time$"),
+    EMAIL: re.compile(r"email|mail|recipient"),
+}
+_FORMATS: Final = {"uri": URL, "url": URL, "iri": URL, "uri-reference": URL, "date-time": TIME, "time": TIME,
+                   "email": EMAIL, "idn-email": EMAIL}
+
+
+def _values(query: str) -> tuple[str, frozenset[str]]:
+    """The query with each value replaced by words of its kind, and the kinds found."""
+    kinds: set[str] = set()
+
+    def replace(kind: str, words: str) -> Any:
+        def sub(m: re.Match[str]) -> str:
+            ext = m.group(1).lower() if kind == PATH and m.lastindex and m.group(1) else None
+            if ext is not None and ext not in EXTENSIONS:
+                return m.group(0)          # "e.g.", "v1.2.3", "Dr. Smith": not a file
+            kinds.add(kind)
+            return f" {MEDIA[ext]} file " if ext in MEDIA else f" {words} "
+        return sub
+
+    text = _EMAIL_RE.sub(replace(EMAIL, "email address"), query)
+    text = _URL_RE.sub(replace(URL, "web page url"), text)
+    text = _PATH_RE.sub(replace(PATH, "file"), text)
+    if _CLOCK_RE.search(text):
+        kinds.add(TIME)
+    if _MEDIA_WORD_RE.search(text):          # "this screenshot png": a file of that kind
+        kinds.add(PATH)
+        text = _MEDIA_WORD_RE.sub(lambda m: f"{m.group(0)} {MEDIA[m.group(0).lower()]} file", text)
+    return re.sub(r"\s+", " ", text).strip(), frozenset(kinds)
+
+
+def param_kinds(input_schema: Mapping[str, Any]) -> frozenset[str]:
+    """The value kinds a tool's top-level parameters take (by name or `format`)."""
+    props = input_schema.get("properties") if isinstance(input_schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return frozenset()
+    kinds: set[str] = set()
+    for name, spec in props.items():
+        kinds.update(k for k, rx in _PARAM_RE.items() if rx.search(str(name)) or rx.search(str(name).lower()))
+        fmt = spec.get("format") if isinstance(spec, Mapping) else None
+        if isinstance(fmt, str) and fmt in _FORMATS:
+            kinds.add(_FORMATS[fmt])
+    return frozenset(kinds)
+
+
+# -- an intent, and how it weighs tools --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What search reads off a request: its action (or None), the kinds of value it carries, and
+    the text that is ranked (the request with its values replaced by words of their kind)."""
+
+    query: str
+    text: str
+    action: Action | None
+    values: frozenset[str]
+
+
+# Words people use for what tools call otherwise: a match adds the tools' words to the ranked text.
+_SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
+    (r"\bfolders?\b", "directory"),
+    (r"\b(?:photos?|pictures?|pics?|screenshots?|images?)\b", "image"),
+    (r"\b(?:articles?|web ?pages?|websites?|online|on the web|internet)\b", "web page url internet"),
+    (r"\b(?:you (?:know|remember|stored|saved|memori[sz]ed|have on|got)|your memory|told you|tell you|"
+     r"you've (?:memori[sz]ed|stored|saved|got))\b", "memory knowledge"),
+    (r"\b(?:where is|where's|where are|locate)\b", "search find"),
+))
+
+
+def _expanded(text: str) -> str:
+    extra = [words for rx, words in _SYNONYMS if rx.search(text)]
+    return f"{text} {' '.join(extra)}" if extra else text
+
+
+# "delete line 12 of app.py", "insert an import at the top of utils.py": what is deleted or added
+# is part of a file, so the file changes.
+_PART_OF_FILE_RE: Final = re.compile(r"\b(?:of|from|in|into|to)\s+(?:the\s+)?file\b")
+
+
+def _on_a_part(action: Action | None, text: str, values: frozenset[str]) -> Action | None:
+    if action is not None and action.effect in (DELETES, RECORDS) and PATH in values and _PART_OF_FILE_RE.search(text):
+        return Action(CHANGES, f"{action.words} … of a file")
+    return action
+
+
+@lru_cache(maxsize=4096)
+def understand(query: str) -> Intent:
+    """The intent of a request (see the module's text)."""
+    text, values = _values(query)
+    return Intent(query, _expanded(text or query), _on_a_part(request_action(query), text, values), values)
+
+
+# Rows: the request's action; columns: the tool's effect (reads, records, changes, deletes, runs).
+# Chosen on the dev portions (docs/ranking.md); 1 on the diagonal.
+ACTION_WEIGHTS: Final[Mapping[str, Mapping[str, float]]] = {
+    READS: dict(zip(EFFECTS, (1.0, 0.5, 0.35, 0.25, 0.8), strict=True)),
+    RECORDS: dict(zip(EFFECTS, (0.5, 1.0, 0.8, 0.3, 0.6), strict=True)),
+    CHANGES: dict(zip(EFFECTS, (0.5, 0.8, 1.0, 0.5, 0.6), strict=True)),
+    DELETES: dict(zip(EFFECTS, (0.4, 0.3, 0.7, 1.0, 0.4), strict=True)),
+    RUNS: dict(zip(EFFECTS, (0.9, 0.6, 0.8, 0.3, 1.0), strict=True)),
+}
+VALUE_BOOST: Final = 0.2
+# A read-phrased request: tools that change or delete stay below the best reading tool whose score
+# before the stage is at least this share of the best score.
+MATCHING_SHARE: Final = 0.5
+_DEMOTED_BY_READS: Final = frozenset({CHANGES, DELETES})
+
+
+class IntentStage:
+    """Each tool's effect, parameter kinds and base factor (the learned prior: 1 without), for one
+    catalogue; turns an intent into one factor per tool."""
+
+    def __init__(self, effects: Sequence[str | None], kinds: Sequence[frozenset[str]],
+                 base: Sequence[float] | None = None) -> None:
+        self.effects = list(effects)
+        self.kinds = list(kinds)
+        self.base = list(base) if base is not None and any(b != 1.0 for b in base) else None
+        self._known = frozenset().union(*self.kinds) if self.kinds else frozenset()
+        self._factors: dict[tuple[str | None, frozenset[str]], list[float] | None] = {}
+        self._array: Any = None
+
+    def factors(self, intent: Intent) -> list[float] | None:
+        """One factor per tool, or None when the intent changes nothing."""
+        key = (intent.action.effect if intent.action else None, intent.values & self._known)
+        if key not in self._factors:
+            self._factors[key] = self._compute(*key)
+        return self._factors[key]
+
+    def _compute(self, action: str | None, values: frozenset[str]) -> list[float] | None:
+        if action is None and not values:
+            return self.base
+        row = ACTION_WEIGHTS[action] if action else {}
+        out = [(row.get(e, 1.0) if e else 1.0) * (1.0 + VALUE_BOOST if k & values else 1.0)
+               for e, k in zip(self.effects, self.kinds, strict=True)]
+        return [f * b for f, b in zip(out, self.base, strict=True)] if self.base else out
+
+    def demoted(self, intent: Intent) -> bool:
+        """Whether the read rule applies (a read-phrased request)."""
+        return intent.action is not None and intent.action.effect == READS
+
+    def apply(self, scores: dict[int, float], intent: Intent) -> dict[int, float]:
+        """Scores (by tool index) weighed by the intent, the read rule applied."""
+        factors = self.factors(intent)
+        if factors is None:
+            return scores
+        out = {i: s * factors[i] for i, s in scores.items()}
+        if self.demoted(intent) and scores:
+            floor = MATCHING_SHARE * max(scores.values())
+            reading = [out[i] for i, s in scores.items() if s >= floor and self.effects[i] == READS]
+            if reading:
+                self._below(out, max(reading))
+        return out
+
+    def apply_array(self, scores: Any, intent: Intent) -> Any:
+        """`apply` for a numpy array of every tool's score (the hybrid ranker's)."""
+        import numpy as np  # only the hybrid ranker calls this, where numpy is installed
+
+        factors = self.factors(intent)
+        if factors is None:
+            return scores
+        if self._array is None or len(self._array) != len(self.effects):
+            self._array = np.array([EFFECTS.index(e) if e else -1 for e in self.effects], dtype=np.int64)
+        out = scores * np.asarray(factors, dtype=scores.dtype)
+        if self.demoted(intent) and len(scores):
+            effect = self._array
+            reading = (effect == 0) & (scores >= MATCHING_SHARE * scores.max())
+            if reading.any():
+                best = float(out[reading].max())
+                over = ((effect == EFFECTS.index(CHANGES)) | (effect == EFFECTS.index(DELETES))) & (out >= best)
+                if over.any():
+                    top = float(out[over].max())
+                    out[over] = np.nextafter(np.float32(best), np.float32(-np.inf)) * out[over] / top if top > 0 else 0
+        return out
+
+    def _below(self, out: dict[int, float], best: float) -> None:
+        over = [i for i, s in out.items() if s >= best and self.effects[i] in _DEMOTED_BY_READS]
+        if not over:
+            return
+        top = max(out[i] for i in over)
+        for i in over:   # just below the best reading tool, in their order
+            out[i] = math.nextafter(best, -math.inf) * out[i] / top if top > 0 else 0.0

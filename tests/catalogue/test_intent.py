@@ -1,0 +1,188 @@
+"""What a request asks for against what a tool does: the action of a request, the effect of a tool,
+the values a request carries, and the stage that weighs them in every ranker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpctl.catalogue.effect import CHANGES, DELETES, READS, RECORDS, RUNS, tool_effect
+from mcpctl.catalogue.intent import MATCHING_SHARE, IntentStage, param_kinds, request_action, understand
+from mcpctl.catalogue.rank import LexicalRanker, ToolDoc, build_ranker
+from mcpctl.evaluation.datasets import load_dataset
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.parametrize(("query", "effect", "words"), [
+    ("show me what's in settings.json", READS, "show me"),
+    ("peek inside docker-compose.yml", READS, "peek"),
+    ("what's inside settings.json", READS, "what's"),
+    ("when was notes.txt created", READS, "when"),
+    ("did I tell you anything about my dog?", READS, "did"),
+    ("can you look up the weather in Oslo", READS, "look up"),
+    ("add 345 and 789", READS, "add"),                  # adding numbers computes
+    ("remember a fact about a person", RECORDS, "remember"),
+    ("note that Carol moved to Porto", RECORDS, "note that"),
+    ("my sister's birthday is on 3 May, keep that in mind", RECORDS, "keep"),
+    ("Nina switched jobs to Globex, record that", RECORDS, "record"),
+    ("please jot down a reminder to call the dentist", RECORDS, "jot down"),
+    ("update the port in config.yaml", CHANGES, "update"),
+    ("could you rename draft.md to final.md", CHANGES, "rename"),
+    ("turn off the fake logging", CHANGES, "turn off"),
+    ("get rid of note number 3", DELETES, "get rid of"),
+    ("forget everything you know about my old landlord", DELETES, "forget"),
+    ("I want to erase the entity for ExCorp", DELETES, "erase"),
+    ("kick off a long operation", RUNS, "kick off"),
+])
+def test_a_request_says_its_action(query: str, effect: str, words: str) -> None:
+    action = request_action(query)
+    assert action is not None and (action.effect, action.words) == (effect, words)
+
+
+@pytest.mark.parametrize("query", ["md5 checksum of 'hello'", "the squares of 1 to 10", "the weather in Oslo",
+                                   "Nina switched jobs to Globex", ""])
+def test_a_request_without_an_action_verb_has_none(query: str) -> None:
+    assert request_action(query) is None
+
+
+@pytest.mark.parametrize(("query", "text", "values"), [
+    ("peek inside docker-compose.yml", "peek inside file", {"path"}),
+    ("view the photo holiday.jpg", "view the photo image file", {"path"}),
+    ("fetch the contents of /etc/hosts", "fetch the contents of file", {"path"}),
+    ("open https://docs.python.org/3/ and tell me what it says", "open web page url and tell me what it says",
+     {"url"}),
+    ("mail bob@example.com the report", "mail email address the report", {"email"}),
+    ("convert 3pm Pacific to Berlin time", "convert 3pm Pacific to Berlin time", {"time"}),
+    ("e.g. Dr. Smith said v1.2.3 is out", "e.g. Dr. Smith said v1.2.3 is out", set()),   # not files
+])
+def test_values_are_ranked_as_their_kind(query: str, text: str, values: set[str]) -> None:
+    intent = understand(query)
+    assert (intent.text, set(intent.values)) == (text, values)
+
+
+def test_parameters_say_which_values_a_tool_takes() -> None:
+    assert param_kinds({"properties": {"path": {}, "content": {}}}) == {"path"}
+    assert param_kinds({"properties": {"target": {"type": "string", "format": "uri"}}}) == {"url"}
+    assert param_kinds({"properties": {"sourceFile": {}, "when": {"format": "date-time"}}}) == {"path", "time"}
+    assert param_kinds({"properties": {"timezone": {}}}) == frozenset()
+    assert param_kinds({}) == frozenset()
+
+
+@pytest.mark.parametrize(("name", "description", "annotations", "effect", "source"), [
+    ("read_file", "", {"readOnlyHint": True}, READS, "annotations"),
+    ("delete_x", "", {"readOnlyHint": True}, READS, "annotations"),          # the server's hint wins
+    ("delete_entities", "", {"readOnlyHint": False, "destructiveHint": True}, DELETES, "annotations"),
+    ("create_entities", "", {"readOnlyHint": False, "destructiveHint": False}, RECORDS, "annotations"),
+    ("gizmo", "", {"readOnlyHint": False, "destructiveHint": False}, RECORDS, "annotations"),
+    ("gizmo", "", {"readOnlyHint": False}, CHANGES, "annotations"),          # destructive by default
+    ("toggle-logging", "", {"readOnlyHint": False, "destructiveHint": False}, CHANGES, "annotations"),
+    ("sendMessage", "", None, RUNS, "name"),
+    ("get_posts", "Get the posts", None, READS, "name"),
+    ("search_and_replace", "", None, CHANGES, "name"),
+    ("notes", "Permanently delete a note by its id.", None, DELETES, "description"),
+    ("gizmo", "Does a thing.", None, None, ""),
+])
+def test_a_tool_has_an_effect_from_its_annotations_else_its_words(
+        name: str, description: str, annotations: Any, effect: str | None, source: str) -> None:
+    found = tool_effect(name, description, annotations)
+    assert (found.effect, found.source) == (effect, source), found.evidence
+
+
+def doc(name: str, description: str, effect_ann: dict[str, bool], **schema: Any) -> ToolDoc:
+    return ToolDoc(f"fs/{name}", "fs", name, description, {"properties": schema}, annotations=effect_ann)
+
+
+READER = {"readOnlyHint": True}
+WRITER = {"readOnlyHint": False, "destructiveHint": True}
+
+FILES = [
+    doc("edit_file", "Edit the contents of a file: show a diff of the change", WRITER, path={}),
+    doc("write_file", "Write contents to a file", WRITER, path={}),
+    doc("read_file", "Read the contents of a file", READER, path={}),
+    doc("weather", "The weather of a city", READER, city={}),
+]
+
+
+def test_a_read_request_puts_the_reading_tool_above_those_that_change() -> None:
+    query = "show me the contents of the file settings.json"
+    plain = LexicalRanker(FILES, intent=False).search(query, 4)
+    assert plain[0][0] == "fs/edit_file"        # more shared words: what ranked first before
+    ranked = [t for t, _ in LexicalRanker(FILES).search(query, 4)]
+    assert ranked[0] == "fs/read_file"
+    assert ranked.index("fs/read_file") < ranked.index("fs/edit_file")
+
+
+def test_the_stage_keeps_changers_below_the_best_matching_reader_in_their_order() -> None:
+    stage = IntentStage([CHANGES, DELETES, READS, READS], [frozenset()] * 4)
+    intent = understand("show me the thing")
+    out = stage.apply({0: 10.0, 1: 9.0, 2: 6.0, 3: 1.0}, intent)     # factors alone leave 0 above 2
+    assert out[2] > out[0] > out[1] and out[3] == 1.0
+    # a reader far below the best is not a match: nothing is capped for it
+    out = stage.apply({0: 10.0, 1: 9.0, 3: 1.0}, intent)
+    assert out[0] == pytest.approx(10.0 * 0.35) and out[1] == pytest.approx(9.0 * 0.25)
+
+
+def test_no_action_and_no_values_change_nothing() -> None:
+    stage = IntentStage([CHANGES, READS], [frozenset(), frozenset()])
+    scores = {0: 2.0, 1: 1.0}
+    assert stage.apply(scores, understand("the weather in Oslo")) is scores
+
+
+def test_ask_passages_are_ranked_without_the_stage() -> None:
+    docs = [ToolDoc("n/1", "n", "Delete notes", "how to delete old notes"),
+            ToolDoc("n/2", "n", "Reading", "reading notes")]
+    ranker = build_ranker(docs, "bm25", intent=False)
+    assert ranker.search("show me how to delete notes", 2)[0][0] == "n/1"
+
+
+# -- the property, over the reference servers and every request of both people-phrased sets ------------------
+
+
+def _read_requests() -> list[str]:
+    queries = []
+    for name in ("user_requests", "people_requests"):
+        ds = load_dataset(FIXTURES / name)
+        queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
+    return queries
+
+
+@pytest.mark.parametrize("kind", ["bm25", "auto"])
+@pytest.mark.timeout(600)            # auto embeds 60 tools where the model is installed
+def test_no_tool_that_changes_or_deletes_ranks_above_the_best_matching_reader(kind: str) -> None:
+    """For every read-phrased request of both sets, over the real tool lists of the reference and
+    example servers: in the ranking `search` returns, no tool that changes or deletes comes before
+    the best *matching* reading tool (one scoring at least MATCHING_SHARE of the best before the
+    action is weighed)."""
+    ds = load_dataset(FIXTURES / "people_requests")
+    ranker = build_ranker(ds.tools, kind)
+    effects = {d.id: d.effect.effect for d in ds.tools}
+    queries = _read_requests()
+    assert len(queries) >= 60
+    checked = 0
+    for query in queries:
+        base = _base_scores(ranker, query)
+        top = max(base.values())
+        if top <= 0:
+            continue
+        matching = {t for t, s in base.items() if effects[t] == READS and s >= MATCHING_SHARE * top}
+        if not matching:
+            continue
+        ranked = [t for t, _ in ranker.search(query, len(ds.tools))]
+        best_reader = min(ranked.index(t) for t in matching)
+        above = [t for t in ranked[:best_reader] if effects[t] in (CHANGES, DELETES)]
+        assert not above, f"{query!r}: {above} rank above {ranked[best_reader]}"
+        checked += 1
+    assert checked >= 50
+
+
+def _base_scores(ranker: Any, query: str) -> dict[str, float]:
+    """Every tool's score before the action is weighed (BM25F, or the fused score)."""
+    intent = ranker.lexical.intent(query) if hasattr(ranker, "fused") else ranker.intent(query)
+    if hasattr(ranker, "fused"):
+        fused = ranker.fused(intent, ranker.vectors)[1]
+        return {t: float(fused[i]) for i, t in enumerate(ranker.ids)}
+    scores = ranker.index.scores(intent.text)
+    return {t: scores.get(i, 0.0) for i, t in enumerate(ranker.index.ids)}
