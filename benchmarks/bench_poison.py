@@ -16,15 +16,18 @@ the bundled examples as they list themselves).
 
 External check (optional): `--mcp-safetybench DIR`, a checkout of github.com/xjzzzzzzzz/MCPSafety
 (no licence: read in place, never copied): recall over the distinct poisoned tool descriptions in
-its task configs (`mcp_server_modifications[].modification_description`), per attack category.
+its task configs (`mcp_server_modifications[].modification_description`), per attack category,
+split dev/test by the SHA-1 of the text (`--misses` lists the dev ones missed; never the test ones).
 
 Speed: `scan_definitions` over the 527 LiveMCPBench tools (else the vendored slice), median and
-minimum of --runs, as `doctor` and `surface` run it on a listing.
+minimum of --runs, as `doctor` and `surface` run it on a listing; CPU time of this process (on a
+shared machine, wall time grows with the others' load, CPU time much less).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -101,10 +104,17 @@ def false_positive_table(data: Path, show: bool) -> list[str]:
     return lines
 
 
-def mcp_safetybench(root: Path) -> list[str]:
-    """Recall over MCP-SafetyBench's poisoned descriptions, per attack category (read in place)."""
+def safetybench_split(text: str) -> str:
+    """MCP-SafetyBench's descriptions split as the corpus is, by a rule fixed before tuning on them:
+    dev when the SHA-1 of the text is even."""
+    return "dev" if int(hashlib.sha1(text.encode("utf-8")).hexdigest(), 16) % 2 == 0 else "test"
+
+
+def mcp_safetybench(root: Path, show_misses: bool) -> list[str]:
+    """Recall over MCP-SafetyBench's poisoned descriptions, per attack category and split (read in place)."""
     seen: set[str] = set()
-    found: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    found: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    missed: list[str] = []
     for path in sorted((root / "mcpuniverse" / "benchmark" / "configs" / "test").rglob("*.json")):
         task = json.loads(path.read_text(encoding="utf-8"))
         for mod in task.get("mcp_server_modifications") or []:
@@ -112,12 +122,19 @@ def mcp_safetybench(root: Path) -> list[str]:
             if not isinstance(text, str) or text in seen:
                 continue
             seen.add(text)
+            split = safetybench_split(text)
             hit = bool(scan_definition(f"safetybench/{mod.get('tool_name')}", {"description": text}))
-            for key in (str(task.get("attack_category")), "all"):
+            for key in ((str(task.get("attack_category")), split), ("all", split)):
                 found[key][0] += int(hit)
                 found[key][1] += 1
-    return [f"{cat:<45} {hit:>3}/{total:<3} {100 * hit / total:5.1f}%"
-            for cat, (hit, total) in sorted(found.items(), key=lambda kv: (kv[0] == "all", kv[0]))]
+            if not hit and split == "dev":
+                missed.append(f"    [{task.get('attack_category')}] {' '.join(text.split())}")
+    lines = [f"{'category':<45} {'dev':>14} {'test':>14}"]
+    for cat in sorted({c for c, _ in found}, key=lambda c: (c == "all", c)):
+        cells = [f"{h:>3}/{n:<3} {100 * h / n:5.1f}%" if n else f"{'-':>14}"
+                 for h, n in (found[(cat, "dev")], found[(cat, "test")])]
+        lines.append(f"{cat:<45} {cells[0]:>14} {cells[1]:>14}")
+    return lines + (["  missed (dev):", *missed] if show_misses else [])
 
 
 def scan_time(data: Path, runs: int) -> str:
@@ -128,11 +145,11 @@ def scan_time(data: Path, runs: int) -> str:
     scan_definitions(tools)
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = time.process_time()
         scan_definitions(tools)
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     med = statistics.median(times)
-    return (f"scan_definitions over {len(tools)} tools ({path.parent.name}): median {1000 * med:.1f} ms, "
+    return (f"scan_definitions over {len(tools)} tools ({path.parent.name}), CPU time: median {1000 * med:.1f} ms, "
             f"min {1000 * min(times):.1f} ms ({1e6 * med / len(tools):.0f} µs a tool; {runs} runs)")
 
 
@@ -162,7 +179,7 @@ def main() -> None:
     print("\n".join(false_positive_table(args.data, args.false_positives)))
     if args.mcp_safetybench:
         print(f"\nMCP-SafetyBench poisoned descriptions ({args.mcp_safetybench}), distinct texts:")
-        print("\n".join(mcp_safetybench(args.mcp_safetybench)))
+        print("\n".join(mcp_safetybench(args.mcp_safetybench, args.misses)))
     print("\n" + scan_time(args.data, args.runs))
 
 
