@@ -1,7 +1,8 @@
 """How well `catalogue.poison` finds tool poisoning, and what it costs (not a test).
 
     .venv/bin/python benchmarks/bench_poison.py [--split dev|test|all] [--misses] [--false-positives]
-                                                [--data ../shared/data] [--mcp-safetybench DIR] [--runs 30]
+                                                [--data ../shared/data] [--mcp-safetybench DIR]
+                                                [--python-servers DIR ...] [--runs 30]
 
 Recall: the labelled corpus `tests/fixtures/poisoning/corpus.jsonl` (poisoned definitions written
 for mcpctl after published techniques; README beside it), per technique and per split. A
@@ -19,6 +20,10 @@ External check (optional): `--mcp-safetybench DIR`, a checkout of github.com/xjz
 its task configs (`mcp_server_modifications[].modification_description`), per attack category,
 split dev/test by the SHA-1 of the text (`--misses` lists the dev ones missed; never the test ones).
 
+Unseen benign (optional): `--python-servers DIR …`, Python MCP server sources read in place (the
+clean servers of MCP-SafetyBench and MSB were never looked at while tuning): the docstrings of
+their tool functions, as descriptions.
+
 Speed: `scan_definitions` over the 527 LiveMCPBench tools (else the vendored slice), median and
 minimum of --runs, as `doctor` and `surface` run it on a listing; CPU time of this process (on a
 shared machine, wall time grows with the others' load, CPU time much less).
@@ -27,6 +32,7 @@ shared machine, wall time grows with the others' load, CPU time much less).
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import statistics
@@ -94,9 +100,10 @@ def benign_sets(data: Path) -> Iterable[tuple[str, list[dict[str, Any]]]]:
         yield f"{name} (vendored)", rows(FIXTURES / name / "tools.jsonl")
 
 
-def false_positive_table(data: Path, show: bool) -> list[str]:
+def false_positive_table(data: Path, show: bool, servers: list[Path]) -> list[str]:
     lines = [f"{'set':<30} {'tools':>6} {'flagged':>8} {'rate':>7}"]
-    for name, tools in benign_sets(data):
+    extra = [("python servers (unseen)", python_server_tools(servers))] if servers else []
+    for name, tools in [*benign_sets(data), *extra]:
         flagged = [(tool_id(r), fl) for r in tools if (fl := flags_of(r))]
         lines.append(f"{name:<30} {len(tools):>6} {len(flagged):>8} {100 * len(flagged) / len(tools):6.2f}%")
         if show:
@@ -137,6 +144,29 @@ def mcp_safetybench(root: Path, show_misses: bool) -> list[str]:
     return lines + (["  missed (dev):", *missed] if show_misses else [])
 
 
+def python_server_tools(roots: list[Path]) -> list[dict[str, Any]]:
+    """The docstrings of the tool functions (decorated with something named *tool*) of Python MCP
+    servers, as definitions; files whose names hold "-" or are attack.py are MSB's poisoned variants."""
+    seen: set[str] = set()
+    tools: list[dict[str, Any]] = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "-" in path.name or path.name == "attack.py":
+                continue
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (SyntaxError, UnicodeDecodeError):
+                continue
+            for node in ast.walk(tree):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                doc = ast.get_docstring(node)
+                if doc and doc not in seen and any("tool" in ast.unparse(d) for d in node.decorator_list):
+                    seen.add(doc)
+                    tools.append({"server": path.parent.name, "name": node.name, "description": doc})
+    return tools
+
+
 def scan_time(data: Path, runs: int) -> str:
     path = data / "livemcpbench" / "tools.jsonl"
     if not path.exists():
@@ -161,6 +191,9 @@ def main() -> None:
     ap.add_argument("--false-positives", action="store_true", help="list every flag raised on a benign tool")
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--mcp-safetybench", type=Path, help="a checkout of xjzzzzzzzz/MCPSafety (read in place)")
+    ap.add_argument("--python-servers", type=Path, nargs="+", default=[],
+                    help="Python MCP server sources whose tool docstrings are read as benign definitions "
+                         "(e.g. MCPSafety's mcpuniverse/mcp/servers, MSB's data/tools/attack_tools)")
     ap.add_argument("--runs", type=int, default=30)
     args = ap.parse_args()
 
@@ -176,7 +209,7 @@ def main() -> None:
     if args.misses:
         print("missed: " + (", ".join(missed) or "none"))
     print("\nBenign real tools (a tool counts once, however many flags):")
-    print("\n".join(false_positive_table(args.data, args.false_positives)))
+    print("\n".join(false_positive_table(args.data, args.false_positives, args.python_servers)))
     if args.mcp_safetybench:
         print(f"\nMCP-SafetyBench poisoned descriptions ({args.mcp_safetybench}), distinct texts:")
         print("\n".join(mcp_safetybench(args.mcp_safetybench, args.misses)))
