@@ -377,11 +377,11 @@ def test_suspicious_descriptions_get_a_key_and_a_section_only_when_flagged(runne
 
     data = json.loads(surface("p", "-o", "json"))["suspicious"]
     assert data["tools"] == 1
-    assert [(f["tool"], f["kind"]) for f in data["flags"]] == [
-        ("a/add", "invisible"), ("a/add", "instruction"), ("a/add", "instruction")]
+    assert [(f["tool"], f["kind"]) for f in data["flags"]] == [                # the ANSI escape hides text too
+        ("a/add", "invisible"), ("a/add", "invisible"), ("a/add", "instruction"), ("a/add", "instruction")]
     assert "\\u200b" in data["flags"][0]["text"] and "\u200b" not in data["flags"][0]["text"]
     table = surface("p")
-    assert "Suspicious descriptions: 1 tool(s) carry what tool poisoning uses (3 mark(s)" in table
+    assert "Suspicious descriptions: 1 tool(s) carry what tool poisoning uses (4 mark(s)" in table
     assert "  a/add: tells the model to call a tool first: " in table
     assert "\x1b" not in table and "\u200b" not in table and "\\x1b[31m" in table
     assert "a/sub" not in table.split("Suspicious descriptions")[1].split("\n\n")[0]
