@@ -56,6 +56,8 @@ def test_every_query_method_agrees(both: tuple[InvocationLog, PgInvocationLog]) 
     for project in ("a", "b"):
         assert lite.search_pairs(project) == pg.search_pairs(project)
         assert lite.search_pairs(project, since=mid) == pg.search_pairs(project, since=mid)
+        assert lite.search_evidence(project) == pg.search_evidence(project)
+        assert lite.search_evidence(project, since=mid, limit=5) == pg.search_evidence(project, since=mid, limit=5)
         assert sorted(lite.usage(project, since=mid), key=repr) == sorted(pg.usage(project, since=mid), key=repr)
         assert sorted(lite.transitions(project, within=45), key=repr) == sorted(
             pg.transitions(project, within=45), key=repr)

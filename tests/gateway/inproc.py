@@ -272,7 +272,7 @@ def _example(name: str, argv: list[str]) -> Server[Any]:
 def build_gateway(project_name: str, open_transport: MemoryUpstreams, *,
                   on_status: Callable[[str, dict[str, Any]], None] | None = None,
                   record: Callable[..., None] | None = None, page_size: int = 0,
-                  first_contact_cap: float | None = None) -> Gateway:
+                  first_contact_cap: float | None = None, evidence: Callable[..., Any] | None = None) -> Gateway:
     """The project's `Gateway` as `mcpctl serve` builds it (`gateway.run.serve`), its upstreams in
     memory. The one place a test builds a Gateway: adapt here when its constructor changes."""
     from mcpctl.gateway.early import known_capabilities
@@ -283,7 +283,8 @@ def build_gateway(project_name: str, open_transport: MemoryUpstreams, *,
     extra: dict[str, Any] = {} if first_contact_cap is None else {"first_contact_cap": first_contact_cap}
     return Gateway(project_name, project, servers, record=record, on_status=on_status,
                    failed_before=_failed_before(store, servers), page_size=page_size,
-                   known_capabilities=known_capabilities(store, servers), open_transport=open_transport, **extra)
+                   known_capabilities=known_capabilities(store, servers), open_transport=open_transport,
+                   evidence=evidence, **extra)
 
 
 @dataclass
@@ -323,10 +324,11 @@ class Unauthorized(PermissionError):
 class Running:
     """A gateway serving in this process: connect clients, watch statuses."""
 
-    def __init__(self, gateway: Gateway, upstreams: MemoryUpstreams, store: Store) -> None:
+    def __init__(self, gateway: Gateway, upstreams: MemoryUpstreams, store: Store, recorder: Any = None) -> None:
         self.gateway = gateway
         self.upstreams = upstreams
         self.store = store
+        self.recorder = recorder          # `serve`'s own recorder when the block logs (`serve(log=True)`)
         self.changes = upstreams.changes
         self.statuses: dict[str, dict[str, Any]] = {}
         self.token = load_or_create_token(token_path(gateway.project_name))
@@ -334,6 +336,12 @@ class Running:
         self._clients = 0
         # a list changed for every session (what a 2026 client hears only through a listen stream)
         gateway.add_notifier(lambda method: self.changes.fire())
+
+    async def settle_log(self) -> None:
+        """Every call recorded so far committed to the log (and later ones at once), as the
+        recorder's drain does when `mcpctl serve` stops."""
+        assert self.recorder is not None, "serve(log=True)"
+        await anyio.to_thread.run_sync(self.recorder.drain)
 
     def on_status(self, name: str, status: dict[str, Any]) -> None:
         self.statuses.setdefault(name, {}).update(status)
@@ -450,11 +458,13 @@ class Harness:
         """Serve `project` until the block ends (as `mcpctl serve` does: upstreams supervised,
         the project re-read when its file changes); `log`: record calls in the invocation log
         (every row written when the block ends)."""
-        with self._recorder(log) as record:
+        with self._recorder(log) as rec:
             holder: list[Running] = []
             gw = build_gateway(project, self.upstreams, on_status=lambda n, s: holder[0].on_status(n, s),
-                               record=record, page_size=page_size, first_contact_cap=first_contact_cap)
-            running = Running(gw, self.upstreams, self.store)
+                               record=rec.record if rec is not None else None, page_size=page_size,
+                               first_contact_cap=first_contact_cap,
+                               evidence=rec.log.search_evidence if rec is not None else None)
+            running = Running(gw, self.upstreams, self.store, rec)
             holder.append(running)
             self.gateways += 1
             async with anyio.create_task_group() as tg:
@@ -490,9 +500,9 @@ class Harness:
             yield c
 
     @contextlib.contextmanager
-    def _recorder(self, log: bool) -> Iterator[Callable[..., None] | None]:
+    def _recorder(self, log: bool) -> Iterator[Any]:
         """`mcpctl serve`'s own recorder (batches handed to the log's writer thread), closed, and
-        so drained, when the gateway stops."""
+        so drained, when the gateway stops; its log is what search learns from, as in `serve`."""
         if not log:
             yield None
             return
@@ -501,7 +511,7 @@ class Harness:
         rec = _recorder()
         assert rec is not None
         try:
-            yield rec.record
+            yield rec
         finally:
             rec.close()
 

@@ -29,7 +29,7 @@ from mcpctl.catalogue.analyze import analyze
 # user_requests, weights 0 to 1 score the same (R@5 .569), 2 loses (.556): docs/ranking.md.
 SERVER_ABOUT_WEIGHT: Final = 0.5
 # The queries a tool was learned from (`learn.py`): what people asked before they called it.
-LEARNED_WEIGHT: Final = 1.0
+LEARNED_WEIGHT: Final = 0.5
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,9 @@ EFFECTS: Final = (READS, RECORDS, CHANGES, DELETES, RUNS)
 READ, RECORD, CHANGE, DELETE, RUN, SEND = "read", "record", "change", "delete", "run", "send"
 EFFECT_OF_VERB: Final = {READ: READS, RECORD: RECORDS, CHANGE: CHANGES, DELETE: DELETES, RUN: RUNS, SEND: RUNS}
 ANNOTATIONS, NAME, TITLE, DESCRIPTION = "annotations", "name", "title", "description"
+# How far search leans on an effect by where it was read (IntentStage softens its factors by it);
+# chosen on the dev portions (docs/ranking.md).
+TRUST: Final = {ANNOTATIONS: 1.0, NAME: 0.75, TITLE: 0.75, DESCRIPTION: 0.5}
 
 # -- tools ---------------------------------------------------------------------------------------------
 
@@ -103,12 +106,23 @@ def name_verb(name: str) -> tuple[str, str] | None:
     return min(found, key=lambda f: _STRENGTH.index(f[0])) if found else None
 
 
+# Words a description starts with that say what it makes possible, not what it does ("Enables quick
+# search of laws", "Interact with any PDF"): no effect is read off them.
+_CAPABILITY: Final = frozenset({"enabl", "allow", "let", "help", "interact", "unlock", "access", "provid", "offer",
+                                "support", "connect", "power", "empow", "add-on", "addon"})
+
+
 def description_verb(description: str) -> tuple[str, str] | None:
     """The verb a description starts with ("Deletes ...", or after an adverb: "Permanently
-    delete ...")."""
+    delete ..."); none for a description that starts with what it makes possible."""
     first = description.split(". ", 1)[0].split("\n", 1)[0]
+    if first[:7].lower() in ("add-on ", "add-on:"):
+        return None
     words = [w for w in analyze(first, stem=False) if w not in _FILLER][:2]
-    return _first_verb(words if words[:1] and words[0].endswith("ly") else words[:1])
+    lead = words if words[:1] and words[0].endswith("ly") else words[:1]
+    if any(stem_of(w) in _CAPABILITY for w in lead):
+        return None
+    return _first_verb(lead)
 
 
 @dataclass(frozen=True)
@@ -120,6 +134,13 @@ class ToolEffect:
     source: str
     evidence: str
     verb: str | None = None        # the verb group read off the words, when one was
+
+    @property
+    def trust(self) -> float:
+        """How far search leans on this effect: fully on the server's annotations, less on a name's
+        verb, least on a description's first word (a plugin's "Create music playlists, search for
+        music, ..." also searches)."""
+        return TRUST.get(self.source, 0.0)
 
     def label(self) -> str:
         """`reads (annotations)`, `deletes (name: delete)`, `-` when unknown."""

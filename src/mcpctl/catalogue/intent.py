@@ -132,18 +132,36 @@ def _adds_numbers(tokens: list[str], clause: str) -> bool:
     return tokens[:1] in (["add"], ["sum"], ["total"]) and len(_NUMBER_RE.findall(clause)) >= 2
 
 
+_PRONOUNS: Final = _words("you u i we")
+_HOW_MUCH: Final = _words("many much big long far old often large small")
+
+
+def _polite_skip(tokens: list[str], i: int) -> int:
+    """How many tokens a polite or how-to form takes at `i` ("can you", "could I", "may we", "how
+    do I", "how can we"): the verb after it says what is asked. 0 when there is none."""
+    tok, nxt = tokens[i], tokens[i + 1:i + 2]
+    if tok in _POLITE_AUX | {"may"} and nxt and nxt[0] in _PRONOUNS:
+        return 2
+    if tok == "how" and tokens[i + 1:i + 2] and tokens[i + 1] in _AUXILIARIES and tokens[i + 2:i + 3] \
+            and tokens[i + 2] in _PRONOUNS:
+        return 3
+    return 0
+
+
 def _clause_action(clause: str) -> tuple[str, str] | None:
-    """(verb group, words) of a clause's leading verb, ("question", word) for a question, or None
-    for a statement."""
+    """(verb group, words) of a clause's leading verb, ("question", word) for a question,
+    ("request", word) for a polite request whose verb is not a known one, or None for a
+    statement."""
     tokens = _TOKEN_RE.findall(clause)
-    i = 0
+    i, polite = 0, ""
     while i < len(tokens):
         tok = tokens[i]
-        if tok in _QUESTION_WORDS:
-            return "question", tok
-        if tok in _POLITE_AUX and tokens[i + 1:i + 2] == ["you"]:
-            i += 2                     # "can you delete ..." asks for the verb that follows
+        skip = _polite_skip(tokens, i)
+        if skip:                       # "can you delete ...", "how do I delete ...": the verb decides
+            polite, i = " ".join(tokens[i:i + skip]), i + skip
             continue
+        if tok in _QUESTION_WORDS and not polite:
+            return "question", tok
         if tok in _AUXILIARIES and i == 0:
             return "question", tok
         found = _phrase_at(tokens, i)
@@ -153,8 +171,20 @@ def _clause_action(clause: str) -> tuple[str, str] | None:
         if kind is not None:
             return (READ, tok) if kind == RECORD and _adds_numbers(tokens[i:], clause) else (kind, tok)
         if tok not in _LEAD_FILLER:
-            return None                # a statement ("Nina switched jobs"): no verb leads it
+            # a statement ("Nina switched jobs"), or a request for something no verb list names
+            return ("request", polite) if polite else None
         i += 1
+    return None
+
+
+def _asks_a_question(text: str) -> str | None:
+    """A question word followed by an auxiliary, at once or after one word ("what time is it",
+    "if it's 9am in London what time is it in New York"; not "a shop where I can ...")."""
+    tokens: list[str] = _TOKEN_RE.findall(text)
+    for i, tok in enumerate(tokens):
+        after = tokens[i + 1:i + 3]
+        if tok in _QUESTION_WORDS and (set(after) & _AUXILIARIES or (after[:1] and after[0] in _HOW_MUCH)):
+            return tok
     return None
 
 
@@ -167,15 +197,14 @@ def request_action(query: str) -> Action | None:
         if found is None:
             continue
         kind, words = found
+        if kind == "request":          # asked politely for something no verb list names
+            return None
         if kind == "question":
             question = question or words
             continue
         return Action(EFFECT_OF_VERB[kind], words)
-    if question is None:                   # "if it's 9am in London what time is it in New York"
-        question = next((t for t in _TOKEN_RE.findall(text) if t in _QUESTION_WORDS), None)
-    if question is not None or text.rstrip().endswith("?"):
-        return Action(READS, question or "?")
-    return None
+    question = question or _asks_a_question(text)
+    return Action(READS, question) if question is not None else None
 
 
 # -- the values a request carries -------------------------------------------------------------------
@@ -314,6 +343,9 @@ VALUE_BOOST: Final = 0.2
 # before the stage is at least this share of the best score.
 MATCHING_SHARE: Final = 0.5
 _DEMOTED_BY_READS: Final = frozenset({CHANGES, DELETES})
+# The read rule holds for effects read off annotations or a name's verb, not off a description's
+# first word (trust below this).
+CAP_TRUST: Final = 0.75
 
 
 class IntentStage:
@@ -321,9 +353,11 @@ class IntentStage:
     catalogue; turns an intent into one factor per tool."""
 
     def __init__(self, effects: Sequence[str | None], kinds: Sequence[frozenset[str]],
-                 base: Sequence[float] | None = None) -> None:
+                 base: Sequence[float] | None = None, trust: Sequence[float] | None = None) -> None:
         self.effects = list(effects)
         self.kinds = list(kinds)
+        # how far each tool's factor leans on its effect (1: fully; effects read off words less)
+        self.trust = list(trust) if trust is not None else [1.0] * len(self.effects)
         self.base = list(base) if base is not None and any(b != 1.0 for b in base) else None
         self._known = frozenset().union(*self.kinds) if self.kinds else frozenset()
         self._factors: dict[tuple[str | None, frozenset[str]], list[float] | None] = {}
@@ -340,8 +374,8 @@ class IntentStage:
         if action is None and not values:
             return self.base
         row = ACTION_WEIGHTS[action] if action else {}
-        out = [(row.get(e, 1.0) if e else 1.0) * (1.0 + VALUE_BOOST if k & values else 1.0)
-               for e, k in zip(self.effects, self.kinds, strict=True)]
+        out = [(1.0 - (1.0 - row.get(e, 1.0)) * t if e else 1.0) * (1.0 + VALUE_BOOST if k & values else 1.0)
+               for e, k, t in zip(self.effects, self.kinds, self.trust, strict=True)]
         return [f * b for f, b in zip(out, self.base, strict=True)] if self.base else out
 
     def demoted(self, intent: Intent) -> bool:
@@ -356,7 +390,8 @@ class IntentStage:
         out = {i: s * factors[i] for i, s in scores.items()}
         if self.demoted(intent) and scores:
             floor = MATCHING_SHARE * max(scores.values())
-            reading = [out[i] for i, s in scores.items() if s >= floor and self.effects[i] == READS]
+            reading = [out[i] for i, s in scores.items() if s >= floor and self.effects[i] == READS
+                       and self.trust[i] >= CAP_TRUST]
             if reading:
                 self._below(out, max(reading))
         return out
@@ -369,7 +404,9 @@ class IntentStage:
         if factors is None:
             return scores
         if self._array is None or len(self._array) != len(self.effects):
-            self._array = np.array([EFFECTS.index(e) if e else -1 for e in self.effects], dtype=np.int64)
+            # effects trusted enough for the read rule; -1 for the others
+            self._array = np.array([EFFECTS.index(e) if e and t >= CAP_TRUST else -1
+                                    for e, t in zip(self.effects, self.trust, strict=True)], dtype=np.int64)
         out = scores * np.asarray(factors, dtype=scores.dtype)
         if self.demoted(intent) and len(scores):
             effect = self._array
@@ -383,7 +420,8 @@ class IntentStage:
         return out
 
     def _below(self, out: dict[int, float], best: float) -> None:
-        over = [i for i, s in out.items() if s >= best and self.effects[i] in _DEMOTED_BY_READS]
+        over = [i for i, s in out.items() if s >= best and self.effects[i] in _DEMOTED_BY_READS
+                and self.trust[i] >= CAP_TRUST]
         if not over:
             return
         top = max(out[i] for i in over)

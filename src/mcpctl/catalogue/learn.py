@@ -13,7 +13,8 @@ evidence for that tool. `learn` turns the pairs of a window into, per tool:
 A tool learns only once at least `min_sessions` distinct sessions searched and then called it, so
 one session cannot teach the catalogue anything alone. What is kept is bounded: at most
 MAX_QUERIES_PER_TOOL queries per tool (those most sessions asked, then the newest), each cut to
-MAX_QUERY_CHARS, and at most MAX_PAIRS pairs read (the newest). Nothing here leaves the store:
+MAX_QUERY_CHARS, at most MAX_QUERIES in all (every tool's best query first, then its second best,
+...), and at most MAX_PAIRS pairs read (the newest). Nothing here leaves the store:
 the log is the project's own SQLite file or the team's PostgreSQL, which a team's gateways share.
 """
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from mcpctl.catalogue.lexical import ToolDoc
 
 MAX_QUERIES_PER_TOOL: Final = 20
+MAX_QUERIES: Final = 5_000          # in all: each tool's best first, then its second best, ...
 MAX_QUERY_CHARS: Final = 200
 MAX_PAIRS: Final = 50_000
 _SPACE_RE: Final = re.compile(r"\s+")
@@ -96,6 +98,19 @@ def learn(evidence: Iterable[SearchEvidence], *, min_sessions: int = DEFAULT_MIN
     for (tool, query), (seen, last) in asked.items():
         if tool in uses:
             by_tool[tool].append((len(seen), last, query))
-    queries = {t: tuple(q for _, _, q in sorted(rows, key=lambda r: (-r[0], -r[1], r[2]))[:MAX_QUERIES_PER_TOOL])
-               for t, rows in by_tool.items()}
-    return Learned(queries, uses, pairs)
+    ranked = {t: [q for _, _, q in sorted(rows, key=lambda r: (-r[0], -r[1], r[2]))[:MAX_QUERIES_PER_TOOL]]
+              for t, rows in by_tool.items()}
+    return Learned(_bounded(ranked, uses), uses, pairs)
+
+
+def _bounded(ranked: Mapping[str, list[str]], uses: Mapping[str, int]) -> dict[str, tuple[str, ...]]:
+    """At most MAX_QUERIES queries in all: rank by rank, the most used tools first."""
+    order = sorted(ranked, key=lambda t: (-uses[t], t))
+    kept: dict[str, list[str]] = {t: [] for t in order}
+    left = MAX_QUERIES
+    for rank in range(MAX_QUERIES_PER_TOOL):
+        for t in order:
+            if left and rank < len(ranked[t]):
+                kept[t].append(ranked[t][rank])
+                left -= 1
+    return {t: tuple(qs) for t, qs in kept.items() if qs}

@@ -115,9 +115,11 @@ def prior(uses: int) -> float:
 def intent_stage(docs: Sequence[ToolDoc], *, effects: bool = True) -> IntentStage:
     """The intent stage of a catalogue; `effects=False` for texts that are not tools (ask's
     passages): only the learned prior, if any, then applies."""
-    return IntentStage([d.effect.effect for d in docs] if effects else [None] * len(docs),
+    found = [d.effect for d in docs] if effects else []
+    return IntentStage([e.effect for e in found] if effects else [None] * len(docs),
                        [param_kinds(d.input_schema) for d in docs] if effects else [frozenset()] * len(docs),
-                       [1.0 + PRIOR_WEIGHT * prior(d.uses) for d in docs])
+                       [1.0 + PRIOR_WEIGHT * prior(d.uses) for d in docs],
+                       [e.trust for e in found] if effects else None)
 
 
 class LexicalRanker:

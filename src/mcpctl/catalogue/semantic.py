@@ -9,7 +9,9 @@ Fusion (chosen on the dev portions, docs/ranking.md): min-max normalise the BM25
 semantic scores over the catalogue and rank by LEXICAL_WEIGHT * lex + (1 - LEXICAL_WEIGHT) * sem,
 where sem is the cosine of the query with the tool's text plus ABOUT_WEIGHT times its cosine with
 what the tool's server says about itself (title, instructions; when it says anything), pulled
-towards the cosine of the tool's closest learned query (LEARNED_PULL). The intent stage then
+plus LEARNED_PROTO times its cosine with the mean of the tool's learned queries; LEARNED_NEAR
+times the cube of its closest learned query's cosine is added to the fused score (the cube: only a
+request close to one people asked counts). The intent stage then
 weighs the fused score (`intent.IntentStage`). Importing this module fails without numpy; `rank.build_ranker` turns that into a logged
 fallback to bm25.
 """
@@ -50,9 +52,11 @@ log = logging.getLogger(__name__)
 
 LEXICAL_WEIGHT: Final = 0.3
 ABOUT_WEIGHT: Final = 0.15
-# How far a tool's closest learned query pulls its semantic score towards that query's cosine with
-# the request (1: all the way, the max of the two).
-LEARNED_PULL: Final = 1.0
+# What learned queries add (chosen on the dev portions, docs/ranking.md): the cosine of the request
+# with the mean of a tool's learned queries, to its semantic score; the cube of its closest learned
+# query's cosine, to its fused score.
+LEARNED_PROTO: Final = 0.5
+LEARNED_NEAR: Final = 1.0
 # With wait=False and the tool vectors still being computed, a query the lexical pass finds
 # nothing for waits this long for them rather than answer nothing.
 DEAD_END_WAIT_S: Final = 20.0
@@ -135,7 +139,9 @@ class HybridRanker:
         self._learned_owner = np.array([t for t, _ in pairs], dtype=np.int64)
         self._learned_row = np.array([r for _, r in pairs], dtype=np.int64)
         self.about_vectors: np.ndarray | None = None
-        self.learned_vectors: np.ndarray | None = None
+        self.learned_vectors: np.ndarray | None = None      # one row per (tool, learned query)
+        self._prototypes: np.ndarray | None = None          # per learned tool: its queries' mean
+        self._learned_tools = np.zeros(0, dtype=np.int64)
         self._unlearned: HybridRanker | None = None
         self._done = threading.Event()
         self._stop = threading.Event()
@@ -165,7 +171,14 @@ class HybridRanker:
         n = len(self.ids)
         self.about_vectors = matrix[n:n + self._n_about] if self.about_weight else None
         learned = matrix[n + self._n_about:]
-        self.learned_vectors = learned[self._learned_row] if len(self._learned_row) else None
+        if len(self._learned_row):
+            rows = learned[self._learned_row]
+            proto = np.zeros((len(self.ids), rows.shape[1]), dtype=np.float32)
+            np.add.at(proto, self._learned_owner, rows)
+            self._learned_tools = np.unique(self._learned_owner)
+            kept = proto[self._learned_tools]
+            self._prototypes = kept / np.maximum(np.linalg.norm(kept, axis=1, keepdims=True), 1e-12)
+            self.learned_vectors = rows
         self.vectors = matrix[:n]     # last: it is what `ready` checks
 
     def close(self) -> None:
@@ -197,13 +210,20 @@ class HybridRanker:
         about = self.about_vectors
         if self.about_weight and about is not None and len(about):
             cos = cos + self.about_weight * np.append(about @ q, np.float32(0.0))[self._server_of]
-        learned = self.learned_vectors
-        if learned is not None:
-            # Each tool's closest learned query pulls its score up towards that cosine.
-            near = np.full(len(cos), -1.0, dtype=cos.dtype)
-            np.maximum.at(near, self._learned_owner, learned @ q)
-            cos = cos + LEARNED_PULL * np.maximum(near - cos, 0.0)
+        if self._prototypes is not None:
+            cos = cos.copy()
+            cos[self._learned_tools] += LEARNED_PROTO * (self._prototypes @ q)
         return cos
+
+    def near_learned(self, query: str) -> np.ndarray | None:
+        """Each tool's closest learned query's cosine with the request, cubed (0 without one)."""
+        learned = self.learned_vectors
+        if learned is None:
+            return None
+        near = np.zeros(len(self.ids), dtype=np.float32)
+        np.maximum.at(near, self._learned_owner, learned @ self._query_vector(query))
+        out: np.ndarray = near ** 3
+        return out
 
     def fused(self, intent: Intent, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(BM25F scores of the ranked text over every tool, the fused score before the stage)."""
@@ -214,6 +234,9 @@ class HybridRanker:
             lex[np.fromiter(found.keys(), np.int64, len(found))] = np.fromiter(found.values(), np.float32, len(found))
         if self.lexical_weight > 0:
             fused += self.lexical_weight * _minmax(lex)
+        near = self.near_learned(intent.text)
+        if near is not None:
+            fused += LEARNED_NEAR * near
         return lex, fused
 
     def scores(self, query: str, vectors: np.ndarray) -> np.ndarray:

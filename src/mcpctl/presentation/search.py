@@ -76,8 +76,9 @@ class Learning:
     def stale(self) -> bool:
         return time.monotonic() - self.read_at >= self.refresh_s
 
-    def read(self, known: Collection[str]) -> Learned | None:
-        """What the log teaches now about `known` tools (None: the log could not be read)."""
+    def read(self, known: Collection[str] | None) -> Learned | None:
+        """What the log teaches now about `known` tools (None: every tool it names), or None when
+        the log could not be read."""
         self.read_at = time.monotonic()
         try:
             found = read_learned(self.evidence, self.project, self.settings, known)
@@ -91,7 +92,7 @@ class Learning:
         return found
 
 
-def read_learned(evidence: Evidence, project: str, settings: LearnSettings, known: Collection[str]) -> Learned:
+def read_learned(evidence: Evidence, project: str, settings: LearnSettings, known: Collection[str] | None) -> Learned:
     """What `project`'s log (`evidence`: `log.search_evidence`) teaches about the `known` tools
     now, under `settings` (`search.learn`)."""
     from mcpctl.catalogue.learn import learn
@@ -171,14 +172,16 @@ class ToolSearch:
 
         return describe(self._ranker, self.kind) if self._ranker is not None else self.kind
 
-    async def learn(self, view: View) -> None:
+    async def learn(self) -> None:
         """Read what the log teaches, when it is time to (in a worker thread)."""
         learning = self.learning
         if learning is None or not learning.stale():
             return
         import anyio.to_thread
 
-        found = await anyio.to_thread.run_sync(learning.read, {t.canonical_id for t in view.searchable})
+        # every tool the log names, not only those listed yet: an upstream still connecting is
+        # listed later, and what was learned for it applies then (`Learned.apply`)
+        found = await anyio.to_thread.run_sync(learning.read, None)
         if found is not None:
             self.learned = found
 
@@ -231,7 +234,7 @@ class ToolSearch:
             while self._next is not None:
                 target, self._next = self._next, None
                 if self._built is None or target[0] >= self._built[0]:   # never an older catalogue
-                    await self.learn(target[1])
+                    await self.learn()
                     await self.ensure(*target)
         except Exception:   # search builds it again at the first query, and reports there
             log.exception("building the search index failed")
@@ -262,7 +265,7 @@ class ToolSearch:
         warms)."""
         from mcpctl.presentation.builtins import SearchPayload, no_match_text
 
-        await self.learn(view)
+        await self.learn()
         await self.ensure(version, view)
         hits, lexical = await self._ranked(query, top_k)
         tools = []
