@@ -110,18 +110,18 @@ def server_table(objs: list[dict[str, Any]], wide: bool) -> Table:
 
 
 def project_table(objs: list[dict[str, Any]], wide: bool) -> Table:
+    from mcpctl.resources.kinds import ProjectSpec
+
     t = _table(["NAME", "SERVERS", "PRESENTATION", "FAVOURITES", "DISABLED", "AGE"], ["SEARCH", "NAMES", "DESCRIPTION"], wide)
     for o in objs:
-        s = o.get("spec", {})
-        fav = s.get("favouriteIndex", {})
-        favs = f"{len(fav.get('tools', []))}" + ("" if fav.get("enabled") else " (off)")
-        row = [o["metadata"]["name"], ",".join(s.get("servers", [])) or "-", s.get("presentation", "flat"),
-               favs, str(len(s.get("tools", {}).get("disabled", []))), age(o["metadata"].get("creationTimestamp"))]
+        p = ProjectSpec.from_resource(o)        # what the project presents: resources.presents
+        favs = f"{len(p.favourite_index.tools)}" + ("" if p.presents.favourites else " (off)")
+        row = [p.name, ",".join(p.servers) or "-", p.presents.mode, favs, str(len(p.disabled)),
+               age(o["metadata"].get("creationTimestamp"))]
         if wide:
-            se = s.get("search", {})
-            nm = s.get("names", {})
-            row += [f"{se.get('ranker', 'bm25')} top{se.get('topK', 5)}" if se.get("enabled", True) else "off",
-                    f"{nm.get('style', 'portable')}/{nm.get('maxLength', 48)}", s.get("description") or "-"]
+            se, nm = p.search, p.names
+            row += [f"{se.ranker} top{se.top_k}" if se.enabled else "off", f"{nm.style}/{nm.max_length}",
+                    p.description or "-"]
         t.add_row(*map(safe, row))
     return t
 

@@ -392,11 +392,13 @@ def _project(report: DoctorReport, store: Store, name: str, entry: str, budget: 
         report.add(scope, "names", "ok", f"{len(names)} presented name(s) valid for Claude and Codex "
                    f"(≤ 64 with {prefix!r})")
     total = sum(tokens(t) for t in view.tools)
+    shown = f"{project.presents.mode} presentation"        # what the project presents: resources.presents
     if total > budget:
         report.add(scope, "tokens", "warn", f"tools/list is ≈{total:,} tokens ({token_kind()}) for {len(names)} "
-                   f"tool(s), over the budget of {budget}", _fewer_hint(name, project))
+                   f"tool(s) ({shown}), over the budget of {budget}", _fewer_hint(name, project))
     else:
-        report.add(scope, "tokens", "ok", f"tools/list ≈{total:,} tokens ({token_kind()}) for {len(names)} tool(s)")
+        report.add(scope, "tokens", "ok", f"tools/list ≈{total:,} tokens ({token_kind()}) for {len(names)} tool(s) "
+                   f"({shown})")
     search = project.search
     if not search.enabled:
         report.add(scope, "search", "info", "search_tools is off (search.enabled: false)")

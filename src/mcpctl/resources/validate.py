@@ -19,8 +19,8 @@ from mcpctl.resources.kinds import (
     KINDS,
     METADATA,
     PORTABLE_MAX_LENGTH,
-    effective_presentation,
 )
+from mcpctl.resources.presents import presents
 from mcpctl.resources.schema import FieldError, normalize
 from mcpctl.resources.secrets import looks_like_secret
 from mcpctl.resources.yamlio import Document
@@ -156,7 +156,7 @@ def _check_project(v: Validated) -> None:
             f"{doc.where(('spec', 'favouriteIndex', 'tools'))}: spec.favouriteIndex.tools pins {len(pinned)} "
             f"tools, more than spec.favouriteIndex.maxFavourites ({limit})",
             hint=f"unpin {len(pinned) - limit}, or raise spec.favouriteIndex.maxFavourites to {len(pinned)}")
-    mode = effective_presentation(presentation, enabled)
+    mode = presents(s).mode
     _check_instruction(v, mode)
     search = s.get("search") or {}
     if mode == "deferred":
