@@ -260,10 +260,10 @@ def create_project(
         "--gate/--no-gate", help="Gate each session: it sees only begin_session(task) until it calls it.")] = None,
     gate_instructions: Annotated[str | None, typer.Option(
         "--gate-instructions", help="What begin_session tells the agent (with --gate).")] = None,
-    names: Annotated[str | None, typer.Option("--names", help="Presented names: portable (client-safe, default) | spec")] = None,
+    names: Annotated[str | None, typer.Option("--names", help="Presented names: portable (client-safe, default) | spec | bare")] = None,
     max_name_length: Annotated[int | None, typer.Option("--max-name-length", help="Longest presented name (16-128; default 48).")] = None,
     search: Annotated[bool | None, typer.Option("--search/--no-search", help="Offer the search_tools built-in (default on).")] = None,
-    ranker: Annotated[str | None, typer.Option("--ranker", help="search_tools ranker: bm25 | semantic | hybrid")] = None,
+    ranker: Annotated[str | None, typer.Option("--ranker", help="search_tools ranker: auto (default) | bm25 | semantic | hybrid")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", help="search_tools results by default (1-20).")] = None,
     record_queries: Annotated[bool | None, typer.Option(
         "--record-queries/--no-record-queries", help="Record search_tools queries in the invocation log.")] = None,
