@@ -38,7 +38,7 @@ def test_tools_list_from_cache(kit: Kit, runner: CliRunner) -> None:
     ]
     assert rows[0]["readOnly"] is True and rows[1]["destructive"] is True
     assert set(rows[0]) == {"server", "canonicalId", "presentedName", "state", "listed", "favouriteName", "pinned",
-                            "readOnly", "destructive", "description"}
+                            "readOnly", "destructive", "description", "flags"}
     r = runner.invoke(app, ["tools", "list", "--project", "p"])
     assert r.exit_code == 0 and "alpha__delete_all" in r.stdout and "disabled" in r.stdout
     r = runner.invoke(app, ["tools", "list", "--project", "p", "-o", "name"])

@@ -57,7 +57,7 @@ async def test_an_approval_reaches_a_running_gateway_within_a_second(kit: Kit, g
         await until(c, held, 30)
         assert (await c.session.call_tool("up__add", {})).is_error
         changed = anyio.Event()                                          # only what the approval causes
-        done = mcpctl(kit, "tools", "approve", "--project", "p", "up/add")
+        done = mcpctl(kit, "tools", "approve", "--project", "p", "up/add", "--yes")     # POISONED is flagged
         assert done.returncode == 0, done.stderr
         approved = time.monotonic()
         with anyio.fail_after(1.0 * SLACK + 1.0):                        # polled each second, plus the load

@@ -210,6 +210,22 @@ def _check_listing(name: str) -> None:
     result = list_now({name: spec}, f"listing {name}").get(name)
     if result is not None and result.ok:
         err.print(f"  listed: {result.tools} tools (protocol {result.protocol})", markup=False)
+        _flag_listing(name)
+
+
+def _flag_listing(name: str) -> None:
+    """The first listing is pinned as the trusted one: say now what in it carries the marks of
+    tool poisoning (`_flags`), before a project serves it."""
+    from mcpctl.catalogue import cache
+
+    from . import _flags
+
+    found = _flags.flags_of((f"{name}/{t.get('name')}", t) for t in cache.read_server_tools(name) or [])
+    tools = " ".join(f"'{t}'" for t in found)
+    _flags.say(found, _flags.headline(len(found), "tool description", "tool descriptions") +
+               " (pinned as listed: flagged, not blocked)",
+               f"read them before a project serves this server; keep them from the agent with: mcpctl tools "
+               f"disable --project P {tools}")
 
 
 def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
