@@ -123,7 +123,8 @@ def test_doctor_warns_about_definitions_that_differ_from_their_pins(project: Pat
     [check] = [c for c in json.loads(r.stdout)["checks"] if c["check"] == "pinned"]
     assert check["scope"] == "server/up" and check["status"] == "warn"
     assert check["message"] == "1 tool definition(s) differ from those pinned at its first listing: add (changed)"
-    assert "mcpctl tools changes --project P" in check["hint"]
+    assert check["hint"] == ("read the diffs: mcpctl tools changes --project p; accept them: "
+                             "mcpctl tools approve --project p up/add")      # the names doctor knows (issue 32)
 
 
 def test_tools_list_marks_a_changed_or_new_tool_until_approved(project: Path) -> None:

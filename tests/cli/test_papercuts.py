@@ -6,6 +6,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -45,8 +46,12 @@ def test_a_failed_edit_is_kept_in_a_private_file_and_named(runner: CliRunner, tm
     script.write_text("import sys,pathlib\np=pathlib.Path(sys.argv[1])\n"
                       "p.write_text(p.read_text().replace('spec:\\n', 'spec:\\n  servrs: [a]\\n'))\n")
     monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")  # type: ignore[attr-defined]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))      # type: ignore[attr-defined]  # kept here, even on a failure
     r = runner.invoke(app, ["edit", "project", "web"], prog_name="mcpctl")
     assert r.exit_code == 1 and "servrs" in r.stderr, r.output
+    assert "\\x0a" not in r.stderr, r.stderr              # the hint's lines are lines (issue 32)
+    kept = [line for line in r.stderr.splitlines() if "your edit is saved in" in line]
+    assert len(kept) == 1 and kept[0].startswith("  your edit is saved in "), r.stderr
     saved = next(w for w in r.stderr.split() if "mcpctl-edit-project-web-" in w)
     path = Path(saved.rstrip(";,."))
     assert path.exists() and "servrs:" in path.read_text()

@@ -191,5 +191,5 @@ async def test_a_2026_client_is_not_asked_and_gets_the_passages(kit: Kit, tmp_pa
     async with kit.client("p", mode="auto", sampling_callback=sampling) as c:
         await wait_tools(c, {"ask"})
         got = await _ask(c, "visitors park in which bay")
-    assert not asked and "answer" not in got and "No model was lent" in got["note"]
+    assert not asked and "answer" not in got and "No model was asked: in the 2026-07-28 protocol" in got["note"]
     assert got["passages"][0]["uri"] == "notes://3"

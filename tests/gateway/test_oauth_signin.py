@@ -247,3 +247,28 @@ def test_login_to_a_server_with_a_challenge_but_no_oauth_metadata(kit: Kit) -> N
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def test_a_refused_sign_in_is_said_expired_everywhere_with_the_login_to_run(kit: Kit) -> None:
+    """Issue 32: after the server refused the stored sign-in, `get servers -o wide` still said
+    `signed-in (until …)` beside `sign-in expired`, and `doctor` said "✔ signed in" and pointed at an
+    upstream stderr log that an HTTP server does not have."""
+    with oauth_upstream(kit, "remote", "--access-ttl", "3600") as srv:
+        kit.project("p", ["remote"])
+        assert login(kit, "remote").returncode == 0
+        assert "signed-in (until" in mcpctl(kit, "get", "servers", "-o", "wide").stdout
+        srv.post("/test/revoke?access=1")                  # the server refuses the tokens and their renewal
+        doctor = mcpctl(kit, "doctor", "--project", "p")
+        assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+        lines = doctor.stdout.splitlines()
+        at = lines.index("server/remote")
+        said = "\n".join(lines[at:at + 8])
+        assert "✘ sign-in expired (refused by the server) (OAuth)" in said and "signed in (" not in said, said
+        assert "→ mcpctl login remote" in said and "upstreams" not in doctor.stdout, doctor.stdout
+        wide = mcpctl(kit, "get", "servers", "-o", "wide").stdout
+        assert "expired (refused by the server)" in wide and "signed-in" not in wide, wide
+        described = mcpctl(kit, "describe", "server", "remote").stdout
+        assert "expired (refused by the server): sign in again (mcpctl login remote)" in described, described
+        # a new sign-in is believed at once
+        assert login(kit, "remote").returncode == 0
+        assert "signed-in (until" in mcpctl(kit, "get", "servers", "-o", "wide").stdout

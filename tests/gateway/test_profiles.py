@@ -170,10 +170,10 @@ async def test_serve_profile_selects_the_view_over_stdio(kit: Kit) -> None:
     env = {**os.environ, "MCPCTL_HOME": str(kit.home)}
     bad = subprocess.run([MCPCTL, "serve", "--project", "p", "--profile", "nope"], env=env, capture_output=True,
                          text=True, stdin=subprocess.DEVNULL, timeout=30)
-    assert bad.returncode == 1 and "has no such profile" in bad.stderr and "read-only" in bad.stderr
+    assert bad.returncode == 2 and "has no such profile" in bad.stderr and "read-only" in bad.stderr
     http = subprocess.run([MCPCTL, "serve", "--project", "p", "--profile", "read-only", "--transport", "http"],
                           env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30)
-    assert http.returncode == 1 and "create token" in http.stderr
+    assert http.returncode == 2 and "create token" in http.stderr
     assert kit.leftovers() == []
 
 

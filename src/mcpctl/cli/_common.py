@@ -53,8 +53,8 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
 def report_error(e: MCPCtlError) -> None:
     """An MCPCtlError as every command reports it: `error: <message>` and its hint, on stderr."""
     err.print(f"[red]error:[/red] {safe(e.message)}", markup=True, highlight=False)
-    if e.hint:
-        err.print(f"  {safe(e.hint, markup=False)}", markup=False)
+    for line in (e.hint or "").splitlines():     # a hint of several lines (mcpctl's own) prints as lines
+        err.print(f"  {safe(line.strip(), markup=False)}", markup=False)
 
 
 def warn(message: str) -> None:

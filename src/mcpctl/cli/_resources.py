@@ -80,7 +80,8 @@ def _sign_in(obj: dict[str, Any]) -> str:
         return "-"
     from mcpctl.auth.storage import sign_in_state
 
-    return sign_in_state(obj["metadata"]["name"], spec.get("url")).short()
+    refused = (obj.get("status") or {}).get("signInRefused")
+    return sign_in_state(obj["metadata"]["name"], spec.get("url"), refused).short()
 
 
 Rows = tuple[list[Column], list[list[str]]]

@@ -38,7 +38,7 @@ def _describe_server(store: Store, res: dict[str, Any]) -> None:
                      f"client metadata {a['clientMetadataUrl']}" if a.get("clientMetadataUrl") else ""]
             _kv("Auth", ", ".join(["oauth", *filter(None, given)]))
             name = res["metadata"]["name"]
-            state = sign_in_state(name, s.get("url"))
+            state = sign_in_state(name, s.get("url"), st.get("signInRefused"))
             _kv("Sign-in", state.describe() + ("" if state.state == "signed-in" else f" (mcpctl login {name})"))
     else:
         _kv("Command", " ".join([s.get("command", ""), *s.get("args", [])]))
