@@ -28,12 +28,15 @@ def complete_kind(incomplete: str) -> list[tuple[str, str]]:
 
 
 def live_view(store: Store, res: dict[str, Any]) -> dict[str, Any]:
-    """A stored resource plus its observed status, in the fixed key order."""
+    """A stored resource plus its observed status, in the fixed key order; its spec canonical, every
+    default filled in (one stored before a field had its default shows it too)."""
+    from mcpctl.resources.validate import canonical_or_raw
+
     out: dict[str, Any] = {
         "apiVersion": res.get("apiVersion", API_VERSION),
         "kind": res["kind"],
         "metadata": res.get("metadata", {}),
-        "spec": res.get("spec", {}),
+        "spec": canonical_or_raw(res),
     }
     status = store.status(res["kind"], res["metadata"]["name"])
     if status:

@@ -163,7 +163,7 @@ PROJECT_SPEC: Final = Obj({
         "instruction": Scalar(bool, nullable=True),           # unset: true
     }),
     "presentation": Scalar(str, nullable=True, enum=PRESENTATIONS),
-    "pinning": Scalar(str, nullable=True, enum=PINNING_MODES),
+    "pinning": Scalar(str, default=DEFAULT_PINNING, enum=PINNING_MODES),
     "gate": Obj({
         "enabled": Scalar(bool, default=False),
         "instructions": Scalar(str, nullable=True),
