@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from mcpctl.catalogue.favourites import DEFAULT_FLOOR, Floor
 
+from . import _bars as bars
 from ._common import out, safe
 
 if TYPE_CHECKING:
@@ -36,15 +37,19 @@ def render_suggest(project: str, s: Suggestions, period: str, floor: Floor | Non
               f"suggested from {floor.calls} calls in {floor.sessions} sessions; ★ = pinned now", markup=False)
     rows, below, beyond = shown_rows(s, top)
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("#", "", "TOOL", "CALLS", "SESSIONS", "ERRORS", "LAST USE", "NOTE"):
-        table.add_column(col, justify="right" if col in ("#", "CALLS", "SESSIONS", "ERRORS") else "left", no_wrap=True)
+    for col in ("#", "", "TOOL", "CALLS"):
+        table.add_column(col, justify="right" if col in ("#", "CALLS") else "left", no_wrap=True)
+    bars.column(table)                                  # which tools carry the work, at a glance
+    for col in ("SESSIONS", "ERRORS", "LAST USE", "NOTE"):
+        table.add_column(col, justify="right" if col in ("SESSIONS", "ERRORS") else "left", no_wrap=True)
+    largest = max((c.use.calls for c in rows), default=0)
     rank = 0
     for c in rows:
         if c.suggested:
             rank += 1
         table.add_row(str(rank) if c.suggested else "-", "★" if c.pinned else "", safe(c.use.canonical_id),
-                      str(c.use.calls), str(c.use.sessions), f"{c.use.error_rate:.0%}", _when(c.use.last_ts),
-                      safe(f"flagged: {c.flag}" if c.flag else ""))
+                      str(c.use.calls), bars.bar(c.use.calls, largest), str(c.use.sessions), f"{c.use.error_rate:.0%}",
+                      _when(c.use.last_ts), safe(f"flagged: {c.flag}" if c.flag else ""))
     if rows:
         out.print(table)
     if below:
