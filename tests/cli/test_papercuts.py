@@ -11,13 +11,14 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.cli import app
 
 BIN = Path(sys.executable).parent
 
 
 def test_plain_mcpctl_shows_help_and_succeeds() -> None:
-    done = subprocess.run([str(BIN / "mcpctl")], capture_output=True, text=True, timeout=30)
+    done = subprocess.run([str(BIN / "mcpctl")], capture_output=True, text=True, timeout=30 * SLACK)
     assert done.returncode == 0 and "Usage: mcpctl" in done.stdout
 
 

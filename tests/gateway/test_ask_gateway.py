@@ -14,6 +14,7 @@ import pytest
 from gwkit import Kit, text_of, wait_tools
 from test_relay_requests import gateway_client
 
+from ci_support import SLACK
 from mcpctl.catalogue.rank import semantic_status
 from mcpctl.examples.notes import NoteStore
 
@@ -88,7 +89,7 @@ async def test_a_note_created_during_the_session_is_found_after_list_changed(kit
         assert all("zebra" not in p["text"].lower() for p in before["passages"])
         r = await c.call_tool("create_note", {"title": "Zebra", "body": "The zebra crossing budget is 40,000 EUR."})
         assert not r.is_error, text_of(r)
-        with anyio.fail_after(20):
+        with anyio.fail_after(20 * SLACK):
             await changed.wait()              # the gateway re-listed the notes server
         got = await _ask(c, "zebra crossing budget", top_k=1)
     assert got["passages"][0]["uri"] == "notes://4" and "40,000" in got["passages"][0]["text"]

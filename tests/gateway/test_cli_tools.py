@@ -9,6 +9,7 @@ import sys
 from gwkit import Kit
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
 
@@ -214,7 +215,7 @@ def test_long_commands_say_on_a_terminal_what_they_are_doing(kit: Kit) -> None:
         primary, secondary = pty.openpty()
         try:
             done = subprocess.run([MCPCTL, *argv], stdout=subprocess.PIPE, stderr=secondary, stdin=subprocess.DEVNULL,
-                                  env={**os.environ, "MCPCTL_HOME": str(kit.home), "TERM": "xterm"}, timeout=60)
+                                  env={**os.environ, "MCPCTL_HOME": str(kit.home), "TERM": "xterm"}, timeout=60 * SLACK)
             os.close(secondary)
             screen = b""
             while True:

@@ -164,7 +164,7 @@ def test_create_server_url_discovers_the_sign_in(kit: Kit) -> None:
         assert done.returncode == 0, done.stderr
     finally:
         srv.proc.terminate()
-        srv.proc.wait(timeout=10)
+        srv.proc.wait(timeout=10 * SLACK)
 
 
 async def test_concurrent_calls_after_expiry_refresh_once(kit: Kit) -> None:
@@ -246,7 +246,7 @@ def test_login_to_a_server_with_a_challenge_but_no_oauth_metadata(kit: Kit) -> N
         assert not os.path.exists(_token_file(kit, "bare")) or "access_token" not in Path(_token_file(kit, "bare")).read_text()
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=10 * SLACK)
 
 
 def test_a_refused_sign_in_is_said_expired_everywhere_with_the_login_to_run(kit: Kit) -> None:

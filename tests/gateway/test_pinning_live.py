@@ -29,7 +29,7 @@ def serve(path: Path, add: str) -> None:
 
 
 def mcpctl(kit: Kit, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MCPCTL, *args], capture_output=True, text=True, timeout=60,
+    return subprocess.run([MCPCTL, *args], capture_output=True, text=True, timeout=60 * SLACK,
                           env={**os.environ, "MCPCTL_HOME": str(kit.home), **SRC_ENV})
 
 

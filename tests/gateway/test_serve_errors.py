@@ -6,10 +6,12 @@ import socket
 import subprocess
 import sys
 
+from ci_support import SLACK
+
 
 def _serve(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mcpctl", "serve", "--project", "p", "--transport", "http", *args],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+                          capture_output=True, text=True, timeout=60 * SLACK, stdin=subprocess.DEVNULL)
 
 
 def test_port_out_of_range() -> None:
