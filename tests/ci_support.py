@@ -31,12 +31,16 @@ class Slack:
     """
 
     def value(self) -> float:
-        base = float(os.environ.get("MCPCTL_TEST_SLACK", "1.5"))
+        return float(os.environ.get("MCPCTL_TEST_SLACK", "1.5")) * self.load()
+
+    @staticmethod
+    def load() -> float:
+        """How oversubscribed the CPUs are now: the one-minute load average per core, at least 1."""
         try:
             per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
         except OSError:                     # no load average on this platform
             per_core = 1.0
-        return base * max(1.0, per_core)
+        return max(1.0, per_core)
 
     def __float__(self) -> float:
         return self.value()

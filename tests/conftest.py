@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ci_support import INPROC
+from ci_support import INPROC, SLACK
 
 # One BLAS thread, as mcpctl itself sets when it imports numpy first (catalogue/semantic.py): here a
 # test module may import numpy before it, and on 2 cores shared by three workers OpenBLAS's
@@ -30,6 +30,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     so overlap is what counts)."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow)      # stable: each file keeps its order
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """pytest-timeout's limit for a test (its `timeout` mark, else pyproject's) scales with the load
+    measured as the test starts, as every other bound of the suite does (`ci_support.Slack`): a limit
+    that holds on an idle machine would fail a test that is only slower beside another suite."""
+    marker = item.get_closest_marker("timeout")
+    base = (marker.args[0] if marker.args else marker.kwargs.get("timeout")) if marker is not None else \
+        item.config.getini("timeout")
+    if base not in (None, "", 0, "0"):
+        item.add_marker(pytest.mark.timeout(float(base) * SLACK.load()), append=False)
+    yield
 
 
 @pytest.fixture(autouse=True)

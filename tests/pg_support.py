@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_support import skip_unless_ci
+from ci_support import SLACK, skip_unless_ci
 
 _counter = itertools.count(1)
 
@@ -77,7 +77,7 @@ class Cluster:
         binary = pg_bin()
         assert binary is not None
         return subprocess.run([*_run_as(), str(binary / "pg_ctl"), "-D", str(self.root / "data"), *args],
-                              capture_output=True, text=True, timeout=120, check=check)
+                              capture_output=True, text=True, timeout=120 * SLACK, check=check)
 
     def stop(self, mode: str = "fast") -> None:
         """`fast` (tests that stop the database mid-run: what was committed survives, as in a real
@@ -112,7 +112,7 @@ def _start_cluster() -> Cluster:
     cluster = Cluster(root, root)
     r = subprocess.run([*prefix, str(binary / "initdb"), "-D", str(root / "data"), "-U", cluster.user,
                         "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
-                       capture_output=True, text=True, timeout=180)
+                       capture_output=True, text=True, timeout=180 * SLACK)
     if r.returncode != 0:
         pytest.fail(f"initdb failed: {r.stdout}{r.stderr}")
     cluster.start()

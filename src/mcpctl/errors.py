@@ -34,7 +34,9 @@ class MCPCtlError(Exception):
 
 
 class InvalidResource(MCPCtlError):
-    """A manifest, document or field is not valid."""
+    """A manifest, document or field is not valid (`problems`: each of several, one line each)."""
+
+    problems: tuple[str, ...] = ()
 
 
 class NotFound(MCPCtlError):

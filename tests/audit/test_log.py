@@ -254,7 +254,7 @@ def test_background_writer_survives_a_failing_log(tmp_path: Path) -> None:
     writer = BackgroundWriter(lg, flush_interval=0.01)
     lg.close()  # every write now fails
     writer.submit(rec(T0))
-    assert writer.flush(timeout=10)
+    assert writer.flush(timeout=10 * SLACK)
     assert writer.dropped == 1 and writer.written == 0
     writer.close()
 
@@ -264,7 +264,7 @@ def test_background_writer_full_queue_drops_without_blocking(log: InvocationLog)
     real = log.record_many
 
     def slow(recs: object) -> None:
-        gate.wait(60)
+        gate.wait(60 * SLACK)
         real(recs)  # type: ignore[arg-type]
 
     log.record_many = slow  # type: ignore[method-assign]
@@ -311,7 +311,7 @@ def test_concurrent_processes_lose_no_rows(tmp_path: Path) -> None:
                                "each" if n % 2 == 0 else "batch", str(start_at)],
                               stderr=subprocess.PIPE, text=True) for n in range(4)]
     for p in procs:
-        _, stderr = p.communicate(timeout=60)
+        _, stderr = p.communicate(timeout=60 * SLACK)
         assert p.returncode == 0, stderr
     with InvocationLog(path) as lg:
         rows = lg.query()
@@ -391,7 +391,7 @@ def test_tool_stats_reads_one_snapshot_while_a_gateway_writes(tmp_path: Path) ->
     rounds = 0
     try:
         with InvocationLog(path) as lg:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 20 * SLACK
             while not ready.exists() and time.monotonic() < deadline:
                 time.sleep(0.01)
             while writer.poll() is None and rounds < 400 and time.monotonic() < deadline:
@@ -408,7 +408,7 @@ def test_tool_stats_reads_one_snapshot_while_a_gateway_writes(tmp_path: Path) ->
                     if not (0 <= s.p50_ms <= s.p95_ms <= 96):
                         failures.append(f"bad percentiles: {s}")
     finally:
-        _, stderr = writer.communicate(timeout=60)
+        _, stderr = writer.communicate(timeout=60 * SLACK)
     assert writer.returncode == 0, stderr
     assert rounds >= 5, "the writer finished before stats ran: make it write longer"
     assert failures == [], f"{len(failures)} of {rounds} stats runs failed, e.g. {failures[:3]}"
@@ -428,7 +428,7 @@ def test_background_writer_checkpoints_off_its_own_thread(tmp_path: Path) -> Non
     for i in range(6000):    # sustained writes, a transaction every other record: ~20,000 WAL frames
         writer.submit(rec(T0 + i))
         if i % 2 == 0:
-            assert writer.flush(timeout=10)
+            assert writer.flush(timeout=10 * SLACK)
             largest = max(largest, wal.stat().st_size)
     writer.close()
     assert writer.checkpoints > 0

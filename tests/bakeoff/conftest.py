@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ci_support import SLACK
+
 FAKE_LLM = Path(__file__).resolve().parents[1] / "servers" / "fake_llm.py"
 
 
@@ -25,9 +27,9 @@ def fake_llm() -> Iterator[str]:
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=10 * SLACK)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(timeout=10)
+            proc.wait(timeout=10 * SLACK)
 
 

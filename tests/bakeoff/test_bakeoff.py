@@ -26,6 +26,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from ci_support import SLACK
+
 HERE = Path(__file__).resolve().parent
 CATALOGUE = HERE / "catalogue"
 TASKS = HERE / "tasks.jsonl"
@@ -53,7 +55,7 @@ def run(fake_llm: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run
     save = home / "run.jsonl"
     r = subprocess.run([MCPCTL, "bakeoff", "--endpoint", fake_llm, "--model", ",".join(MODELS),
                         "--catalogue", str(CATALOGUE), "--tasks", str(TASKS), "--ranker", "bm25",
-                        "--save", str(save), "-o", "json"], capture_output=True, text=True, timeout=180,
+                        "--save", str(save), "-o", "json"], capture_output=True, text=True, timeout=180 * SLACK,
                        env={**__import__("os").environ, "MCPCTL_HOME": str(home)})
     assert r.returncode == 0, r.stderr
     yield Run(save, json.loads(r.stdout), fake_llm)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ci_support import SLACK
+
 HERE = Path(__file__).resolve().parent
 MCPCTL = str(Path(sys.executable).parent / "mcpctl")
 
@@ -31,7 +33,7 @@ def test_a_copy_of_the_project_is_measured(fake_llm: str, tmp_home: Path, tmp_pa
                              if '"ur-032"' in line or '"ur-053"' in line))
     r = subprocess.run([MCPCTL, "bakeoff", "--endpoint", fake_llm, "--model", "first-listed", "--project", "mine",
                         "--tasks", str(tasks), "--presentations", "favourite-index", "--ranker", "bm25",
-                        "-o", "json"], capture_output=True, text=True, timeout=120)
+                        "-o", "json"], capture_output=True, text=True, timeout=120 * SLACK)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["runs"][0]["project"] == "mine" and report["runs"][0]["catalogue"] is None

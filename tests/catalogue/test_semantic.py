@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_support import skip_unless_ci
+from ci_support import SLACK, skip_unless_ci
 
 try:
     import numpy as np
@@ -266,7 +266,7 @@ def test_without_waiting_a_cold_catalogue_answers_lexically_then_fuses(
 
     def slow_embed(self: MiniLM, texts: list[str], **kw: object) -> np.ndarray:
         if len(texts) > 1:          # the tool texts, not a query
-            assert gate.wait(5)
+            assert gate.wait(5 * SLACK)
         return original(self, texts)
 
     monkeypatch.setattr(MiniLM, "embed", slow_embed)
@@ -316,12 +316,12 @@ def test_a_cold_catalogue_waits_for_its_vectors_rather_than_answer_nothing(
     def slow_embed(self: MiniLM, texts: list[str], **kw: object) -> np.ndarray:
         if len(texts) > 1:
             started.set()
-            assert gate.wait(5)
+            assert gate.wait(5 * SLACK)
         return original(self, texts)
 
     monkeypatch.setattr(MiniLM, "embed", slow_embed)
     ranker = build_ranker(DOCS, "auto", wait=False)
-    assert started.wait(5) and not ranker.ready
+    assert started.wait(5 * SLACK) and not ranker.ready
     assert ranker.search("read file", 3) == LexicalRanker(DOCS).search("read file", 3)   # lexical meanwhile
     threading.Timer(0.2, gate.set).start()
     assert len(ranker.search("zebra", 2)) == 2       # nothing lexical: waited for the vectors
@@ -386,12 +386,12 @@ def test_a_closed_ranker_stops_embedding_after_its_chunk_and_keeps_what_it_compu
         if len(texts) > 1:          # tool texts, not a query
             sizes.append(len(texts))
             started.set()
-            assert gate.wait(10)
+            assert gate.wait(10 * SLACK)
         return original(self, texts)
 
     monkeypatch.setattr(MiniLM, "embed", gated_embed)
     ranker = build_ranker(docs, "hybrid", wait=False)
-    assert ranker.pending == len(docs) and started.wait(10)      # the first chunk is being embedded
+    assert ranker.pending == len(docs) and started.wait(10 * SLACK)      # the first chunk is being embedded
     ranker.close()
     gate.set()
     assert not ranker.wait_ready(10) and not ranker.warming     # ended, without vectors

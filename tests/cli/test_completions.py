@@ -8,12 +8,13 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.cli import app
 
 
 def test_completion_scripts_are_current(repo: Path) -> None:
     r = subprocess.run([sys.executable, str(repo / "scripts" / "gen_completions.py"), "--check"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60 * SLACK)
     assert r.returncode == 0, r.stderr
 
 

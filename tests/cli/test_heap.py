@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl import heap
 
 # A cycle with a finalizer, reachable only from the module until the interpreter clears it: the
@@ -32,7 +33,7 @@ sys.stdout.write("buffered output\\n")
 
 def _run(setup: str) -> list[str]:
     r = subprocess.run([sys.executable, "-c", _SCRIPT.format(setup=setup)], capture_output=True, text=True,
-                       timeout=60, check=True)
+                       timeout=60 * SLACK, check=True)
     return r.stdout.splitlines()
 
 

@@ -6,17 +6,19 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.cli import app
 
 BIN = Path(sys.executable).parent
 
 
 def test_plain_mcpctl_shows_help_and_succeeds() -> None:
-    done = subprocess.run([str(BIN / "mcpctl")], capture_output=True, text=True, timeout=30)
+    done = subprocess.run([str(BIN / "mcpctl")], capture_output=True, text=True, timeout=30 * SLACK)
     assert done.returncode == 0 and "Usage: mcpctl" in done.stdout
 
 
@@ -45,8 +47,12 @@ def test_a_failed_edit_is_kept_in_a_private_file_and_named(runner: CliRunner, tm
     script.write_text("import sys,pathlib\np=pathlib.Path(sys.argv[1])\n"
                       "p.write_text(p.read_text().replace('spec:\\n', 'spec:\\n  servrs: [a]\\n'))\n")
     monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")  # type: ignore[attr-defined]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))      # type: ignore[attr-defined]  # kept here, even on a failure
     r = runner.invoke(app, ["edit", "project", "web"], prog_name="mcpctl")
     assert r.exit_code == 1 and "servrs" in r.stderr, r.output
+    assert "\\x0a" not in r.stderr, r.stderr              # the hint's lines are lines (issue 32)
+    kept = [line for line in r.stderr.splitlines() if "your edit is saved in" in line]
+    assert len(kept) == 1 and kept[0].startswith("  your edit is saved in "), r.stderr
     saved = next(w for w in r.stderr.split() if "mcpctl-edit-project-web-" in w)
     path = Path(saved.rstrip(";,."))
     assert path.exists() and "servrs:" in path.read_text()

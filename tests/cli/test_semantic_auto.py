@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_support import skip_unless_ci
+from ci_support import SLACK, skip_unless_ci
 from mcpctl.catalogue import cache
 from mcpctl.resources.store import Store
 
@@ -24,7 +24,7 @@ def _mcpctl(home: Path, *args: str, hide_weights: bool = False) -> subprocess.Co
     hide = "".join(f"sys.modules[{p!r}] = None; " for p in WEIGHT_PACKAGES) if hide_weights else ""
     code = f"import sys; {hide}sys.argv = ['mcpctl', *sys.argv[1:]]; from mcpctl.cli import main; main()"
     env = {**os.environ, "MCPCTL_HOME": str(home), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300 * SLACK)
 
 
 def _model_installed() -> bool:

@@ -6,18 +6,20 @@ import subprocess
 import sys
 from typing import Any
 
+from ci_support import SLACK
+
 HEAVY = ("mcp", "mcp_types", "pydantic", "httpx2", "uvicorn", "starlette", "anyio", "sqlite3")
 
 
 def test_importing_the_cli_loads_no_heavy_module() -> None:
     code = ("import sys, mcpctl.cli; "
             f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK, check=True)
     assert r.stdout.strip() == "", f"imported at CLI start: {r.stdout.strip()}"
 
 
 def test_help_lists_the_verbs() -> None:
-    r = subprocess.run([sys.executable, "-m", "mcpctl", "--help"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-m", "mcpctl", "--help"], capture_output=True, text=True, timeout=60 * SLACK)
     assert r.returncode == 0
     for verb in ("get", "apply", "create", "delete", "describe", "diff"):
         assert verb in r.stdout
@@ -61,6 +63,6 @@ def test_a_command_line_imports_the_modules_of_its_command_only() -> None:
             "from mcpctl.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in sys.modules if m.startswith('mcpctl.cli.')), file=sys.stderr)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK, check=True)
     loaded = r.stderr.strip().splitlines()[-1]
     assert "mcpctl.cli.get" in loaded and "mcpctl.cli.bakeoff" not in loaded and "mcpctl.cli.create" not in loaded, loaded

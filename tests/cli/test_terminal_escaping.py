@@ -48,7 +48,7 @@ def evil(tmp_home: Path) -> str:
     ["logs", "stats"],
     ["surface", "-p", "p"],
     ["surface", "-p", "p", "-o", "markdown"],
-    ["favourites", "suggest", "-p", "p"],
+    ["favourites", "suggest", "-p", "p", "--min-calls", "1"],       # a row (below the floor: one line)
     ["favourites", "list", "-p", "p"],
     ["get", "servers", "-o", "wide"],
     ["describe", "server", "evil"],

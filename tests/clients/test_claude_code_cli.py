@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_support import skip_unless_ci
+from ci_support import SLACK, skip_unless_ci
 
 REPO = Path(__file__).resolve().parents[2]
 NPM_DIR = Path(os.environ.get("MCPCTL_NPM_SERVERS", REPO / ".npm-servers"))
@@ -61,7 +61,7 @@ def mcpctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 def claude_list(env: dict[str, str]) -> dict[str, str]:
     """`claude mcp list`: server name -> the rest of its line."""
-    r = sh(env, str(CLAUDE), "mcp", "list", timeout=180)
+    r = sh(env, str(CLAUDE), "mcp", "list", timeout=180 * SLACK)
     assert r.returncode == 0, r.stdout + r.stderr
     out = {}
     for line in r.stdout.splitlines():
@@ -115,7 +115,7 @@ def test_connect_claude_code_shows_the_gateway_connected_over_stdio_and_http(cla
         assert listed["mcpctl"].endswith("✔ Connected")
     finally:
         gateway.terminate()
-        gateway.wait(timeout=20)
+        gateway.wait(timeout=20 * SLACK)
 
     mcpctl(env, "disconnect", "claude-code", "--name", "mcpctl-http")
     r = mcpctl(env, "disconnect", "claude-code")

@@ -14,6 +14,7 @@ import pytest
 from client_files import Env
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.cli import app
 
 
@@ -104,7 +105,7 @@ def test_a_file_in_a_read_only_directory_gets_a_message_and_stays(env: Env) -> N
     path.parent.chmod(0o555)
     try:
         r = subprocess.run([*prefix, sys.executable, "-m", "mcpctl", "connect", "cursor", "--project", "work"],
-                           capture_output=True, text=True, timeout=120, check=False)
+                           capture_output=True, text=True, timeout=120 * SLACK, check=False)
     finally:
         path.parent.chmod(0o755)
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr

@@ -83,6 +83,7 @@ def test_token_budgets_flag_big_tools_with_a_labelled_estimate(store: Env) -> No
     assert r.exit_code == 0                       # warnings do not fail the run
     kind = token_counter().kind                   # chars/4, or cl100k with the tokens extra
     assert f"over the budget of 10 tokens ({kind})" in r.stdout
+    assert "mcpctl tools disable --project good 'calc/" in r.stdout and "/TOOL" not in r.stdout, r.stdout
     assert "over the budget of 50" in r.stdout
     assert tokens({"name": "x" * 40, "_meta": {"x": 1}}) == token_counter().count('{"name":"' + "x" * 40 + '"}')
 
@@ -155,7 +156,8 @@ def test_suspicious_descriptions_are_flagged_naming_the_tool_and_the_escaped_tex
     assert "1 tool description(s) carry what tool poisoning uses: adder/add: " in r.stdout
     assert "tells the model to read credentials" in r.stdout and "hidden-instruction markup" in r.stdout
     assert "\x1b" not in r.stdout and "\u200b" not in r.stdout and "\\u200b" in r.stdout
-    assert "mcpctl tools disable --project P 'adder/TOOL'" in r.stdout
+    assert "mcpctl tools disable --project poisoned 'adder/add'" in r.stdout     # the names it knows (issue 32)
+    assert "--project P" not in r.stdout and "/TOOL" not in r.stdout, r.stdout
     data = json.loads(run("doctor", "--project", "poisoned", "-o", "json").stdout)
     [check] = by_scope(data, "server/adder")["descriptions"]
     assert check["status"] == "warn" and "adder/sub" not in check["message"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl.catalogue import cache
 from mcpctl.resources.store import Store
 
@@ -32,7 +33,7 @@ def test_a_new_host_starts_from_the_shared_listing(pg_db: str, tmp_path: Path, m
 
     monkeypatch.setenv("MCPCTL_HOME", str(tmp_path / "host-c"))
     r = subprocess.run([sys.executable, "-m", "mcpctl", "tools", "list", "--project", "p"],
-                       capture_output=True, text=True, timeout=60, env={**os.environ})
+                       capture_output=True, text=True, timeout=60 * SLACK, env={**os.environ})
     assert r.returncode == 0, r.stderr
     assert "alpha__echo" in r.stdout and "alpha__shout" in r.stdout
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl.resources.store import Store
 
 MANIFEST = """apiVersion: mcpctl/v1
@@ -33,7 +34,7 @@ def cli(*args: str, home: Path, url: str | None = None, stdin: str | None = None
     env["MCPCTL_HOME"] = str(home)
     if url:
         env["MCPCTL_DATABASE_URL"] = url
-    return subprocess.run([sys.executable, "-m", "mcpctl", *args], capture_output=True, text=True, timeout=60,
+    return subprocess.run([sys.executable, "-m", "mcpctl", *args], capture_output=True, text=True, timeout=60 * SLACK,
                           env=env, input=stdin)
 
 

@@ -14,6 +14,7 @@ import subprocess
 import pytest
 from gwkit import MCPCTL, SRC_ENV
 
+from ci_support import SLACK
 from mcpctl.resources.store import Store
 
 REFUSE_AT_COMMIT = """
@@ -38,7 +39,7 @@ spec: {servers: [alpha]}
 
 
 def mcpctl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MCPCTL, *args], capture_output=True, text=True, timeout=60, input=stdin,
+    return subprocess.run([MCPCTL, *args], capture_output=True, text=True, timeout=60 * SLACK, input=stdin,
                           env={**os.environ, **SRC_ENV, "COLUMNS": "200"})
 
 

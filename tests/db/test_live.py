@@ -23,7 +23,7 @@ GATEWAYS = 3
 
 
 def mcpctl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MCPCTL, *args], capture_output=True, text=True, timeout=60, input=stdin,
+    return subprocess.run([MCPCTL, *args], capture_output=True, text=True, timeout=60 * SLACK, input=stdin,
                           env={**os.environ, **SRC_ENV})
 
 
@@ -51,7 +51,7 @@ def gateways(kit: Kit, project: str, n: int) -> Iterator[list[tuple[str, str]]]:
         for proc, log in procs:
             proc.terminate()
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=15 * SLACK)
             except subprocess.TimeoutExpired:
                 proc.kill()
             log.close()
@@ -118,7 +118,7 @@ async def test_a_token_deleted_through_the_cli_is_refused_by_every_gateway(pg_db
     head = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25",
             "Authorization": f"Bearer {secret}"}
     with gateways(kit, "p", GATEWAYS) as gws:
-        async with httpx2.AsyncClient(timeout=10) as h:
+        async with httpx2.AsyncClient(timeout=10 * SLACK) as h:
             for url, _ in gws:
                 assert (await h.post(url, json=body, headers=head)).status_code != 401
             r = await anyio.to_thread.run_sync(lambda: mcpctl("delete", "token", "ci"))
@@ -130,7 +130,7 @@ async def test_a_token_deleted_through_the_cli_is_refused_by_every_gateway(pg_db
 def test_a_gateway_facing_an_older_schema_says_to_migrate(pg_url: str, kit: Kit, tmp_path: Path) -> None:
     env = {**os.environ, **SRC_ENV, "MCPCTL_DATABASE_URL": pg_url}
     r = subprocess.run([MCPCTL, "serve", "--project", "p", "--transport", "http", "--port", "0"],
-                       capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+                       capture_output=True, text=True, timeout=60 * SLACK, env=env, stdin=subprocess.DEVNULL)
     assert r.returncode != 0
     assert "mcpctl db migrate" in r.stderr and "store schema is not created yet" in r.stderr
 
@@ -159,7 +159,7 @@ async def test_the_database_away_and_back(pg_db: str, pg_cluster: Any, kit: Kit)
                 for i in range(20):                            # answered meanwhile, token and all
                     res = await c.session.call_tool("alpha__echo", {"text": f"away {i}"})
                     assert not res.is_error
-                async with httpx2.AsyncClient(timeout=10) as h:    # and a new connection with the token
+                async with httpx2.AsyncClient(timeout=10 * SLACK) as h:    # and a new connection with the token
                     ping = await h.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={
                         "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25",
                         "Authorization": f"Bearer {secret}"})

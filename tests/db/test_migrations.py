@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl.db import config, migrations, pool
 
 MCPCTL = [sys.executable, "-m", "mcpctl"]
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*MCPCTL, *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([*MCPCTL, *args], capture_output=True, text=True, timeout=120 * SLACK,
                           env={**os.environ, **(env or {})})
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl.errors import Conflict
 from mcpctl.resources import tokens
 from mcpctl.resources.apply import apply_documents
@@ -121,9 +122,9 @@ WRITER = textwrap.dedent("""
     from mcpctl.resources.apply import apply_documents
     from mcpctl.resources.store import Store
     from mcpctl.resources.yamlio import parse_text, to_yaml
-    tag, n = sys.argv[1], int(sys.argv[2])
+    tag, n, bound = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     store, conflicts, done = Store(), 0, 0
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + bound
     while done < n and time.monotonic() < deadline:
         res = store.get("Server", "shared")             # read, outside any lock, then write back
         labels = res["metadata"].setdefault("labels", {})
@@ -153,16 +154,18 @@ def test_four_concurrent_writers_lose_no_update(backend: str, tmp_path: Path) ->
     apply_documents(parse_text(_server("shared", extra=", labels: {count: '0'}"), "<t>"), Store())
     (tmp_path / "writer.py").write_text(WRITER)
     (tmp_path / "editor.py").write_text(EDITOR)
-    env = {**os.environ, "EDITOR": f"{sys.executable} {tmp_path / 'editor.py'}"}
+    # an edit refused as a conflict is kept for the user in the temp directory: this test's, not the system's
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "EDITOR": f"{sys.executable} {tmp_path / 'editor.py'}", "TMPDIR": str(tmp_path / "tmp")}
     n = 6
-    appliers = [subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), t, str(n)], env=env,
+    appliers = [subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), t, str(n), str(90 * SLACK)], env=env,
                                  stdout=subprocess.PIPE, text=True) for t in ("a", "b")]
 
     def edits() -> tuple[int, int]:
         ok = conflicts = 0
         for _ in range(n):
             r = subprocess.run([sys.executable, "-m", "mcpctl", "edit", "server", "shared"], env=env,
-                               capture_output=True, text=True, timeout=60)
+                               capture_output=True, text=True, timeout=60 * SLACK)
             if r.returncode == 0:
                 ok += 1
             else:
@@ -174,8 +177,8 @@ def test_four_concurrent_writers_lose_no_update(backend: str, tmp_path: Path) ->
 
     with ThreadPoolExecutor(2) as pool:
         editors = [pool.submit(edits) for _ in range(2)]
-        results = [tuple(int(x) for x in p.communicate(timeout=120)[0].split()) for p in appliers]
-        results += [f.result(timeout=300) for f in editors]
+        results = [tuple(int(x) for x in p.communicate(timeout=120 * SLACK)[0].split()) for p in appliers]
+        results += [f.result(timeout=300 * SLACK) for f in editors]
     assert all(p.returncode == 0 for p in appliers)
     successes = sum(r[0] for r in results)
     count = int(Store().get("Server", "shared")["metadata"]["labels"]["count"])

@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
+from ci_support import SLACK
+
 pytestmark = pytest.mark.anyio
 
 MODES = ["legacy", "auto"]
@@ -40,7 +42,7 @@ def check_tools_are_well_described(tools: list[Any]) -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_notes_over_stdio(stdio_example: Any, tmp_path: Path, mode: str) -> None:
     notes_dir = tmp_path / "notes"
-    with anyio.fail_after(30):
+    with anyio.fail_after(30 * SLACK):
         async with stdio_example("notes", "--dir", str(notes_dir), mode=mode) as c:
             assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
             tools = (await c.list_tools()).tools
@@ -96,7 +98,7 @@ async def test_notes_over_stdio(stdio_example: Any, tmp_path: Path, mode: str) -
 async def test_notes_dir_from_env_and_shared_between_processes(stdio_example: Any, tmp_path: Path,
                                                                mode: str) -> None:
     env = {"NOTES_DIR": str(tmp_path / "shared")}
-    with anyio.fail_after(30):
+    with anyio.fail_after(30 * SLACK):
         async with stdio_example("notes", mode=mode, env=env) as a, stdio_example("notes", mode=mode, env=env) as b:
             for i in range(5):
                 ok(await a.call_tool("create_note", {"title": f"a{i}"}))
@@ -107,7 +109,7 @@ async def test_notes_dir_from_env_and_shared_between_processes(stdio_example: An
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_calc_over_stdio(stdio_example: Any, mode: str) -> None:
-    with anyio.fail_after(30):
+    with anyio.fail_after(30 * SLACK):
         async with stdio_example("calc", mode=mode) as c:
             tools = (await c.list_tools()).tools
             assert [t.name for t in tools] == ["add", "multiply", "statistics", "convert_units", "long_computation"]
@@ -152,14 +154,14 @@ async def test_calc_over_stdio(stdio_example: Any, mode: str) -> None:
 
             r = await c.call_tool("long_computation", {"steps": 4, "step_ms": 5}, progress_callback=on_progress)
             assert ok(r) == "sum of squares 1..4 = 30"
-            with anyio.fail_after(5):  # notifications may trail the result by a moment
+            with anyio.fail_after(5 * SLACK):  # notifications may trail the result by a moment
                 await all_four.wait()
             assert progress == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_textkit_over_stdio(stdio_example: Any, mode: str) -> None:
-    with anyio.fail_after(30):
+    with anyio.fail_after(30 * SLACK):
         async with stdio_example("textkit", mode=mode) as c:
             tools = (await c.list_tools()).tools
             assert [t.name for t in tools] == ["word_count", "slugify", "regex_search", "diff_text", "hash_text", "echo"]
@@ -197,7 +199,7 @@ async def test_textkit_over_stdio(stdio_example: Any, mode: str) -> None:
 async def test_examples_write_nothing_but_protocol_to_stdout(tmp_path: Path) -> None:
     """A client sending only EOF gets an empty stdout: no banner, no stray prints."""
     for name in ("notes", "calc", "textkit"):
-        with anyio.fail_after(20):
+        with anyio.fail_after(20 * SLACK):
             proc = await anyio.run_process([sys.executable, "-m", f"mcpctl.examples.{name}", "--log-level", "DEBUG"],
                                            input=b"", check=False, env={"NOTES_DIR": str(tmp_path),
                                                                         "PATH": "/usr/bin:/bin"})

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.cli import app
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 from mcpctl.resources.store import Store
@@ -51,7 +52,7 @@ def test_example_servers_run_from_an_unactivated_venv(tmp_home: Path) -> None:
     assert res.exit_code == 0, res.output
     env = {**os.environ, "PATH": "/usr/bin:/bin", "MCPCTL_HOME": str(tmp_home)}
     r = subprocess.run([sys.executable, "-m", "mcpctl", "tools", "list", "--project", "demo", "--refresh", "-o", "json"],
-                       env=env, capture_output=True, text=True, timeout=90)
+                       env=env, capture_output=True, text=True, timeout=90 * SLACK)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
     rows = json.loads(r.stdout)

@@ -105,8 +105,8 @@ class Kit:
             errlog.close()
 
     def leftovers(self, timeout: float = 8.0) -> list[int]:
-        """Processes carrying this kit's mark still alive after `timeout` seconds."""
-        deadline = time.monotonic() + timeout
+        """Processes carrying this kit's mark still alive after `timeout` seconds (times the load's slack)."""
+        deadline = time.monotonic() + timeout * SLACK
         while True:
             pids = [p for p in _mark_pids(self.mark) if _alive(p)]
             if not pids or time.monotonic() > deadline:
@@ -127,12 +127,13 @@ def _alive(pid: int) -> bool:
 
 
 async def wait_tools(client: Any, want: set[str] | int, timeout: float = 20.0) -> list[Any]:
-    """Re-list until every name in `want` (or at least `want` tools) is listed. A client of an
-    in-process gateway (`inproc`) re-lists at each change instead of polling."""
+    """Re-list until every name in `want` (or at least `want` tools) is listed, within `timeout`
+    seconds times the load's slack. A client of an in-process gateway (`inproc`) re-lists at each
+    change instead of polling."""
     running = getattr(client, "gw", None)
     if running is not None:
         return await running.wait_tools(client, want, timeout)   # type: ignore[no-any-return]
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(timeout * SLACK):
         while True:
             tools = (await client.list_tools()).tools
             names = {t.name for t in tools}
@@ -145,12 +146,12 @@ async def until(client: Any, check: Any, timeout: float = 20.0, interval: float 
                 poll: float | None = None) -> None:
     """Wait until `check()` (sync or async) holds: re-checked at each change for a client of an
     in-process gateway (`inproc`; and every `poll` s if given: what no event announces), else
-    every `interval` seconds (a gateway in another process)."""
+    every `interval` seconds (a gateway in another process); within `timeout` times the load's slack."""
     running = getattr(client, "gw", None)
     if running is not None:
         await running.until(check, timeout, poll)
         return
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(timeout * SLACK):
         while True:
             got = check()
             if not isinstance(got, bool):
@@ -171,19 +172,19 @@ def free_port() -> int:
 
 
 def stop(proc: subprocess.Popen[Any], timeout: float = 15.0) -> None:
-    """SIGTERM, then SIGKILL if `proc` has not exited within `timeout` s."""
+    """SIGTERM, then SIGKILL if `proc` has not exited within `timeout` s (times the load's slack)."""
     proc.terminate()
     try:
-        proc.wait(timeout=timeout)
+        proc.wait(timeout=timeout * SLACK)
     except subprocess.TimeoutExpired:
         proc.kill()
 
 
 def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, *, timeout: float = 20.0,
                    stderr: Path | None = None) -> None:
-    """Wait until `proc` accepts connections on loopback `port` (bounded); fail if it exits first,
-    with `stderr`'s text when given."""
-    deadline = time.monotonic() + timeout
+    """Wait until `proc` accepts connections on loopback `port` (within `timeout` times the load's
+    slack); fail if it exits first, with `stderr`'s text when given."""
+    deadline = time.monotonic() + timeout * SLACK
     while True:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
@@ -191,7 +192,7 @@ def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, *, timeout
         if proc.poll() is not None:
             detail = stderr.read_text(errors="replace")[-4000:] if stderr is not None else ""
             raise AssertionError(f"{what} exited with {proc.returncode} before listening on {port}\n{detail}")
-        assert time.monotonic() < deadline, f"{what} did not listen on {port} within {timeout:g}s"
+        assert time.monotonic() < deadline, f"{what} did not listen on {port} within {timeout * SLACK:.0f}s"
         time.sleep(0.05)
 
 
@@ -235,6 +236,6 @@ def http_upstream(kit: Kit, name: str, *args: str) -> Any:
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=10 * SLACK)
         except subprocess.TimeoutExpired:
             proc.kill()

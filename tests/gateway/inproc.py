@@ -401,9 +401,12 @@ class Running:
 
     async def until(self, check: Callable[[], Awaitable[bool] | bool], timeout: float = 20.0,
                     poll: float | None = None) -> None:
-        """Wait until `check()` holds, re-checking at each change (bounded); `poll`: also every
-        `poll` seconds, for what no event announces (a file another thread writes)."""
-        with anyio.fail_after(timeout):
+        """Wait until `check()` holds, re-checking at each change (within `timeout` times the load's
+        slack); `poll`: also every `poll` seconds, for what no event announces (a file another
+        thread writes)."""
+        from ci_support import SLACK
+
+        with anyio.fail_after(timeout * SLACK):
             while True:
                 seen = self.changes.count
                 got = check()

@@ -39,12 +39,12 @@ class OAuthServer:
     def get(self, path: str) -> Any:
         import httpx2
 
-        return httpx2.get(self.base + path, timeout=10).json()
+        return httpx2.get(self.base + path, timeout=10 * SLACK).json()
 
     def post(self, path: str) -> Any:
         import httpx2
 
-        return httpx2.post(self.base + path, timeout=10).json()
+        return httpx2.post(self.base + path, timeout=10 * SLACK).json()
 
 
 def start_oauth_server(kit: Kit, *args: str) -> OAuthServer:
@@ -77,7 +77,7 @@ def oauth_upstream(kit: Kit, name: str, *args: str, auth: dict[str, Any] | None 
         if srv.proc.poll() is None:
             srv.proc.terminate()
             try:
-                srv.proc.wait(timeout=10)
+                srv.proc.wait(timeout=10 * SLACK)
             except subprocess.TimeoutExpired:
                 srv.proc.kill()
                 srv.proc.wait()
@@ -113,11 +113,11 @@ def login(kit: Kit, name: str, *extra: str, browse: bool = True, timeout: float 
         assert time.monotonic() < deadline, "mcpctl login printed no sign-in URL"
         time.sleep(0.05)
     if url is not None and tamper:
-        hop = httpx2.get(url, follow_redirects=False, timeout=10)
+        hop = httpx2.get(url, follow_redirects=False, timeout=10 * SLACK)
         back = re.sub(r"state=[^&]+", "state=forged", hop.headers["location"])
-        assert httpx2.get(back, timeout=10).status_code == 200
+        assert httpx2.get(back, timeout=10 * SLACK).status_code == 200
     elif url is not None:
-        page = httpx2.get(url, follow_redirects=True, timeout=10)
+        page = httpx2.get(url, follow_redirects=True, timeout=10 * SLACK)
         assert page.status_code == 200, page.text
     out, _ = proc.communicate(timeout=timeout * SLACK + 10)
     text = err_path.read_text()

@@ -92,3 +92,22 @@ async def test_a_server_the_project_curates_out_is_not_even_read(kit: Kit, gw: H
         indexed = g.gateway.knowledge.index.resources()
     assert [p["server"] for p in got["passages"]] == ["notes"]
     assert indexed == [("notes", "notes://1")]
+
+
+async def test_the_note_says_why_no_model_was_asked(kit: Kit, gw: Harness, tmp_path: Path) -> None:
+    """A 2026-07-28 client that lends sampling is told the era's reason, not "did not offer sampling"."""
+    from mcpctl.ask import answer
+
+    _project(kit, tmp_path)
+
+    async def lend(ctx: Any, params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        raise AssertionError("a 2026-07-28 client cannot be asked outside an upstream's call")
+
+    async with gw.serve("p") as g, g.client("2026-07-28", "lends26", sampling_callback=lend) as modern, \
+            g.client("legacy", "lends-nothing") as legacy:
+        await g.settled()
+        era = await _ask(modern, "release train")
+        plain = await _ask(legacy, "release train")
+    assert era["passages"] and era["note"] == answer.NO_REQUEST_2026 and "answer" not in era
+    assert "did not offer sampling" not in era["note"] and "2026-07-28" in era["note"]
+    assert plain["note"] == answer.NO_MODEL

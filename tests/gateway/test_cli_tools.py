@@ -9,6 +9,7 @@ import sys
 from gwkit import Kit
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
 
@@ -38,7 +39,7 @@ def test_tools_list_from_cache(kit: Kit, runner: CliRunner) -> None:
     ]
     assert rows[0]["readOnly"] is True and rows[1]["destructive"] is True
     assert set(rows[0]) == {"server", "canonicalId", "presentedName", "state", "listed", "favouriteName", "pinned",
-                            "readOnly", "destructive", "effect", "description"}
+                            "readOnly", "destructive", "effect", "description", "flags"}
     assert rows[0]["effect"]["class"] == "reads" and rows[0]["effect"]["source"] == "annotations"
     assert rows[1]["effect"]["class"] == "deletes"
     r = runner.invoke(app, ["tools", "list", "--project", "p"])
@@ -216,7 +217,7 @@ def test_long_commands_say_on_a_terminal_what_they_are_doing(kit: Kit) -> None:
         primary, secondary = pty.openpty()
         try:
             done = subprocess.run([MCPCTL, *argv], stdout=subprocess.PIPE, stderr=secondary, stdin=subprocess.DEVNULL,
-                                  env={**os.environ, "MCPCTL_HOME": str(kit.home), "TERM": "xterm"}, timeout=60)
+                                  env={**os.environ, "MCPCTL_HOME": str(kit.home), "TERM": "xterm"}, timeout=60 * SLACK)
             os.close(secondary)
             screen = b""
             while True:

@@ -19,7 +19,7 @@ import pytest
 from gwkit import REPO, Kit, free_port, wait_listening
 from test_serve_http import http_gateway_process
 
-from ci_support import skip_unless_ci
+from ci_support import SLACK, skip_unless_ci
 
 CONFORMANCE = Path(os.environ.get("MCPCTL_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
 CACHE = Path(os.environ.get("MCPCTL_CONFORMANCE_CACHE", REPO / ".conformance-cache"))
@@ -33,7 +33,7 @@ def _installed() -> bool:
 
 def _run(url: str, out: Path, token_file: Path | None = None) -> dict[str, bool]:
     argv = [str(CONFORMANCE / "run.sh"), url, str(out)] + ([str(token_file)] if token_file else [])
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=420, env={**os.environ, "CACHE": str(CACHE)})
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=420 * SLACK, env={**os.environ, "CACHE": str(CACHE)})
     results = {name: mark == "✓" for mark, name in SCENARIO.findall(r.stdout)}
     assert results, f"the suite reported no scenario:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
     return results
@@ -62,7 +62,7 @@ def test_every_scenario_that_passes_directly_passes_through_the_gateway(kit: Kit
             through = _run(gw.url, tmp_path / "gateway", token_file)
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=10 * SLACK)
     passing = sorted(name for name, ok in direct.items() if ok)
     lost = [name for name in passing if not through.get(name)]
     assert lost == [], f"pass directly but not through the gateway: {lost}"

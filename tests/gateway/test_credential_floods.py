@@ -95,9 +95,9 @@ async def test_a_resumed_call_is_checked_and_logged_as_the_call_it_is(kit: Kit) 
     other = _token("other", "narrow")
     answer = {"r1": {"action": "accept", "content": {"name": "x"}}}
     with http_gateway_process(kit, "p") as gw:
-        async with httpx2.AsyncClient(timeout=30) as h:
+        async with httpx2.AsyncClient(timeout=30 * SLACK) as h:
             mine, theirs = Modern(h, gw.url, gw.token), Modern(h, gw.url, other)
-            with anyio.fail_after(30):
+            with anyio.fail_after(30 * SLACK):
                 parked = await mine.call("good__elicit")
                 state = parked["result"]["requestState"]
                 assert parked["result"]["resultType"] == "input_required"
@@ -132,7 +132,7 @@ async def _other_credential(gw: HttpGateway) -> AsyncIterator[tuple[Probe, float
 
         async def probe() -> float:
             started = time.monotonic()
-            with anyio.fail_after(30):
+            with anyio.fail_after(30 * SLACK):
                 await c.send_ping()
                 assert "good__echo" in {t.name for t in (await c.list_tools()).tools}
                 r = await c.call_tool("good__echo", {"text": "still served"})
@@ -151,7 +151,7 @@ def _no_traceback(gw: HttpGateway) -> None:
 async def _logged(gw: HttpGateway, pattern: str) -> None:
     """Wait for the refusal summary matching `pattern` (one line per burst, after 2 s of quiet);
     no traceback meanwhile."""
-    with anyio.fail_after(15):
+    with anyio.fail_after(15 * SLACK):
         while not re.search(pattern, gw.stderr.read_text()):
             await anyio.sleep(0.1)
     _no_traceback(gw)
@@ -159,7 +159,7 @@ async def _logged(gw: HttpGateway, pattern: str) -> None:
 
 def _partial_body(port: int, token: str) -> socket.socket:
     """A request head with the token and 5 of its 100 bytes of body: the rest never comes."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = socket.create_connection(("127.0.0.1", port), timeout=5 * SLACK)
     s.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
                "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
                "Content-Length: 100\r\n\r\n{\"jso").encode())
@@ -289,13 +289,13 @@ async def test_handshake_sessions_of_one_token_fill_only_its_share(kit: Kit) -> 
     share, cap, count = 10, 30, 40
     with http_gateway_process(kit, "p", "--max-sessions", str(cap), "--max-sessions-per-credential", str(share)) as gw:
         async with _other_credential(gw) as (probe, bound):
-            with anyio.fail_after(30):
+            with anyio.fail_after(30 * SLACK):
                 statuses, _ = await _open_sessions(gw.url, narrow, count, in_flight=8)
             assert statuses == {200: share, 429: count - share}, statuses
             assert await probe() < bound
-            with anyio.fail_after(30):
+            with anyio.fail_after(30 * SLACK):
                 assert (await _open_sessions(gw.url, gw.token, 5))[0] == {200: 5}
-            async with httpx2.AsyncClient(timeout=10) as h:
+            async with httpx2.AsyncClient(timeout=10 * SLACK) as h:
                 r = await h.post(gw.url, json=INITIALIZE, headers={**HEADERS, "Authorization": f"Bearer {narrow}"})
             assert r.status_code == 429
             assert "token 'narrow' already holds 10 open sessions" in r.json()["error"]["message"], r.text
@@ -316,9 +316,9 @@ async def test_parked_calls_of_one_token_fill_only_its_share(kit: Kit) -> None:
         kit.project("p", ["good"], profiles=PROFILES)
         narrow = _token("narrow", "narrow")
         with http_gateway_process(kit, "p", "--max-parked-per-credential", str(share)) as gw:
-            async with httpx2.AsyncClient(timeout=30) as h, _other_credential(gw) as (probe, bound):
+            async with httpx2.AsyncClient(timeout=30 * SLACK) as h, _other_credential(gw) as (probe, bound):
                 flooder, mine = Modern(h, gw.url, narrow, "flooder"), Modern(h, gw.url, gw.token, "mine")
-                with anyio.fail_after(60):
+                with anyio.fail_after(60 * SLACK):
                     results = [await flooder.call("good__elicit") for _ in range(share + extra)]
                 kinds = ["parked" if r.get("result", {}).get("resultType") == "input_required" else
                          "refused" if "error" in r else repr(r) for r in results]
@@ -327,7 +327,7 @@ async def test_parked_calls_of_one_token_fill_only_its_share(kit: Kit) -> None:
                 assert "token 'narrow' already holds 10 calls waiting for input" in message, message
                 assert "--max-parked-per-credential" in message, message
                 assert await probe() < bound
-                with anyio.fail_after(30):
+                with anyio.fail_after(30 * SLACK):
                     parked = await mine.call("good__elicit")
                     assert parked["result"]["resultType"] == "input_required", parked
                     done = await mine.call("good__elicit", requestState=parked["result"]["requestState"],

@@ -1,17 +1,24 @@
 """The early stdio front answers the first messages from the last run's record and the cache,
-exactly as the SDK-based gateway would, in both protocol eras, and hands over cleanly."""
+exactly as the SDK-based gateway would, in both protocol eras, and hands over cleanly.
+
+Every wait is bounded by a time that scales with the machine's load (`SLACK`), and what "nothing
+more was sent" means is read at the gateway's exit (its stdout at EOF), never after a fixed sleep."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gwkit import MCPCTL, SRC_ENV, Kit
+
+from ci_support import SLACK
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -26,6 +33,7 @@ class Raw:
         self.proc = proc
         self.lines: list[dict[str, Any]] = []
         self.changed = asyncio.Event()
+        self.arrived = asyncio.Event()          # set at each line (cleared by whoever waits for one)
         self.task = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -35,19 +43,32 @@ class Raw:
             self.lines.append(msg)
             if msg.get("method") == "notifications/tools/list_changed":
                 self.changed.set()
+            self.arrived.set()
 
     def send(self, msg: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}).encode() + b"\n")
 
     async def reply(self, rid: int, timeout: float = 30) -> dict[str, Any]:
+        """The answer to request `rid`, awaited line by line (within `timeout` times the load's slack)."""
         async def wait() -> dict[str, Any]:
             while True:
+                self.arrived.clear()
                 for m in self.lines:
                     if m.get("id") == rid and ("result" in m or "error" in m):
                         return m
-                await asyncio.sleep(0.01)
-        return await asyncio.wait_for(wait(), timeout)
+                if self.task.done():
+                    raise AssertionError(f"the gateway closed its stdout without answering {rid}")
+                await self.arrived.wait()
+        return await asyncio.wait_for(wait(), timeout * SLACK)
+
+    async def close(self) -> None:
+        """Close the gateway's stdin and wait for it to exit and for its stdout to end: every line it
+        ever sent is in `lines` then."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        await asyncio.wait_for(self.proc.wait(), 20 * SLACK)
+        await asyncio.wait_for(self.task, 20 * SLACK)
 
     def count(self, rid: int) -> int:
         return sum(1 for m in self.lines if m.get("id") == rid and ("result" in m or "error" in m))
@@ -71,13 +92,17 @@ async def _session(kit: Kit, project: str, era: str, expect_tools: int) -> dict[
             c.send({"id": 1, "method": "server/discover", "params": meta})
         out["hello"] = (await c.reply(1))["result"]
         rid = 2
-        for _ in range(100):
+        deadline = time.monotonic() + 10 * SLACK        # the upstreams' first listing, then a list_changed
+        while True:
             c.send({"id": rid, "method": "tools/list", "params": meta})
             listed = (await c.reply(rid))["result"]
             rid += 1
             if len(listed["tools"]) >= expect_tools:
                 break
-            await asyncio.sleep(0.1)
+            assert time.monotonic() < deadline, f"{len(listed['tools'])} of {expect_tools} tools listed"
+            with contextlib.suppress(TimeoutError):     # the list changes: re-list then, or after a moment
+                await asyncio.wait_for(c.changed.wait(), 0.1 * SLACK)
+            c.changed.clear()
         out["list"] = listed
         c.send({"id": rid, "method": "tools/call", "params": {"name": "alpha__echo", "arguments": {"text": "hi"},
                                                               **meta}})
@@ -85,13 +110,9 @@ async def _session(kit: Kit, project: str, era: str, expect_tools: int) -> dict[
         c.send({"id": rid + 1, "method": "ping", "params": meta})
         out["ping"] = await c.reply(rid + 1)
         out["ping"].pop("id")
-        await asyncio.sleep(0.3)
-        out["duplicates"] = [i for i in range(1, rid + 2) if c.count(i) > 1]
     finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), 20)
-        c.task.cancel()
+        await c.close()
+    out["duplicates"] = [i for i in range(1, rid + 2) if c.count(i) > 1]     # all it sent, read to EOF
     return out
 
 
@@ -144,7 +165,7 @@ def test_early_module_loads_no_sdk() -> None:
 
     code = ("import sys, mcpctl.gateway.early; "
             "print(','.join(m for m in ('mcp', 'anyio', 'asyncio', 'pydantic') if m in sys.modules))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK, check=True)
     assert r.stdout.strip() == ""
 
 
@@ -157,10 +178,7 @@ async def _spawn(kit: Kit, project: str) -> Raw:
 
 
 async def _close(c: Raw) -> None:
-    assert c.proc.stdin is not None
-    c.proc.stdin.close()
-    await asyncio.wait_for(c.proc.wait(), 20)
-    c.task.cancel()
+    await c.close()
 
 
 @pytest.mark.anyio
@@ -193,8 +211,7 @@ async def test_pipelined_and_unrecorded_requests_are_answered_once_in_order(kit:
         assert (await c.reply(3))["result"]["content"][0]["text"] == "x1"
         assert len((await c.reply(4))["result"]["tools"]) == 16
         assert (await c.reply(5))["result"] == {}
-        await asyncio.sleep(0.3)
-        assert [c.count(i) for i in range(1, 6)] == [1] * 5
     finally:
         await _close(c)
+    assert [c.count(i) for i in range(1, 6)] == [1] * 5          # all it sent, read to EOF
     assert kit.leftovers() == []

@@ -39,7 +39,7 @@ async def _listed_fast(c: object) -> set[str]:
 async def _good_call_is_fast(c: object) -> None:
     """A healthy upstream answers at once, whatever the others do. (Its listing may be cached, so
     the first call can still wait for it to start: that one is not timed.)"""
-    with anyio.fail_after(30):
+    with anyio.fail_after(30 * SLACK):
         await c.session.call_tool("good__echo", {"text": "warm"})  # type: ignore[attr-defined]
     t0 = time.monotonic()
     r = await c.session.call_tool("good__echo", {"text": "still here"})  # type: ignore[attr-defined]
@@ -229,7 +229,7 @@ async def test_sigterm_stops_gateway_and_upstreams(kit: Kit) -> None:
                             stderr=subprocess.DEVNULL,
                             env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
     try:
-        with anyio.fail_after(20):
+        with anyio.fail_after(20 * SLACK):
             # wait until both upstreams run (their processes carry the mark)
             from gwkit import _mark_pids
 

@@ -20,6 +20,7 @@ from gwkit import MCPCTL, Kit, wait_tools
 from inproc import Harness
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
 from mcpctl.resources.validate import canonical_spec
@@ -35,7 +36,7 @@ def _rows(project: str, at_least: int) -> list[Any]:
     """The log rows of `project`, once the gateway's background writer has written them all."""
     from mcpctl.audit.log import InvocationLog
 
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 15 * SLACK
     while True:
         with InvocationLog() as log:
             rows = log.query(project=project)
@@ -167,7 +168,7 @@ async def test_the_suggested_line_run_by_a_shell_keeps_profiles_and_does_what_ap
     line = table.stdout.strip().splitlines()[-1]
     assert line == "mcpctl favourites set --project p 'alpha/get pods' alpha/add"
     shell_env = {**os.environ, "MCPCTL_HOME": str(kit.home), "PATH": f"{Path(MCPCTL).parent}:{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-c", line], env=shell_env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(["bash", "-c", line], env=shell_env, capture_output=True, text=True, timeout=60 * SLACK)
     assert done.returncode == 0 and done.stdout == "project/p configured\n", done.stderr
     by_line = canonical_spec("Project", kit.store.get("Project", "p")["spec"])
     assert by_line["favouriteIndex"] == {"enabled": True, "tools": ["alpha/get pods", "alpha/add"], "maxFavourites": 4}

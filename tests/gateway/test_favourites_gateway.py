@@ -14,6 +14,7 @@ import pytest
 from gwkit import Kit, text_of, wait_tools
 from inproc import Harness
 
+from ci_support import SLACK
 from mcpctl.presentation.builtins import ALWAYS_LOAD
 
 pytestmark = pytest.mark.anyio
@@ -217,7 +218,7 @@ async def test_a_gated_session_sees_begin_session_only_until_it_begins(kit: Kit,
                                                            "favourite__beta__whoami"]
         assert data["matches"] and data["matches"][0]["name"] == "favourite__echo"
         assert all(set(m) == {"name", "description", "inputSchema", "score"} for m in data["matches"])
-        with anyio.fail_after(10):
+        with anyio.fail_after(10 * SLACK):
             await changed.wait()
         full = [x.name for x in (await c.list_tools()).tools]
         assert full[:4] == ["favourite__echo", "favourite__alpha__whoami", "favourite__beta__whoami",

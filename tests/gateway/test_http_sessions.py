@@ -58,7 +58,7 @@ async def test_a_pooled_2026_client_is_one_session_over_many_tcp_connections(kit
                 r = await c.session.call_tool("alpha__echo", {"text": f"call {i}"})
                 assert text_of(r) == f"call {i}"
 
-            with anyio.fail_after(60):
+            with anyio.fail_after(60 * SLACK):
                 async with anyio.create_task_group() as tg:
                     for i in range(calls):
                         tg.start_soon(call, i)
@@ -84,7 +84,7 @@ async def _open_sessions(url: str, token: str, count: int, in_flight: int = 16) 
     statuses: dict[int, int] = {}
     ids: list[str] = []
     todo = iter(range(count))
-    async with httpx2.AsyncClient(timeout=30, limits=httpx2.Limits(max_connections=in_flight),
+    async with httpx2.AsyncClient(timeout=30 * SLACK, limits=httpx2.Limits(max_connections=in_flight),
                                   headers={**HEADERS, "Authorization": f"Bearer {token}"}) as h:
         async def worker() -> None:
             for _ in todo:
@@ -106,7 +106,7 @@ async def test_three_thousand_abandoned_sessions_are_capped(kit: Kit) -> None:
     # one token may hold every session here, so that the gateway-wide cap is what is measured
     # (test_credential_floods measures each token's own share)
     with http_gateway_process(kit, project, "--max-sessions-per-credential", "4096") as gw:
-        with anyio.fail_after(20):
+        with anyio.fail_after(20 * SLACK):
             statuses, _ = await _open_sessions(gw.url, gw.token, 1)
         assert statuses == {200: 1}
         before = gw.rss_mb()
@@ -132,7 +132,7 @@ async def test_idle_sessions_are_reaped_and_make_room(kit: Kit) -> None:
         async with http_client(gw.url, gw.token, "legacy") as c:
             await wait_tools(c, {"alpha__echo"})
             opening = time.monotonic()          # the sessions' last activity is between these two
-            with anyio.fail_after(20):
+            with anyio.fail_after(20 * SLACK):
                 statuses, ids = await _open_sessions(gw.url, gw.token, 4, in_flight=1)
             abandoned = time.monotonic()
             assert statuses == {200: 2, 503: 2}
@@ -144,7 +144,7 @@ async def test_idle_sessions_are_reaped_and_make_room(kit: Kit) -> None:
             assert idle * 0.9 <= time.monotonic() - opening and time.monotonic() - abandoned < idle + 5 * SLACK
             hdrs = {**HEADERS, "Authorization": f"Bearer {gw.token}", "Mcp-Protocol-Version": "2025-11-25",
                     "Mcp-Session-Id": ids[0]}
-            async with httpx2.AsyncClient(timeout=10) as h:
+            async with httpx2.AsyncClient(timeout=10 * SLACK) as h:
                 r = await h.post(gw.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=hdrs)
             assert r.status_code == 404
             await anyio.sleep(max(0.0, idle * 2.5 - (time.monotonic() - abandoned)))

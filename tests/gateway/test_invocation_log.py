@@ -8,6 +8,8 @@ import pytest
 from gwkit import Kit, text_of, wait_tools
 from inproc import Harness
 
+from ci_support import SLACK
+
 pytestmark = pytest.mark.anyio
 
 SECRET = "sk-mcpctl-planted-SECRET-4f1c9a7e"
@@ -83,7 +85,7 @@ async def test_two_gateways_write_the_same_log_without_losing_rows(kit: Kit) -> 
             for i in range(n):
                 await c.session.call_tool("alpha__echo", {"text": f"{tag}{i}"})
 
-    with anyio.fail_after(90):
+    with anyio.fail_after(90 * SLACK):
         async with anyio.create_task_group() as tg:
             for tag in ("a", "b", "c"):
                 tg.start_soon(gateway, tag)

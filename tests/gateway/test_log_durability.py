@@ -114,7 +114,7 @@ class RawGateway:
         self.proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            listed = await asyncio.wait_for(self.send("tools/list"), 20)
+            listed = await asyncio.wait_for(self.send("tools/list"), 20 * SLACK)
             names = {t["name"] for t in listed["result"]["tools"]}
             if tool in names:
                 self.probes += 1
@@ -189,7 +189,7 @@ def test_a_clean_stop_loses_no_answered_call(kit: Kit, how: str) -> None:
         else:
             gw.proc.send_signal(getattr(signal, how))
             # calls keep coming while the gateway shuts down, until it closes its stdout
-            await asyncio.wait_for(asyncio.shield(gw.reader), 20)
+            await asyncio.wait_for(asyncio.shield(gw.reader), 20 * SLACK)
             stop.set()
             await burst
         rc = await gw.finish()
@@ -243,11 +243,11 @@ def test_sigterm_over_http_loses_no_answered_call(kit: Kit) -> None:
                 workers = [asyncio.create_task(worker()) for _ in range(24)]
                 await _until(lambda: sum(answered.values()) >= 150)
                 proc.send_signal(signal.SIGTERM)
-                await asyncio.wait(workers, timeout=20)
+                await asyncio.wait(workers, timeout=20 * SLACK)
 
         with contextlib.suppress(Exception):   # closing the client's session fails: the gateway is gone
             asyncio.run(scenario())
-        assert proc.wait(20) in (0, -signal.SIGTERM)
+        assert proc.wait(20 * SLACK) in (0, -signal.SIGTERM)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -164,7 +164,7 @@ def test_create_server_url_discovers_the_sign_in(kit: Kit) -> None:
         assert done.returncode == 0, done.stderr
     finally:
         srv.proc.terminate()
-        srv.proc.wait(timeout=10)
+        srv.proc.wait(timeout=10 * SLACK)
 
 
 async def test_concurrent_calls_after_expiry_refresh_once(kit: Kit) -> None:
@@ -246,4 +246,29 @@ def test_login_to_a_server_with_a_challenge_but_no_oauth_metadata(kit: Kit) -> N
         assert not os.path.exists(_token_file(kit, "bare")) or "access_token" not in Path(_token_file(kit, "bare")).read_text()
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=10 * SLACK)
+
+
+def test_a_refused_sign_in_is_said_expired_everywhere_with_the_login_to_run(kit: Kit) -> None:
+    """Issue 32: after the server refused the stored sign-in, `get servers -o wide` still said
+    `signed-in (until …)` beside `sign-in expired`, and `doctor` said "✔ signed in" and pointed at an
+    upstream stderr log that an HTTP server does not have."""
+    with oauth_upstream(kit, "remote", "--access-ttl", "3600") as srv:
+        kit.project("p", ["remote"])
+        assert login(kit, "remote").returncode == 0
+        assert "signed-in (until" in mcpctl(kit, "get", "servers", "-o", "wide").stdout
+        srv.post("/test/revoke?access=1")                  # the server refuses the tokens and their renewal
+        doctor = mcpctl(kit, "doctor", "--project", "p")
+        assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+        lines = doctor.stdout.splitlines()
+        at = lines.index("server/remote")
+        said = "\n".join(lines[at:at + 8])
+        assert "✘ sign-in expired (refused by the server) (OAuth)" in said and "signed in (" not in said, said
+        assert "→ mcpctl login remote" in said and "upstreams" not in doctor.stdout, doctor.stdout
+        wide = mcpctl(kit, "get", "servers", "-o", "wide").stdout
+        assert "expired (refused by the server)" in wide and "signed-in" not in wide, wide
+        described = mcpctl(kit, "describe", "server", "remote").stdout
+        assert "expired (refused by the server): sign in again (mcpctl login remote)" in described, described
+        # a new sign-in is believed at once
+        assert login(kit, "remote").returncode == 0
+        assert "signed-in (until" in mcpctl(kit, "get", "servers", "-o", "wide").stdout

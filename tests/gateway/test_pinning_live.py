@@ -29,7 +29,7 @@ def serve(path: Path, add: str) -> None:
 
 
 def mcpctl(kit: Kit, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MCPCTL, *args], capture_output=True, text=True, timeout=60,
+    return subprocess.run([MCPCTL, *args], capture_output=True, text=True, timeout=60 * SLACK,
                           env={**os.environ, "MCPCTL_HOME": str(kit.home), **SRC_ENV})
 
 
@@ -57,7 +57,7 @@ async def test_an_approval_reaches_a_running_gateway_within_a_second(kit: Kit, g
         await until(c, held, 30)
         assert (await c.session.call_tool("up__add", {})).is_error
         changed = anyio.Event()                                          # only what the approval causes
-        done = mcpctl(kit, "tools", "approve", "--project", "p", "up/add")
+        done = mcpctl(kit, "tools", "approve", "--project", "p", "up/add", "--yes")     # POISONED is flagged
         assert done.returncode == 0, done.stderr
         approved = time.monotonic()
         with anyio.fail_after(1.0 * SLACK + 1.0):                        # polled each second, plus the load

@@ -18,6 +18,7 @@ from gwkit import Kit, text_of, wait_tools
 from test_serve_http import http_client, http_gateway
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl import paths
 from mcpctl.cli import app
 
@@ -79,7 +80,7 @@ async def test_a_full_flow_under_umask_022_leaves_nothing_readable_by_others(
             async with http_client(url, token) as c:
                 await wait_tools(c, {"alpha__echo"})
                 assert text_of(await c.session.call_tool("alpha__echo", {"text": "hi"})) == "hi"
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 20 * SLACK
             while True:     # the call's row is written by the gateway's log writer
                 with InvocationLog() as log:
                     if log.query(project="p"):

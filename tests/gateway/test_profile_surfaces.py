@@ -24,6 +24,7 @@ from mcp import MCPError
 from test_relay_requests import answering
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.cli import app
 from mcpctl.presentation.catalogue import Catalogue
 from mcpctl.presentation.view import SessionKey
@@ -170,7 +171,7 @@ def _tokens(runner: CliRunner) -> dict[str, str]:
 
 async def _marker(markers: Path, name: str) -> str:
     path = markers / f"roots-{name}-1"
-    with anyio.fail_after(20):
+    with anyio.fail_after(20 * SLACK):
         while not path.exists() or not path.read_text():
             await anyio.sleep(0.05)
     return path.read_text()
@@ -186,7 +187,7 @@ def _logger() -> tuple[list[str], Any]:
 
 
 async def _until(pred: Callable[[], bool]) -> None:
-    with anyio.fail_after(20):
+    with anyio.fail_after(20 * SLACK):
         while not pred():
             await anyio.sleep(0.05)
 
@@ -315,7 +316,7 @@ async def test_resource_updates_reach_only_sessions_whose_view_holds_the_resourc
         async with nv.listen(resource_subscriptions=[RAW]), \
                 full26.listen(resource_subscriptions=[RAW]) as sub:
             await full.call_tool("touch", {"uri": RAW})
-            with anyio.fail_after(10):
+            with anyio.fail_after(10 * SLACK):
                 event = await sub.__anext__()
             assert getattr(event, "uri", None) == RAW
             await g.until(lambda: bool(seen_full))
@@ -330,7 +331,7 @@ async def _no_resources(c: Any) -> bool:
 
 
 async def _until_async(pred: Callable[[], Awaitable[bool]]) -> None:
-    with anyio.fail_after(20):
+    with anyio.fail_after(20 * SLACK):
         while not await pred():
             await anyio.sleep(0.1)
 

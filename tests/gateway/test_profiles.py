@@ -18,6 +18,7 @@ from gwkit import MCPCTL, Kit, text_of, wait_tools
 from test_serve_http import http_client, http_gateway
 from typer.testing import CliRunner
 
+from ci_support import SLACK
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
 from mcpctl.presentation.catalogue import Catalogue
@@ -128,7 +129,7 @@ async def test_each_token_sees_its_own_view_and_a_revoked_one_is_refused_at_once
 
         # revocation: the running gateway refuses the token at its next request
         body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-        async with httpx2.AsyncClient(timeout=10) as h:
+        async with httpx2.AsyncClient(timeout=10 * SLACK) as h:
             head = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
             ok = await h.post(url, json=body, headers={**head, "Authorization": f"Bearer {writer}"})
             assert ok.status_code != 401
@@ -142,7 +143,7 @@ async def test_each_token_sees_its_own_view_and_a_revoked_one_is_refused_at_once
             old = await h.post(url, json=body, headers={**head, "Authorization": f"Bearer {reader}"})
             assert old.status_code == 401
     assert kit.leftovers() == []
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 10 * SLACK
     while True:
         with InvocationLog() as log:
             denied = [r for r in log.query(project="p") if r.outcome == "denied"]
@@ -169,11 +170,11 @@ async def test_serve_profile_selects_the_view_over_stdio(kit: Kit) -> None:
             assert r.is_error and "not permitted" in text_of(r)
     env = {**os.environ, "MCPCTL_HOME": str(kit.home)}
     bad = subprocess.run([MCPCTL, "serve", "--project", "p", "--profile", "nope"], env=env, capture_output=True,
-                         text=True, stdin=subprocess.DEVNULL, timeout=30)
-    assert bad.returncode == 1 and "has no such profile" in bad.stderr and "read-only" in bad.stderr
+                         text=True, stdin=subprocess.DEVNULL, timeout=30 * SLACK)
+    assert bad.returncode == 2 and "has no such profile" in bad.stderr and "read-only" in bad.stderr
     http = subprocess.run([MCPCTL, "serve", "--project", "p", "--profile", "read-only", "--transport", "http"],
-                          env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30)
-    assert http.returncode == 1 and "create token" in http.stderr
+                          env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30 * SLACK)
+    assert http.returncode == 2 and "create token" in http.stderr
     assert kit.leftovers() == []
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from gwkit import Kit, npm_bin, text_of, wait_tools
 
-from ci_support import skip_unless_ci
+from ci_support import SLACK, skip_unless_ci
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
@@ -43,7 +43,7 @@ async def test_reference_servers_through_the_gateway(kit: Kit, tmp_path: Path, m
     async with kit.client("ref", mode=mode) as c:
         tools = {t.name: t for t in await wait_tools(
             c, {"everything__echo", "fs__read_text_file", "memory__read_graph", "time__get_current_time"},
-            timeout=60)}
+            timeout=60 * SLACK)}
         assert "everything__get-sum" in tools and tools["fs__read_text_file"].output_schema is not None
         r = await c.session.call_tool("everything__echo", {"message": "via mcpctl"})
         assert "via mcpctl" in text_of(r)

@@ -16,6 +16,8 @@ from gwkit import Kit, text_of, until, wait_tools
 from inproc import Harness
 from test_relay_requests import BARE, gateway_client
 
+from ci_support import SLACK
+
 pytestmark = [pytest.mark.anyio,
               pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
 
@@ -84,7 +86,7 @@ async def test_an_upstream_that_restarts_gets_the_log_level_and_subscriptions_it
         if front == "inproc":              # re-checked at each status and each change the upstream sees
             await c.gw.until(restored, 20)
         else:
-            with anyio.fail_after(20):     # restart backoff 0.5 s; then the level and subscriptions
+            with anyio.fail_after(20 * SLACK):     # restart backoff 0.5 s; then the level and subscriptions
                 while not await restored():
                     await anyio.sleep(0.1)
         assert after["level"] == "debug" and after["subscribed"] == ["file:///up/readme.txt"]
@@ -153,7 +155,7 @@ async def test_a_resource_update_reaches_only_its_subscribers_under_their_own_ur
                 assert (await _state(b))["subscribed"] == [upstream_uri]
                 await b.call_tool("touch", {"uri": upstream_uri})
                 await g.until(lambda: any(isinstance(m, t.ResourceUpdatedNotification) for m in seen_a), 10)
-                with anyio.fail_after(10):
+                with anyio.fail_after(10 * SLACK):
                     event = await sub.__anext__()
                 assert getattr(event, "uri", None) == upstream_uri        # c subscribed with the upstream URI
             updates = [m.params.uri for m in seen_a if isinstance(m, t.ResourceUpdatedNotification)]
@@ -235,7 +237,7 @@ async def test_progress_and_log_messages_of_a_call_reach_the_calling_client(kit:
         if front == "inproc":              # notification callbacks may run just after the result
             await c.gw.until(lambda: len(steps) >= 3, 5)
         else:
-            with anyio.fail_after(5):
+            with anyio.fail_after(5 * SLACK):
                 while len(steps) < 3:
                     await anyio.sleep(0.02)
         assert [s[0] for s in steps] == [1, 2, 3]

@@ -17,7 +17,7 @@ from gwkit import Kit, http_upstream, npm_bin, text_of, wait_tools
 from inproc import Harness
 from test_serve_http import http_client, http_gateway
 
-from ci_support import skip_unless_ci
+from ci_support import SLACK, skip_unless_ci
 
 pytestmark = [pytest.mark.anyio,
               pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
@@ -144,7 +144,7 @@ async def test_two_clients_calling_at_once_never_see_each_others_requests(kit: K
                     for j in range(i, i + 4):
                         tg.start_soon(one, c, who, j)
 
-        with anyio.fail_after(120):
+        with anyio.fail_after(120 * SLACK):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(client, a, "alice")
                 tg.start_soon(client, b, "bob")
@@ -180,7 +180,7 @@ async def test_over_a_stdio_upstream_requests_of_concurrent_clients_are_refused_
             for _ in range(30):
                 await call(c, "slow", {"seconds": 0.02})
 
-        with anyio.fail_after(120):
+        with anyio.fail_after(120 * SLACK):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(many, a, "alice")
                 tg.start_soon(many, b, "bob")
@@ -196,7 +196,7 @@ async def test_roots_outside_a_call_come_from_a_connected_client_and_roots_chang
     project = kit.project("p", ["up"], **BARE)
 
     async def roots_seen(c: Any, want: list[str]) -> dict[str, Any]:
-        with anyio.fail_after(15):
+        with anyio.fail_after(15 * SLACK):
             while True:
                 await anyio.sleep(0.3)      # no call in flight while the upstream asks (stdio: no association)
                 r = await c.call_tool("state", {})
@@ -245,7 +245,7 @@ async def test_progress_after_the_client_answered_reaches_the_request_that_answe
         await wait_tools(c, {"elicit"})
         r = await c.call_tool("elicit", {"progress": True}, progress_callback=on_progress)
         assert text_of(r) == "elicited: accept {'name': 'erin'}"
-        with anyio.fail_after(5):          # notification callbacks may run just after the result
+        with anyio.fail_after(5 * SLACK):          # notification callbacks may run just after the result
             while len(steps) < 3:
                 await anyio.sleep(0.02)
         assert steps == [(1, "asking"), (2, "answered"), (3, "answered")]

@@ -18,6 +18,8 @@ import pytest
 from gwkit import MCPCTL, Kit, listening_port, text_of, wait_tools
 from inproc import Harness
 
+from ci_support import SLACK
+
 pytestmark = pytest.mark.anyio
 
 
@@ -58,7 +60,7 @@ def http_gateway_process(kit: Kit, project: str, *extra: str, nofile: int | None
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=15 * SLACK)
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
@@ -101,7 +103,7 @@ async def test_auth_origin_and_host_checks(kit: Kit) -> None:
         body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
         hdrs = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-        async with httpx2.AsyncClient(timeout=10) as h:
+        async with httpx2.AsyncClient(timeout=10 * SLACK) as h:
             r = await h.post(url, json=body, headers=hdrs)
             assert r.status_code == 401
             r = await h.post(url, json=body, headers={**hdrs, "Authorization": "Bearer wrong"})
@@ -130,7 +132,7 @@ async def test_host_and_origin_are_parsed_strictly(kit: Kit) -> None:
                     "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
                     f"{f'Origin: {origin}' + chr(13) + chr(10) if origin else ''}"
                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
-            with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+            with socket.create_connection(("127.0.0.1", gw.port), timeout=10 * SLACK) as s:
                 s.sendall(head + body)
                 return int(s.recv(4096).split(b" ", 2)[1])
 
@@ -152,7 +154,7 @@ async def test_bearer_scheme_is_case_insensitive_and_the_token_still_checked(kit
         body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
         hdrs = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-        async with httpx2.AsyncClient(timeout=10) as h:
+        async with httpx2.AsyncClient(timeout=10 * SLACK) as h:
             for value, status in ((f"bearer {token}", 200), (f"BEARER {token}", 200), (f"bEaReR  {token}", 200),
                                   ("bearer wrong", 401), (f"bearer {token}x", 401), (f"Basic {token}", 401),
                                   (f"Bearer{token}", 401), ("bearer", 401), (token, 401)):
@@ -189,7 +191,7 @@ async def test_handshake_http_clients_are_told_lists_change_and_are_notified(kit
             changed = anyio.Event()
             r = await c.session.call_tool("alpha__add_tool", {})
             assert not r.is_error
-            with anyio.fail_after(10):
+            with anyio.fail_after(10 * SLACK):
                 await changed.wait()
             await wait_tools(c, {"alpha__extra_1"}, timeout=10)
         async with http_client(url, token, "auto") as c:
@@ -233,7 +235,7 @@ async def test_http_clients_both_eras(kit: Kit, gw: Harness, front: str, mode: s
     # there a session is the credential + clientInfo name and version (docs/internals.md).
     from mcpctl.audit.log import InvocationLog
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 10 * SLACK
     while True:
         with InvocationLog() as log:
             rows = log.query(project="p")

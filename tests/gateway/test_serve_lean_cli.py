@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from gwkit import SRC_ENV
 
+from ci_support import SLACK
 from mcpctl.cli.serve import OPTIONS, parse_lean
 
 
@@ -52,7 +53,7 @@ def test_page_size_parses_lean() -> None:
 @pytest.mark.parametrize("value", ["-1", "10001", "x"])
 def test_a_bad_page_size_is_a_usage_error_naming_the_flag(value: str) -> None:
     r = subprocess.run([sys.executable, "-m", "mcpctl", "serve", "--project", "p", "--page-size", value],
-                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60 * SLACK, stdin=subprocess.DEVNULL,
                        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **SRC_ENV})
     assert r.returncode == 2, r.stderr
     assert "--page-size" in r.stderr
@@ -60,7 +61,7 @@ def test_a_bad_page_size_is_a_usage_error_naming_the_flag(value: str) -> None:
 
 def test_help_still_comes_from_typer_with_every_option() -> None:
     r = subprocess.run([sys.executable, "-m", "mcpctl", "serve", "--help"], capture_output=True, text=True,
-                       timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **SRC_ENV})
+                       timeout=60 * SLACK, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **SRC_ENV})
     assert r.returncode == 0, r.stderr
     for o in OPTIONS:
         for flag in o.flags:
@@ -71,7 +72,7 @@ def test_lean_serve_does_not_load_typer_or_rich(tmp_path: Path) -> None:
     code = ("import sys; from mcpctl.cli import serve; import mcpctl.gateway.run as run; "
             "run.run = lambda *a, **k: print(sorted(m for m in ('typer', 'rich') if m in sys.modules)); "
             "sys.argv = ['mcpctl', 'serve', '--project', 'p']; import mcpctl.cli; mcpctl.cli.main()")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK,
                        env={"MCPCTL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **SRC_ENV})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"

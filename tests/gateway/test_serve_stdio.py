@@ -14,6 +14,8 @@ from inproc import Harness
 from mcp import MCPError
 from test_relay_requests import gateway_client
 
+from ci_support import SLACK
+
 pytestmark = pytest.mark.anyio
 
 PORTABLE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -126,14 +128,12 @@ async def test_upstream_list_changed_reaches_the_client(kit: Kit, gw: Harness, t
                             changed.set()
                             return
                 tg.start_soon(listen)
-                if front == "inproc":
+                with anyio.fail_after(10 * SLACK):
                     await listening.wait()         # entered: the gateway acknowledged the stream
-                else:
-                    await anyio.sleep(0.3)
             for server, expected in (("alpha", "alpha__extra_1"), ("beta", "beta__extra_1")):
                 changed = anyio.Event() if mode == "legacy" else changed
                 await c.session.call_tool(f"{server}__add_tool", {})
-                with anyio.fail_after(10):
+                with anyio.fail_after(10 * SLACK):
                     await changed.wait()
                 # a notification from the start-up listings may arrive late; the new tool follows
                 await wait_tools(c, {expected}, timeout=10)
@@ -196,7 +196,7 @@ async def test_curation_changes_apply_while_serving(kit: Kit, gw: Harness, runne
         changed = anyio.Event()
         r = runner.invoke(app, ["tools", "disable", "--project", "p", "alpha/add"])  # type: ignore[attr-defined]
         assert r.exit_code == 0, r.output
-        with anyio.fail_after(10):
+        with anyio.fail_after(10 * SLACK):
             await changed.wait()
 
         async def gone() -> bool:
@@ -221,7 +221,7 @@ async def test_http_upstream_with_headers_from_the_resource(kit: Kit, monkeypatc
                              "--require-token", "tok-123"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "MCPCTL_TEST_MARK": kit.mark})
     try:
-        with anyio.fail_after(20):
+        with anyio.fail_after(20 * SLACK):
             while True:
                 with socket.socket() as s:
                     if s.connect_ex(("127.0.0.1", port)) == 0:
@@ -250,4 +250,4 @@ async def test_http_upstream_with_headers_from_the_resource(kit: Kit, monkeypatc
         assert kit.store.status("Server", "web")["serverInfo"]["name"] == "web"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=10 * SLACK)

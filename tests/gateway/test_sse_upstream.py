@@ -47,7 +47,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=10 * SLACK)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -10,6 +10,8 @@ import pytest
 from gwkit import MCPCTL, SRC_ENV, Kit
 from test_early_front import Raw
 
+from ci_support import SLACK
+
 DEEP = b"[" * 100_000 + b"]" * 100_000
 DEEP_CALL = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":' + DEEP + b"}"
 PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
@@ -39,7 +41,7 @@ async def test_lines_nested_too_deep_get_a_parse_error_and_the_gateway_keeps_ser
         assert [m for m in c.lines if m.get("error")] == [PARSE_ERROR] * 4
         assert proc.returncode is None
         proc.stdin.close()
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        assert await asyncio.wait_for(proc.wait(), 30 * SLACK) == 0
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -24,7 +24,7 @@ from gwkit import REPO, Kit, npm_bin, wait_tools
 from inproc import Harness
 from typer.testing import CliRunner
 
-from ci_support import skip_unless_ci
+from ci_support import SLACK, skip_unless_ci
 from mcpctl.cli import app
 
 SLICE = REPO / "tests" / "fixtures" / "livemcpbench_slice" / "tools.jsonl"
@@ -186,7 +186,7 @@ def expected_use(sessions: list[list[str]]) -> dict[str, dict[str, int]]:
 def wait_rows(project: str, n: int) -> None:
     from mcpctl.audit.log import InvocationLog
 
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 15 * SLACK
     while True:
         with InvocationLog() as log:
             if log.count(project) >= n or time.monotonic() > deadline:

@@ -110,19 +110,19 @@ async def test_restart_ends_the_crashed_upstreams_background_children(kit: Kit) 
     wrapped_server(kit, "wrap")
     async with kit.client(kit.project("p", ["wrap"])) as c:
         await wait_tools(c, {"wrap__crash", "wrap__echo"})
-        with anyio.fail_after(10):
+        with anyio.fail_after(10 * SLACK):
             while not (before := sleepers(kit)):
                 await anyio.sleep(0.05)
         r = await c.session.call_tool("wrap__crash", {})
         assert r.is_error
-        with anyio.fail_after(10):     # the restarted upstream serves again
+        with anyio.fail_after(10 * SLACK):     # the restarted upstream serves again
             while True:
                 r = await c.session.call_tool("wrap__echo", {"text": "back"})
                 if not r.is_error:
                     break
                 await anyio.sleep(0.1)
         assert text_of(r) == "back"
-        with anyio.fail_after(5):      # the crashed one's `sleep` went with it
+        with anyio.fail_after(5 * SLACK):      # the crashed one's `sleep` went with it
             while any(_alive(p) for p in before):
                 await anyio.sleep(0.05)
         after = sleepers(kit)

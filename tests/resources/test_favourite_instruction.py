@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl.resources.validate import validate_document
 from mcpctl.resources.yamlio import parse_text
 
@@ -35,7 +36,7 @@ def _project(presentation: str | None, instruction: str | None, name: str = "p")
 def _apply(home: Path, manifest: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MCPCTL_HOME": str(home)}
     return subprocess.run([MCPCTL, "apply", "-f", str(manifest), *extra], capture_output=True, text=True,
-                          env=env, timeout=60)
+                          env=env, timeout=60 * SLACK)
 
 
 def test_instruction_outside_favourite_index_is_kept_with_a_warning(tmp_path: Path, tmp_home: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl.resources.apply import apply_documents
 from mcpctl.resources.store import Store, atomic_write
 from mcpctl.resources.yamlio import parse_text
@@ -54,7 +55,7 @@ def test_two_processes_applying_50_objects_each_lose_nothing(tmp_home: Path, tmp
     env = {**os.environ, "MCPCTL_HOME": str(tmp_home)}
     procs = [subprocess.Popen([sys.executable, str(script), tag, "50"], env=env) for tag in ("a", "b")]
     for p in procs:
-        assert p.wait(timeout=120) == 0
+        assert p.wait(timeout=120 * SLACK) == 0
     store = Store()
     names = store.names("Server")
     assert len(names) == 101
@@ -74,7 +75,7 @@ def test_two_cli_apply_processes_at_once(tmp_home: Path, tmp_path: Path, backend
     env = {**os.environ, "MCPCTL_HOME": str(tmp_home)}
     procs = [subprocess.Popen([sys.executable, "-m", "mcpctl", "apply", "-f", str(f)], env=env,
                               stdout=subprocess.PIPE, text=True) for f in files]
-    outs = [p.communicate(timeout=120)[0] for p in procs]
+    outs = [p.communicate(timeout=120 * SLACK)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert sum(line.endswith(" created") for o in outs for line in o.splitlines()) == 100
     assert len(Store().names("Server")) == 100

@@ -60,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", type=int, default=0, help="extra synthetic tools")
     p.add_argument("--extra-tool", action="append", default=[], help="also serve a tool of this name; it answers "
                    "with this server's --name")
+    p.add_argument("--describe", action="append", default=[], metavar="NAME=TEXT",
+                   help="also serve a tool NAME whose description is TEXT (a poisoned one, say)")
     p.add_argument("--start-delay", type=float, default=0.0)
     p.add_argument("--stderr-flood", action="store_true")
     p.add_argument("--garbage", action="store_true", help="write junk lines to stdout at start")
@@ -120,6 +122,7 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
     TOOLS += [_tool(f"synthetic_{i:04d}", f"Synthetic tool number {i} that does task {i} for benchmarking")
               for i in range(opts.tools)]
     TOOLS += [_tool(n, f"Say which server answers {n}: returns the server's name") for n in opts.extra_tool]
+    TOOLS += [_tool(n, d) for n, _, d in (x.partition("=") for x in opts.describe)]
     if opts.ask_tools:
         TOOLS += [_tool("sample", "Ask the client's model (sampling) for `text`", TEXT),
                   _tool("elicit", "Ask the user (elicitation) for a name; `mode: url` asks through a URL; "

@@ -10,7 +10,8 @@ PKCE is checked by the SDK's token handler (the code verifier against the stored
 which redirects back with `error=access_denied`. Access tokens live `--access-ttl` seconds
 (checked to the sub-second here, not by the SDK's whole-second check); refresh tokens rotate.
 
-Test hooks (no auth): `POST /test/revoke` revokes every refresh token (the next refresh fails);
+Test hooks (no auth): `POST /test/revoke` revokes every refresh token (the next refresh fails;
+`?access=1`: every access token too);
 `GET /test/stats` counts registrations, code exchanges, refreshes and refused tokens;
 `GET /test/issued` lists every token (and client secret) handed out, for leak scans.
 
@@ -164,6 +165,9 @@ def whoami() -> str:
 async def revoke_all(request: Request) -> Response:
     n = len(provider.refresh)
     provider.refresh.clear()
+    if request.query_params.get("access"):          # ?access=1: the access tokens too (refused at once)
+        n += len(provider.access)
+        provider.access.clear()
     return JSONResponse({"revoked": n})
 
 

@@ -64,7 +64,7 @@ def kill_all(gateways: Iterable[Gateway]) -> None:
     for gw in gateways:
         if gw.proc.poll() is None:
             gw.proc.kill()
-            gw.proc.wait(30)
+            gw.proc.wait(30 * SLACK)
 
 
 def rows_by(url: str, *columns: str) -> Counter[tuple[Any, ...]]:

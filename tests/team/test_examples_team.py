@@ -257,7 +257,7 @@ def test_compose_manifests_and_dockerfile_agree() -> None:
 
 
 def run_mcpctl(argv: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MCPCTL, *argv], capture_output=True, text=True, timeout=120, input=stdin,
+    return subprocess.run([MCPCTL, *argv], capture_output=True, text=True, timeout=120 * SLACK, input=stdin,
                           env={**os.environ, **SRC_ENV, **env})
 
 
@@ -283,7 +283,7 @@ def started(argv: list[str], env: dict[str, str], home: Path, what: str) -> Iter
 
 
 def status_of(port: int, path: str, host: str | None = None) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30 * SLACK)
     try:
         conn.request("GET", path, headers={"Host": host} if host else {})
         r = conn.getresponse()
@@ -340,7 +340,7 @@ def test_the_command_lines_run_on_postgresql(pg_url: str, tmp_path: Path) -> Non
         took = [until_ready(port) for port in ports]
         for port in ports:       # compose's health check itself, pointed at this port
             check = [sys.executable, *(a.replace("127.0.0.1:8765", f"127.0.0.1:{port}") for a in healthcheck[2:])]
-            assert subprocess.run(check, capture_output=True, timeout=60).returncode == 0
+            assert subprocess.run(check, capture_output=True, timeout=60 * SLACK).returncode == 0
 
         async def calls() -> list[str]:
             out = []

@@ -58,7 +58,7 @@ def gateway(kit: Kit, *extra: str, env: dict[str, str] | None = None) -> Iterato
 
 def request(port: int, path: str, *, method: str = "GET", headers: dict[str, str] | None = None,
             body: str | None = None) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30 * SLACK)
     try:
         conn.request(method, path, body=body, headers=headers or {})
         r = conn.getresponse()
@@ -160,7 +160,7 @@ def test_a_bad_allow_host_is_an_error_naming_the_flag(kit: Kit, argv: list[str],
     kit.server("alpha")
     kit.project("p", ["alpha"])
     r = subprocess.run([MCPCTL, "serve", "--project", "p", "--port", "0", *argv], capture_output=True, text=True,
-                       timeout=60, stdin=subprocess.DEVNULL, env={**os.environ, **SRC_ENV, "COLUMNS": "200"})
+                       timeout=60 * SLACK, stdin=subprocess.DEVNULL, env={**os.environ, **SRC_ENV, "COLUMNS": "200"})
     assert r.returncode != 0
     assert says in r.stderr, r.stderr
 
@@ -172,6 +172,6 @@ def test_a_bad_allow_hosts_setting_names_the_file(kit: Kit) -> None:
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text("serve:\n  allowHosts: svc\n")
     r = subprocess.run([MCPCTL, "serve", "--project", "p", "--transport", "http", "--port", "0"], capture_output=True,
-                       text=True, timeout=60, stdin=subprocess.DEVNULL, env={**os.environ, **SRC_ENV, "COLUMNS": "200"})
+                       text=True, timeout=60 * SLACK, stdin=subprocess.DEVNULL, env={**os.environ, **SRC_ENV, "COLUMNS": "200"})
     assert r.returncode != 0
     assert "serve.allowHosts must be a list" in r.stderr and "settings.yaml" in r.stderr, r.stderr

@@ -21,6 +21,11 @@ SYSTEM_PROMPT: Final = (
 MAX_ANSWER_TOKENS: Final = 600
 NO_MODEL: Final = ("No model was lent: the client did not offer sampling, so these are the passages "
                    "found, best first; answer from them and cite their URIs.")
+# A 2026-07-28 client may lend sampling, but that era sends a client requests only inside a call to an
+# upstream (as its input-required result), and `ask` is mcpctl's own: nothing can be sent to it.
+NO_REQUEST_2026: Final = ("No model was asked: in the 2026-07-28 protocol a request reaches the client only "
+                          "within a call to an upstream server, and ask is mcpctl's own tool, so these are the "
+                          "passages found, best first; answer from them and cite their URIs.")
 DECLINED: Final = "No model was lent: the client declined the sampling request ({why}); these are the passages found."
 _CITE: Final = re.compile(r"\[([^\[\]\s]+)\]")
 

@@ -10,6 +10,7 @@ picked up within a second, without a restart and without a busy loop.
 
 from __future__ import annotations
 
+import time
 from typing import Final
 
 import anyio
@@ -45,6 +46,25 @@ def mark(server: str, *, signed_in: bool = True, seen: tuple[int, int] | bool | 
 
 def is_expired(server: str) -> bool:
     return server in _expired
+
+
+def refused(server: str) -> bool:
+    """The server's sign-in lapsed here although it had been signed in: the authorization server
+    refused the stored tokens (and their renewal)."""
+    entry = _expired.get(server)
+    return entry is not None and entry[1]
+
+
+def status_fields(server: str, state: str) -> dict[str, str | None]:
+    """What a server's observed status (`get servers`, `describe`, `doctor`) records of its sign-in:
+    `signInRefused`, when the server refused the stored sign-in (kept until it is up again, so the
+    CLI does not show the token file's own expiry beside a refusal). For servers with `spec.auth`."""
+    if state == "up":
+        return {"signInRefused": None}
+    if state == "down" and refused(server):
+        now = time.time()
+        return {"signInRefused": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"}
+    return {}
 
 
 def clear(server: str) -> None:

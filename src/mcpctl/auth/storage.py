@@ -14,6 +14,7 @@ with one `stat` per request and no polling thread.
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import json
 import time
@@ -81,11 +82,14 @@ class SignInState:
     refreshable: bool = False
     scope: str | None = None
     obtained_at: float | None = None
+    refused: bool = False             # expired because the server refused these tokens and their renewal
 
     def describe(self, now: float | None = None) -> str:
         now = time.time() if now is None else now
         if self.state == "signed-out":
             return "not signed in"
+        if self.refused:
+            return "expired (refused by the server): sign in again"
         if self.expires_at is None:
             when = "no expiry"
         else:
@@ -99,6 +103,8 @@ class SignInState:
         now = time.time() if now is None else now
         if self.state == "signed-out":
             return "signed-out"
+        if self.refused:
+            return "expired (refused by the server)"
         if self.expires_at is not None and self.expires_at <= now and not self.refreshable:
             return "expired"
         if self.expires_at is None:
@@ -107,18 +113,35 @@ class SignInState:
         return f"signed-in (until {stamp}{', renews' if self.refreshable else ''})"
 
 
-def sign_in_state(server: str, url: str | None = None) -> SignInState:
+def sign_in_state(server: str, url: str | None = None, refused_at: str | None = None) -> SignInState:
+    """What may be shown of the server's sign-in. `refused_at`: when a gateway (or a listing) last
+    saw the server refuse the stored tokens and their renewal (the server's observed status,
+    `signInRefused`); tokens obtained before it are expired whatever their own expiry says."""
     record = read_record(server)
     tokens = record.get("tokens")
     if not isinstance(tokens, dict) or not tokens.get("access_token") or (url and record.get("url") not in (None, url)):
         return SignInState("signed-out")
     expires = record.get("expiresAt")
     refreshable = bool(tokens.get("refresh_token"))
-    state = "expired" if isinstance(expires, (int, float)) and expires <= time.time() and not refreshable \
+    obtained = record.get("obtainedAt")
+    refused = _before(obtained, refused_at)
+    state = "expired" if refused or (isinstance(expires, (int, float)) and expires <= time.time() and not refreshable) \
         else "signed-in"
     return SignInState(state, float(expires) if isinstance(expires, (int, float)) else None, refreshable,
                        tokens.get("scope") if isinstance(tokens.get("scope"), str) else None,
-                       record.get("obtainedAt"))
+                       obtained, refused)
+
+
+def _before(obtained: Any, refused_at: str | None) -> bool:
+    """Tokens obtained at `obtained` (epoch seconds) before `refused_at` (ISO-8601 UTC, milliseconds)."""
+    if not refused_at:
+        return False
+    whole, _, frac = refused_at.rstrip("Z").partition(".")
+    try:
+        refused = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float(f"0.{frac or 0}")
+    except ValueError:
+        return False
+    return not isinstance(obtained, (int, float)) or obtained < refused
 
 
 class FileTokenStorage:

@@ -61,6 +61,9 @@ def _build_app(modules: tuple[str, ...] = _VERB_MODULES) -> typer.Typer:
     import typer
 
     _quiet_flag_types()
+    from mcpctl.cli import _help
+
+    _help.install()
 
     app = typer.Typer(
         name="mcpctl",

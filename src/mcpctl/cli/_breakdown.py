@@ -78,12 +78,18 @@ def render(by: str, rows: Sequence[Breakdown]) -> None:
     """A table: the value, CALLS, SHARE, ERRORS, LAST CALL (local time)."""
     from rich.table import Table
 
+    from . import _bars as bars
+
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in (by.upper(), "CALLS", "SHARE", "ERRORS", "LAST CALL"):
-        table.add_column(col, justify="left" if col in (by.upper(), "LAST CALL") else "right", no_wrap=True)
+    for col in (by.upper(), "CALLS", "SHARE"):
+        table.add_column(col, justify="left" if col == by.upper() else "right", no_wrap=True)
+    bars.column(table)                                  # which value carries the calls, at a glance
+    for col in ("ERRORS", "LAST CALL"):
+        table.add_column(col, justify="left" if col == "LAST CALL" else "right", no_wrap=True)
+    top = max((r.calls for r in rows), default=0)
     for r in rows:
         table.add_row(safe(r.key if r.key is not None else NONE_LABEL), str(r.calls), _pct(share(r, rows)),
-                      str(r.errors), local_time(r.last_ts))
+                      bars.bar(r.calls, top), str(r.errors), local_time(r.last_ts))
     out.print(table)
 
 

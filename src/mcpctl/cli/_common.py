@@ -52,9 +52,12 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
 
 def report_error(e: MCPCtlError) -> None:
     """An MCPCtlError as every command reports it: `error: <message>` and its hint, on stderr."""
-    err.print(f"[red]error:[/red] {safe(e.message)}", markup=True, highlight=False)
-    if e.hint:
-        err.print(f"  {safe(e.hint, markup=False)}", markup=False)
+    first, *more = e.message.split("\n")       # several problems (mcpctl's own lines) print as lines
+    err.print(f"[red]error:[/red] {safe(first)}", markup=True, highlight=False)
+    for line in more:
+        err.print(f"  {safe(line, markup=False)}", markup=False)
+    for line in (e.hint or "").splitlines():     # so does a hint of several lines
+        err.print(f"  {safe(line.strip(), markup=False)}", markup=False)
 
 
 def warn(message: str) -> None:

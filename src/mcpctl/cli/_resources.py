@@ -1,11 +1,9 @@
-"""Shared pieces of the resource verbs: kind names, live views and tables."""
+"""Shared pieces of the resource verbs: kind names, live views and tables (laid out by `_tables`)."""
 
 from __future__ import annotations
 
 import datetime
-from typing import Any
-
-from rich.table import Table
+from typing import Any, Final
 
 from mcpctl.errors import MCPCtlError, did_you_mean
 from mcpctl.resources.kinds import API_VERSION, KINDS, Kind, all_aliases, kind_for_alias
@@ -13,6 +11,7 @@ from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import to_yaml
 
 from ._common import print_json, safe, write_stdout
+from ._tables import Column, free
 
 
 def resolve_kind(word: str) -> Kind:
@@ -29,12 +28,15 @@ def complete_kind(incomplete: str) -> list[tuple[str, str]]:
 
 
 def live_view(store: Store, res: dict[str, Any]) -> dict[str, Any]:
-    """A stored resource plus its observed status, in the fixed key order."""
+    """A stored resource plus its observed status, in the fixed key order; its spec canonical, every
+    default filled in (one stored before a field had its default shows it too)."""
+    from mcpctl.resources.validate import canonical_or_raw
+
     out: dict[str, Any] = {
         "apiVersion": res.get("apiVersion", API_VERSION),
         "kind": res["kind"],
         "metadata": res.get("metadata", {}),
-        "spec": res.get("spec", {}),
+        "spec": canonical_or_raw(res),
     }
     status = store.status(res["kind"], res["metadata"]["name"])
     if status:
@@ -71,17 +73,7 @@ def age(ts: str | None) -> str:
 def _target(spec: dict[str, Any]) -> str:
     if spec.get("transport") in ("http", "sse"):
         return str(spec.get("url", ""))
-    parts = [spec.get("command", ""), *spec.get("args", [])]
-    text = " ".join(str(p) for p in parts)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _table(cols: list[str], wide_cols: list[str], wide: bool) -> Table:
-    """A kubectl-style table: no box, bold headers, no wrapping."""
-    t = Table(box=None, pad_edge=False, header_style="bold")
-    for c in cols + (wide_cols if wide else []):
-        t.add_column(c, no_wrap=True)
-    return t
+    return " ".join(str(p) for p in [spec.get("command", ""), *spec.get("args", [])])
 
 
 def _sign_in(obj: dict[str, Any]) -> str:
@@ -91,12 +83,23 @@ def _sign_in(obj: dict[str, Any]) -> str:
         return "-"
     from mcpctl.auth.storage import sign_in_state
 
-    return sign_in_state(obj["metadata"]["name"], spec.get("url")).short()
+    refused = (obj.get("status") or {}).get("signInRefused")
+    return sign_in_state(obj["metadata"]["name"], spec.get("url"), refused).short()
 
 
-def server_table(objs: list[dict[str, Any]], wide: bool) -> Table:
-    t = _table(["NAME", "TRANSPORT", "TARGET", "STATE", "TOOLS", "AGE"],
-               ["PROTOCOL", "SIGN-IN", "LAST ERROR", "DESCRIPTION"], wide)
+Rows = tuple[list[Column], list[list[str]]]
+_SERVER: Final = [Column("NAME"), Column("TRANSPORT"), free("TARGET"), Column("STATE"), Column("TOOLS"),
+                  Column("AGE")]
+_SERVER_WIDE: Final = [Column("PROTOCOL"), Column("SIGN-IN"), free("LAST ERROR"), free("DESCRIPTION")]
+_PROJECT: Final = [Column("NAME"), free("SERVERS"), Column("PRESENTATION"), Column("FAVOURITES"),
+                   Column("DISABLED"), Column("AGE")]
+_PROJECT_WIDE: Final = [Column("SEARCH"), Column("NAMES"), free("DESCRIPTION")]
+_TOKEN: Final = [Column("NAME"), Column("PROJECT"), Column("PROFILE"), Column("EXPIRES"), Column("AGE")]
+_TOKEN_WIDE: Final = [free("DESCRIPTION")]
+
+
+def server_table(objs: list[dict[str, Any]], wide: bool) -> Rows:
+    rows = []
     for o in objs:
         spec, st = o.get("spec", {}), o.get("status", {})
         row = [o["metadata"]["name"], spec.get("transport", "stdio"), _target(spec),
@@ -105,37 +108,37 @@ def server_table(objs: list[dict[str, Any]], wide: bool) -> Table:
         if wide:
             row += [st.get("protocolVersion") or "-", _sign_in(o), st.get("lastError") or "-",
                     spec.get("description") or "-"]
-        t.add_row(*map(safe, row))
-    return t
+        rows.append([safe(c) for c in row])
+    return _SERVER + (_SERVER_WIDE if wide else []), rows
 
 
-def project_table(objs: list[dict[str, Any]], wide: bool) -> Table:
-    t = _table(["NAME", "SERVERS", "PRESENTATION", "FAVOURITES", "DISABLED", "AGE"], ["SEARCH", "NAMES", "DESCRIPTION"], wide)
+def project_table(objs: list[dict[str, Any]], wide: bool) -> Rows:
+    from mcpctl.resources.kinds import ProjectSpec
+
+    rows = []
     for o in objs:
-        s = o.get("spec", {})
-        fav = s.get("favouriteIndex", {})
-        favs = f"{len(fav.get('tools', []))}" + ("" if fav.get("enabled") else " (off)")
-        row = [o["metadata"]["name"], ",".join(s.get("servers", [])) or "-", s.get("presentation", "flat"),
-               favs, str(len(s.get("tools", {}).get("disabled", []))), age(o["metadata"].get("creationTimestamp"))]
+        p = ProjectSpec.from_resource(o)        # what the project presents: resources.presents
+        favs = f"{len(p.favourite_index.tools)}" + ("" if p.presents.favourites else " (off)")
+        row = [p.name, ",".join(p.servers) or "-", p.presents.mode, favs, str(len(p.disabled)),
+               age(o["metadata"].get("creationTimestamp"))]
         if wide:
-            se = s.get("search", {})
-            nm = s.get("names", {})
-            row += [f"{se.get('ranker', 'bm25')} top{se.get('topK', 5)}" if se.get("enabled", True) else "off",
-                    f"{nm.get('style', 'portable')}/{nm.get('maxLength', 48)}", s.get("description") or "-"]
-        t.add_row(*map(safe, row))
-    return t
+            se, nm = p.search, p.names
+            row += [f"{se.ranker} top{se.top_k}" if se.enabled else "off", f"{nm.style}/{nm.max_length}",
+                    p.description or "-"]
+        rows.append([safe(c) for c in row])
+    return _PROJECT + (_PROJECT_WIDE if wide else []), rows
 
 
-def token_table(objs: list[dict[str, Any]], wide: bool) -> Table:
-    t = _table(["NAME", "PROJECT", "PROFILE", "EXPIRES", "AGE"], ["DESCRIPTION"], wide)
+def token_table(objs: list[dict[str, Any]], wide: bool) -> Rows:
+    rows = []
     for o in objs:
         s = o.get("spec", {})
         row = [o["metadata"]["name"], s.get("project", "-"), s.get("profile") or "(full view)",
                s.get("expires") or "never", age(o["metadata"].get("creationTimestamp"))]
         if wide:
             row.append(s.get("description") or "-")
-        t.add_row(*map(safe, row))
-    return t
+        rows.append([safe(c) for c in row])
+    return _TOKEN + (_TOKEN_WIDE if wide else []), rows
 
 
 TABLES = {"Server": server_table, "Project": project_table, "Token": token_table}

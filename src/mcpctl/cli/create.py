@@ -211,6 +211,22 @@ def _check_listing(name: str) -> None:
     result = list_now({name: spec}, f"listing {name}").get(name)
     if result is not None and result.ok:
         err.print(f"  listed: {result.tools} tools (protocol {result.protocol})", markup=False)
+        _flag_listing(name)
+
+
+def _flag_listing(name: str) -> None:
+    """The first listing is pinned as the trusted one: say now what in it carries the marks of
+    tool poisoning (`_flags`), before a project serves it."""
+    from mcpctl.catalogue import cache
+
+    from . import _flags
+
+    found = _flags.flags_of((f"{name}/{t.get('name')}", t) for t in cache.read_server_tools(name) or [])
+    tools = " ".join(f"'{t}'" for t in found)
+    _flags.say(found, _flags.headline(len(found), "tool description", "tool descriptions") +
+               " (pinned as listed: flagged, not blocked)",
+               f"read them before a project serves this server; keep them from the agent with: mcpctl tools "
+               f"disable --project P {tools}")
 
 
 def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
@@ -261,10 +277,10 @@ def create_project(
         "--gate/--no-gate", help="Gate each session: it sees only begin_session(task) until it calls it.")] = None,
     gate_instructions: Annotated[str | None, typer.Option(
         "--gate-instructions", help="What begin_session tells the agent (with --gate).")] = None,
-    names: Annotated[str | None, typer.Option("--names", help="Presented names: portable (client-safe, default) | spec")] = None,
+    names: Annotated[str | None, typer.Option("--names", help="Presented names: portable (client-safe, default) | spec | bare")] = None,
     max_name_length: Annotated[int | None, typer.Option("--max-name-length", help="Longest presented name (16-128; default 48).")] = None,
     search: Annotated[bool | None, typer.Option("--search/--no-search", help="Offer the search_tools built-in (default on).")] = None,
-    ranker: Annotated[str | None, typer.Option("--ranker", help="search_tools ranker: bm25 | semantic | hybrid")] = None,
+    ranker: Annotated[str | None, typer.Option("--ranker", help="search_tools ranker: auto (default) | bm25 | semantic | hybrid")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", help="search_tools results by default (1-20).")] = None,
     record_queries: Annotated[bool | None, typer.Option(
         "--record-queries/--no-record-queries", help="Record search_tools queries in the invocation log.")] = None,

@@ -287,10 +287,10 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
     for q, cid in pairs:
         out.print(escape(f"   search {q!r} was followed by a call to {cid}"))
     if suggested is not None:
-        from .favourites import render_suggest
+        from ._suggest import render_suggest
 
         out.print("\n[bold]6. Favourites from this run's calls[/bold] (mcpctl favourites suggest --project demo)")
-        render_suggest(PROJECT, suggested[0], "in this run", DEMO_FLOOR)
+        render_suggest(PROJECT, suggested[0], "in this run", DEMO_FLOOR, 5)
         if suggested[1]:
             out.print("   To make them the favourites (nothing else changes):")
             out.print(f"   {escape(suggested[1])}")

@@ -38,7 +38,7 @@ def _describe_server(store: Store, res: dict[str, Any]) -> None:
                      f"client metadata {a['clientMetadataUrl']}" if a.get("clientMetadataUrl") else ""]
             _kv("Auth", ", ".join(["oauth", *filter(None, given)]))
             name = res["metadata"]["name"]
-            state = sign_in_state(name, s.get("url"))
+            state = sign_in_state(name, s.get("url"), st.get("signInRefused"))
             _kv("Sign-in", state.describe() + ("" if state.state == "signed-in" else f" (mcpctl login {name})"))
     else:
         _kv("Command", " ".join([s.get("command", ""), *s.get("args", [])]))
@@ -63,26 +63,26 @@ def _describe_server(store: Store, res: dict[str, Any]) -> None:
 
 
 def _describe_project(store: Store, res: dict[str, Any]) -> None:
-    s = res.get("spec", {})
-    if s.get("description"):
-        _kv("Description", s["description"])
+    p = ProjectSpec.from_resource(res)        # what the project presents: resources.presents
+    if p.description:
+        _kv("Description", p.description)
     registered = set(store.names("Server"))
-    servers = [safe(n) if n in registered else f"{safe(n)} [red](not registered)[/red]" for n in s.get("servers", [])]
+    servers = [safe(n) if n in registered else f"{safe(n)} [red](not registered)[/red]" for n in p.servers]
     _kv("Servers", None, markup=", ".join(servers) or "-")
-    _kv("Presentation", s.get("presentation", "flat"))
-    tools = s.get("tools", {})
-    _kv("Disabled", ", ".join(tools.get("disabled", [])) or "-")
-    _kv("Enabled", ", ".join(tools.get("enabled", [])) or "-")
-    fav = s.get("favouriteIndex", {})
-    _kv("Favourites", f"{'on' if fav.get('enabled') else 'off'}, max {fav.get('maxFavourites', 15)}")
-    for f in fav.get("tools", []):
+    shown = p.presents
+    _kv("Presentation", shown.mode + (" (without the PREFER favourite instruction)"
+                                      if shown.mode == "favourite-index" and not shown.instruction else ""))
+    _kv("Disabled", ", ".join(p.disabled) or "-")
+    _kv("Enabled", ", ".join(p.enabled) or "-")
+    fav = p.favourite_index
+    _kv("Favourites", f"{'on' if shown.favourites else 'off'}, max {fav.max_favourites}")
+    for f in fav.tools:
         out.print(f"  ★ {safe(f, markup=False)}", highlight=False, markup=False)
-    se = s.get("search", {})
-    _kv("Search", "off" if not se.get("enabled", True) else
-        f"{se.get('ranker', 'bm25')}, top {se.get('topK', 5)}, record queries: {'yes' if se.get('recordQueries') else 'no'}")
-    nm = s.get("names", {})
-    _kv("Names", f"{nm.get('style', 'portable')}, max length {nm.get('maxLength', 48)}")
-    rs = ProjectSpec.from_resource(res).results
+    se = p.search
+    _kv("Search", "off" if not se.enabled else
+        f"{se.ranker}, top {se.top_k}, record queries: {'yes' if se.record_queries else 'no'}")
+    _kv("Names", f"{p.names.style}, max length {p.names.max_length}")
+    rs = p.results
     _kv("Results", "never cut" if not rs.max_tokens else
         f"cut over {rs.max_tokens} tokens (read_result), kept {rs.keep_minutes} min, {rs.keep_megabytes} MB in all")
 

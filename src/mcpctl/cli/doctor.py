@@ -13,7 +13,7 @@ import typer
 from ._common import check_format, cli_errors, complete_projects, err, out, print_json, safe
 
 if TYPE_CHECKING:
-    from mcpctl.clients.doctor import DoctorReport
+    from mcpctl.clients.doctor_report import DoctorReport
 
 _MARKS = {"ok": ("✔", "green"), "info": ("·", "cyan"), "warn": ("!", "yellow"), "fail": ("✘", "red")}
 

@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
                 keep = Path(kept)                # private (0600), never someone else's fixed path
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
                     f.write(text)
-                e.hint = (e.hint + "\n  " if e.hint else "") + f"your edit is saved in {keep}; fix it and run mcpctl apply -f {keep}"
+                e.hint = (e.hint + "\n" if e.hint else "") + f"your edit is saved in {keep}; fix it and run mcpctl apply -f {keep}"
                 raise
         for w in warnings:
             warn(w)

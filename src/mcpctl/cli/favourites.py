@@ -233,29 +233,6 @@ def _suggest_json(project: str, s: Suggestions, window: float, since: float, com
     }
 
 
-def render_suggest(project: str, s: Suggestions, period: str, floor: Floor | None = None) -> None:
-    from rich.table import Table
-
-    floor = floor or DEFAULT_FLOOR
-    out.print(f"Favourites for project {project}: {s.calls} calls in {s.sessions} session(s) {period}; "
-              f"suggested from {floor.calls} calls in {floor.sessions} sessions; ★ = pinned now", markup=False)
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("#", "", "TOOL", "CALLS", "SESSIONS", "ERRORS", "LAST USE", "NOTE"):
-        table.add_column(col, justify="right" if col in ("#", "CALLS", "SESSIONS", "ERRORS") else "left", no_wrap=True)
-    rank = 0
-    for c in s.candidates:
-        if c.suggested:
-            rank += 1
-        note = f"flagged: {c.flag}" if c.flag else c.below or ("" if c.suggested else "below --top")
-        table.add_row(str(rank) if c.suggested else "-", "★" if c.pinned else "", safe(c.use.canonical_id),
-                      str(c.use.calls), str(c.use.sessions), f"{c.use.error_rate:.0%}", _when(c.use.last_ts),
-                      safe(note))
-    out.print(table)
-    if s.pinned_unused:
-        out.print(f"Pinned but not called in the window (dropped by the line below): {safe(', '.join(s.pinned_unused), markup=False)}",
-                  markup=False)
-
-
 def _list_cost(cached: CachedCatalogue) -> tuple[tuple[int, int], tuple[int, int]]:
     """(listed, ≈tokens) of the project's tools/list as presented, and of the flat list."""
     from mcpctl.catalogue.tokens import definition_text, token_counter
@@ -347,7 +324,9 @@ def _print_command(command: str | None) -> None:
 
 
 def _print_suggest(project: str, s: Suggestions, *, window: float, since: float, command: str | None,
-                   output: str, ever: int, floor: Floor, by: str | None) -> None:
+                   output: str, ever: int, floor: Floor, by: str | None, top: int) -> None:
+    from ._suggest import render_suggest
+
     period = f"over the last {window:g} days (since {_when(since)})"
     usage = bd.usage_by(by, project=project, since=since) if by else None
     if output == "json":
@@ -356,7 +335,7 @@ def _print_suggest(project: str, s: Suggestions, *, window: float, since: float,
     elif not s.candidates:
         _nothing_to_suggest(project, window, ever)
     else:
-        render_suggest(project, s, period, floor)
+        render_suggest(project, s, period, floor, top)
         if by and usage is not None:
             out.print()
             bd.render_section(by, usage, period)
@@ -464,7 +443,7 @@ def register(app: typer.Typer) -> None:
         s, before, ever = suggestions(project, top, since, floor)
         command = set_command(project, s.suggested) if s.suggested else None
         _print_suggest(project, s, window=window, since=since, command=command, output=output, ever=ever,
-                       floor=floor, by=by)
+                       floor=floor, by=by, top=top)
         if apply and s.suggested:
             _apply_suggested(project, s.suggested, before)
 

@@ -8,7 +8,7 @@ import typer
 
 from mcpctl.resources.store import Store
 
-from ._common import check_format, cli_errors, out, output_option
+from ._common import check_format, cli_errors, output_option
 from ._resources import TABLES, complete_kind, live_view, render_objects, resolve_kind
 
 
@@ -47,6 +47,8 @@ def register(app: typer.Typer) -> None:
 
                 err.print(f"No {k.plural} found. Create one with: mcpctl create {k.name.lower()} …")
                 return
-            out.print(TABLES[k.name](views, output == "wide"))
+            from ._tables import print_table
+
+            print_table(*TABLES[k.name](views, output == "wide"))
             return
         render_objects(views, output, single=names is not None and len(names) == 1)

@@ -244,15 +244,20 @@ def _print_stats(stats: list[ToolStats], output: str, *, filtered: bool) -> None
     from rich.console import JustifyMethod
     from rich.table import Table
 
+    from . import _bars as bars
+
     table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("TOOL")
+    table.add_column("CALLS", justify="right")
+    bars.column(table)                                  # which tools carry the work, at a glance
     columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("TOOL", "left"), ("CALLS", "right"), ("ERRORS", "right"), ("ERROR%", "right"),
-        ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left"))
+        ("ERRORS", "right"), ("ERROR%", "right"), ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left"))
     for col, justify in columns:
         table.add_column(col, justify=justify)
+    top = max((st.calls for st in stats), default=0)
     for st in stats:
-        table.add_row(safe(st.canonical_id), str(st.calls), str(st.errors), f"{100 * st.error_rate:.1f}",
-                      f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
+        table.add_row(safe(st.canonical_id), str(st.calls), bars.bar(st.calls, top), str(st.errors),
+                      f"{100 * st.error_rate:.1f}", f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
     out.print(table)
 
 

@@ -141,14 +141,15 @@ def _check_listen(host: str, port: int) -> None:
     """Fail early, with a clear message, when the HTTP front could not listen."""
     import socket
 
-    from mcpctl.errors import MCPCtlError
+    from mcpctl.errors import EXIT_USAGE, MCPCtlError
 
     if not 0 <= port <= 65535:
-        raise MCPCtlError(f"--port {port}: must be between 1 and 65535 (or 0: any free port, printed when listening)")
+        raise MCPCtlError(f"--port {port}: must be between 1 and 65535 (or 0: any free port, printed when listening)",
+                          exit_code=EXIT_USAGE)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
-        raise MCPCtlError(f"--host {host!r}: cannot resolve it ({e.strerror})",
+        raise MCPCtlError(f"--host {host!r}: cannot resolve it ({e.strerror})", exit_code=EXIT_USAGE,
                           hint="use 127.0.0.1 (the default) or an address of this machine") from None
     family, _, _, _, addr = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as sock:
@@ -163,25 +164,26 @@ def _check_listen(host: str, port: int) -> None:
 def _check_limits(limits: dict[str, Any]) -> None:
     import math
 
-    from mcpctl.errors import MCPCtlError
+    from mcpctl.errors import EXIT_USAGE, MCPCtlError
 
     for dest, value in limits.items():
         if not (math.isfinite(value) and value > 0):
             flag = _OPT[dest].flags[0]
-            raise MCPCtlError(f"{flag} {value}: must be a positive number", hint=f"the default is {_OPT[dest].default}")
+            raise MCPCtlError(f"{flag} {value}: must be a positive number", hint=f"the default is {_OPT[dest].default}",
+                              exit_code=EXIT_USAGE)
 
 
 def _check_profile(project: str, transport: str, profile: str) -> None:
-    from mcpctl.errors import MCPCtlError
+    from mcpctl.errors import EXIT_USAGE, MCPCtlError
     from mcpctl.resources.kinds import ProjectSpec
     from mcpctl.resources.store import Store
 
     if transport == "http":
-        raise MCPCtlError("--profile is for stdio: over HTTP each token selects its profile",
+        raise MCPCtlError("--profile is for stdio: over HTTP each token selects its profile", exit_code=EXIT_USAGE,
                           hint=f"mcpctl create token NAME --project {project} --profile {profile}")
     spec = ProjectSpec.from_resource(Store().get("Project", project))
     if spec.profile(profile) is None:
-        raise MCPCtlError(f"--profile {profile!r}: project {project!r} has no such profile",
+        raise MCPCtlError(f"--profile {profile!r}: project {project!r} has no such profile", exit_code=EXIT_USAGE,
                           hint=f"profiles: {', '.join(spec.profile_names())} (declare more under spec.profiles)")
 
 
@@ -189,7 +191,7 @@ def allowed_hosts(given: tuple[str, ...]) -> tuple[str, ...]:
     """The Host names of `--allow-host` (each value comma-separated) and the setting
     `serve.allowHosts`, checked: a name or address without port, user or path."""
     from mcpctl.db.config import settings, settings_path
-    from mcpctl.errors import MCPCtlError
+    from mcpctl.errors import EXIT_USAGE, MCPCtlError
     from mcpctl.gateway.http import authority_host
 
     serve = settings().get("serve")
@@ -202,7 +204,8 @@ def allowed_hosts(given: tuple[str, ...]) -> tuple[str, ...]:
         parsed = authority_host(n)
         if parsed is None or parsed != n.lower():
             raise MCPCtlError(f"--allow-host {n!r}: expected a host name or address (no port, user or path)",
-                              hint="for example: --allow-host mcpctl-gateway (every port of it is accepted)")
+                              hint="for example: --allow-host mcpctl-gateway (every port of it is accepted)",
+                              exit_code=EXIT_USAGE)
     return tuple(n.lower() for n in names)
 
 
@@ -213,9 +216,10 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
     if profile is not None:
         _check_profile(project, transport, profile)
     if allow_host and transport != "http":
-        from mcpctl.errors import MCPCtlError
+        from mcpctl.errors import EXIT_USAGE, MCPCtlError
 
-        raise MCPCtlError("--allow-host is for --transport http", hint="stdio has no Host header to check")
+        raise MCPCtlError("--allow-host is for --transport http", hint="stdio has no Host header to check",
+                          exit_code=EXIT_USAGE)
     if transport == "http":
         _check_limits(limits)
         _check_listen(host, port)

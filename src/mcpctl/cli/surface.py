@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from . import _bars as bars
 from . import _breakdown as bd
 from ._common import (
     Project,
@@ -202,20 +203,27 @@ def _servers_table(r: SurfaceReport) -> None:
     # FULL differs from ≈ TOKENS only when the presentation lists less (deferred) or more (favourites)
     full = r.presentation != "flat"
     status = any(s.status != "listed" for s in r.servers)
-    num = ("TOOLS", "ENABLED", "LISTED", "≈ TOKENS", "SHARE", *(("FULL ≈ TOKENS",) if full else ()), "CALLS")
-    t = _table("SERVER", *num, *(("STATUS",) if status else ()), right=num)
+    num = ("TOOLS", "ENABLED", "LISTED", "≈ TOKENS", "SHARE")
+    more = (*(("FULL ≈ TOKENS",) if full else ()), "CALLS")
+    t = _table("SERVER", *num, right=num)
+    bars.column(t)                                          # each server's tokens, at a glance
+    for c in (*more, *(("STATUS",) if status else ())):
+        t.add_column(c, justify="right" if c in more else "left", no_wrap=True)
+    top = max([s.tokens for s in r.servers] + [r.builtins_tokens], default=0)
 
-    def row(*cells: str, full_cell: str = "", status_cell: str = "", **kw: Any) -> None:
+    def row(*cells: str, tokens: int = 0, full_cell: str = "", status_cell: str = "", **kw: Any) -> None:
         head, calls = cells[:-1], cells[-1]
-        t.add_row(*head, *((full_cell,) if full else ()), calls, *((status_cell,) if status else ()), **kw)
+        t.add_row(*head, bars.bar(tokens, top), *((full_cell,) if full else ()), calls,
+                  *((status_cell,) if status else ()), **kw)
 
     for s in r.servers:
         row(safe(s.name), str(s.tools), str(s.enabled), str(s.listed), f"{s.tokens:,}", _pct(s.share),
-            str(s.calls), full_cell=f"{s.full_tokens:,}", status_cell="" if s.status == "listed" else safe(s.status))
+            str(s.calls), tokens=s.tokens, full_cell=f"{s.full_tokens:,}",
+            status_cell="" if s.status == "listed" else safe(s.status))
     cur = r.current
     if r.builtins_listed:
         row("(mcpctl built-ins)", "", "", str(r.builtins_listed), f"{r.builtins_tokens:,}",
-            _pct(r.builtins_tokens / cur.tokens if cur.tokens else 0.0), "")
+            _pct(r.builtins_tokens / cur.tokens if cur.tokens else 0.0), "", tokens=r.builtins_tokens)
     row("TOTAL", str(len(r.tools)), str(len(r.enabled)), str(cur.listed), f"{cur.tokens:,}", "", str(r.calls),
         full_cell=f"{sum(s.full_tokens for s in r.servers):,}", style="bold")
     out.print(t)

@@ -8,6 +8,7 @@ import typer
 
 from mcpctl.errors import EXIT_UPSTREAM
 
+from . import _flags
 from ._common import (
     Project,
     check_format,
@@ -48,6 +49,7 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
     favourites = {f.canonical_id: f.name for f in view.favourites if f.listed}
     rows: list[dict[str, Any]] = []
     pinned = _pin_changes(cached.catalogue.tools)
+    flagged = _flags.flags_of((t.canonical_id, t.wire) for t in cached.catalogue.tools)
     for tool in cached.catalogue.tools:
         cid = tool.canonical_id
         name = table.name(slot, cid) or cid
@@ -66,6 +68,7 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
             "effect": {"class": effect.effect, "source": effect.source or None, "evidence": effect.evidence},
             "description": tool.description,
             "pinned": pinned.get(cid),       # changed | new since its server was pinned (tools changes)
+            "flags": [{"kind": f.kind, "why": f.why, "text": f.text} for f in flagged.get(cid, [])],
         })
     return rows, failed
 
@@ -77,6 +80,18 @@ def _pin_changes(tools: Any) -> dict[str, str]:
 
     servers = dict.fromkeys(t.server for t in tools)
     return {c.id: c.kind for s in servers for c in changes(s, cache.read_server_tools(s) or []) if c.kind != REMOVED}
+
+
+def _say_flags(project: str, rows: list[dict[str, Any]]) -> None:
+    """Below the table (stderr): each flagged tool's marks, and what to do (`_flags`)."""
+    from mcpctl.catalogue.poison import Flag
+
+    found = {r["canonicalId"]: [Flag(r["canonicalId"], f["kind"], f["why"], f["text"]) for f in r["flags"]]
+             for r in rows if r["flags"]}
+    ids = " ".join(f"'{cid}'" for cid in found)
+    said = _flags.headline(len(found), "tool description", "tool descriptions")
+    _flags.say(found, f"{said} ({_flags.MARK} flagged: not blocked)",
+               f"read them; keep them from the agent with: mcpctl tools disable --project {project} {ids}")
 
 
 def _hint(value: Any) -> str:
@@ -153,6 +168,8 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
             state = r["state"] if r["listed"] or r["state"] != "enabled" else "via search"
             if r["pinned"]:
                 state += f", {r['pinned']} (tools changes)"
+            if r["flags"]:
+                state += f", {_flags.MARK} flagged"
             cells = [r["server"], r["canonicalId"], r["presentedName"], state,
                      "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
             if output == "wide":
@@ -162,6 +179,7 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
             table.add_row(*map(safe, cells))
         if rows:
             out.print(table)
+            _say_flags(project, rows)
         elif not failed:
             err.print(f"Project {project!r} has no tools: its servers list none.", markup=False)
 

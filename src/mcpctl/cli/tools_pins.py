@@ -2,15 +2,18 @@
 
 `changes` compares each server's cached listing (`--refresh`: listed now) with the definitions
 pinned at its first listing and prints each change as a unified diff; `approve` accepts the
-named changes (`SERVER/TOOL`, or `--all`), so the pins become what the servers list now.
+named changes (`SERVER/TOOL`, or `--all`), so the pins become what the servers list now. A listed
+definition carrying what tool poisoning uses (`_flags`) is flagged beside its diff, and approving
+it takes `--yes` (refused otherwise, naming the flags).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from . import _flags
 from ._common import (
     Project,
     check_format,
@@ -21,6 +24,9 @@ from ._common import (
     safe,
     write_stdout,
 )
+
+if TYPE_CHECKING:
+    from mcpctl.catalogue.poison import Flag
 
 
 def _changes(project: str, refresh: bool) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
@@ -51,9 +57,11 @@ def register(tools_app: typer.Typer) -> None:
         check_format(output, ("table", "json"))
         servers, listings = _changes(project, refresh)
         found = [c for s in servers for c in changes(s, listings[s])]
+        flagged = _flags.flags_of((c.id, c.after) for c in found)
         if output == "json":
             print_json([{"id": c.id, "server": c.server, "tool": c.tool, "kind": c.kind, "pinned": c.before,
-                         "listed": c.after} for c in found])
+                         "listed": c.after, "flags": [{"kind": f.kind, "why": f.why, "text": f.text}
+                                                      for f in flagged.get(c.id, [])]} for c in found])
             return
         if not found:
             write_stdout(f"No changes: every tool of project {project} is as pinned.\n")
@@ -61,8 +69,14 @@ def register(tools_app: typer.Typer) -> None:
         for c in found:
             out.print(safe(f"{c.id}: {c.kind}", markup=False), style="bold", markup=False)
             write_stdout("".join(safe(line, markup=False) + "\n" for line in c.diff().splitlines()))
+            if c.id in flagged:         # beside its diff: what the listed definition carries
+                write_stdout(safe(f"{_flags.MARK} the listed definition carries what tool poisoning uses:",
+                                  markup=False) + "\n")
+                write_stdout("".join(safe(line, markup=False) + "\n" for line in _flags.lines({c.id: flagged[c.id]})))
         write_stdout(f"{len(found)} change(s); accept with: mcpctl tools approve --project {project} "
-                     f"{' '.join(dict.fromkeys(c.id for c in found))} (or --all)\n")
+                     f"{' '.join(dict.fromkeys(c.id for c in found))} (or --all)"
+                     + (f"; {len(flagged)} flagged ({_flags.MARK}): approving them takes --yes" if flagged else "")
+                     + "\n")
 
     @tools_app.command("approve")
     @cli_errors
@@ -70,6 +84,8 @@ def register(tools_app: typer.Typer) -> None:
         project: Project,
         ids: Annotated[list[str] | None, typer.Argument(help="SERVER/TOOL changes to accept.")] = None,
         all_: Annotated[bool, typer.Option("--all", help="Accept every change of the project.")] = False,
+        yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve changes whose listed definition carries "
+                                          "what tool poisoning uses (refused without it, naming the flags).")] = False,
     ) -> None:
         """Accept changed, new or removed tool definitions: their pins become what the servers list now."""
         from mcpctl.catalogue.pins import approve
@@ -78,15 +94,42 @@ def register(tools_app: typer.Typer) -> None:
         if bool(ids) == all_:
             raise MCPCtlError("name the changes to accept (SERVER/TOOL …) or pass --all, not both")
         servers, listings = _changes(project, False)
-        wanted: dict[str, set[str]] = {}
-        for cid in ids or []:
-            server, _, tool = cid.partition("/")
-            if server not in servers or not tool:
-                raise MCPCtlError(f"{cid!r} is not SERVER/TOOL of a server of project {project}")
-            wanted.setdefault(server, set()).add(tool)
+        wanted = _wanted(project, servers, ids or [])
+        flagged = _flagged_changes(servers, listings, None if all_ else wanted)
+        if flagged and not yes:
+            raise MCPCtlError(
+                f"{_flags.headline(len(flagged), 'change to approve', 'changes to approve')}: "
+                + "; ".join(f"{tool}: {_flags.describe(f)}" for tool, fs in flagged.items() for f in fs),
+                hint=f"read them (mcpctl tools changes --project {project}); approve them anyway with --yes, or "
+                     f"keep them from the agent: mcpctl tools disable --project {project} "
+                     + " ".join(f"'{t}'" for t in flagged))
         done = [c for s in servers if all_ or s in wanted
                 for c in approve(s, listings[s], None if all_ else wanted[s])]
         for c in done:
-            write_stdout(safe(f"{c.id}: {c.kind}, approved", markup=False) + "\n")
+            mark = f" ({_flags.MARK} flagged: {'; '.join(f.why for f in flagged[c.id])})" if c.id in flagged else ""
+            write_stdout(safe(f"{c.id}: {c.kind}, approved{mark}", markup=False) + "\n")
         if not done:
             write_stdout("Nothing to approve.\n")
+
+
+def _wanted(project: str, servers: list[str], ids: list[str]) -> dict[str, set[str]]:
+    """SERVER/TOOL ids -> the tools named per server; an id outside the project's servers is an error."""
+    from mcpctl.errors import MCPCtlError
+
+    wanted: dict[str, set[str]] = {}
+    for cid in ids:
+        server, _, tool = cid.partition("/")
+        if server not in servers or not tool:
+            raise MCPCtlError(f"{cid!r} is not SERVER/TOOL of a server of project {project}")
+        wanted.setdefault(server, set()).add(tool)
+    return wanted
+
+
+def _flagged_changes(servers: list[str], listings: dict[str, list[dict[str, Any]]],
+                     wanted: dict[str, set[str]] | None) -> dict[str, list[Flag]]:
+    """The flags of the listed definitions an approval would pin (`wanted` None: every change)."""
+    from mcpctl.catalogue.pins import changes
+
+    todo = [c for s in servers if wanted is None or s in wanted for c in changes(s, listings[s])
+            if wanted is None or c.tool in wanted[c.server]]
+    return _flags.flags_of((c.id, c.after) for c in todo)

@@ -30,78 +30,28 @@ import shlex
 import shutil
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from mcpctl import __version__, paths
 from mcpctl.errors import MCPCtlError, SecretError
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 from mcpctl.resources.store import Store
 
+from .doctor_listing import listing as _listing
+from .doctor_report import (
+    DEFAULT_BUDGET,
+    DEFAULT_TOOL_BUDGET,
+    NAME_RE,
+    DoctorReport,
+    token_kind,
+    tokens,
+)
+
 if TYPE_CHECKING:
     from mcpctl.gateway.refresh import Listed
 
-NAME_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-DEFAULT_TOOL_BUDGET: Final = 1_000        # tokens for one tool's definition
-DEFAULT_BUDGET: Final = 10_000            # tokens for a project's whole tools/list
-MODERN_ERA: Final = "2026-07-28"
-MAX_FLAGS_SHOWN: Final = 5                # suspicious-description flags one doctor line names
-
 Progress = Callable[[str, int, int], None]     # (server just finished, done, total)
-
-
-@dataclass
-class Check:
-    scope: str            # install | server/NAME | project/NAME | client/NAME
-    check: str            # command, references, connect, names, tokens, search, ...
-    status: str           # ok | info | warn | fail
-    message: str
-    hint: str | None = None
-
-
-@dataclass
-class DoctorReport:
-    checks: list[Check] = field(default_factory=list)
-
-    def add(self, scope: str, check: str, status: str, message: str, hint: str | None = None) -> None:
-        self.checks.append(Check(scope, check, status, message, hint))
-
-    @property
-    def problems(self) -> int:
-        return sum(c.status == "fail" for c in self.checks)
-
-    @property
-    def warnings(self) -> int:
-        return sum(c.status == "warn" for c in self.checks)
-
-    def scopes(self) -> list[str]:
-        return list(dict.fromkeys(c.scope for c in self.checks))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"problems": self.problems, "warnings": self.warnings,
-                "checks": [asdict(c) for c in self.checks]}
-
-
-def tokens(tool: Mapping[str, Any]) -> int:
-    """≈ tokens of a presented tool's definition, counted as `surface` counts them (one estimator:
-    `catalogue.tokens`, the parts a client puts in front of the model)."""
-    from mcpctl.catalogue.tokens import definition_text, token_counter
-
-    return token_counter().count(definition_text(tool))
-
-
-def token_kind() -> str:
-    """How `tokens` counts: cl100k where the `tokens` extra is installed, else chars/4."""
-    from mcpctl.catalogue.tokens import token_counter
-
-    return token_counter().kind
-
-
-def era(version: str | None) -> str:
-    if not version:
-        return "unknown protocol"
-    return f"protocol {version} ({'server/discover' if version >= MODERN_ERA else 'initialize handshake'} era)"
 
 
 # -- install ------------------------------------------------------------------------------------------
@@ -232,7 +182,7 @@ def _command(report: DoctorReport, scope: str, spec: ServerSpec, command: str) -
     return True
 
 
-def _static(report: DoctorReport, spec: ServerSpec) -> bool:
+def _static(report: DoctorReport, spec: ServerSpec, refused_at: str | None = None) -> bool:
     """Configuration checks that need no connection; False when the server cannot start."""
     scope = f"server/{spec.name}"
     fields = _fields(spec)
@@ -242,7 +192,7 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
                    "--url URL --force)")
     resolved, ok = _references(report, scope, fields)
     _literal_secrets(report, scope, spec)
-    if spec.auth is not None and not _sign_in(report, spec):
+    if spec.auth is not None and not _sign_in(report, spec, refused_at):
         ok = False
     if spec.transport == "stdio":
         ok = _command(report, scope, spec, resolved.get("spec.command", spec.command or "")) and ok
@@ -253,16 +203,18 @@ def _static(report: DoctorReport, spec: ServerSpec) -> bool:
     return ok
 
 
-def _sign_in(report: DoctorReport, spec: ServerSpec) -> bool:
-    """The sign-in of a server with spec.auth: its state and expiry (never a token)."""
+def _sign_in(report: DoctorReport, spec: ServerSpec, refused_at: str | None) -> bool:
+    """The sign-in of a server with spec.auth: its state and expiry (never a token). `refused_at`:
+    when the server last refused the stored sign-in (its observed status, `signInRefused`)."""
     from mcpctl.auth.storage import sign_in_state
 
     scope = f"server/{spec.name}"
-    state = sign_in_state(spec.name, spec.url)
+    state = sign_in_state(spec.name, spec.url, refused_at)
     if state.state == "signed-in":
         report.add(scope, "sign-in", "ok", state.describe())
         return True
-    what = "not signed in" if state.state == "signed-out" else "sign-in expired"
+    what = ("not signed in" if state.state == "signed-out" else
+            "sign-in expired (refused by the server)" if state.refused else "sign-in expired")
     report.add(scope, "sign-in", "fail", f"{what} (OAuth)", f"mcpctl login {spec.name}")
     return False
 
@@ -281,74 +233,6 @@ def _probe(specs: dict[str, ServerSpec], on_progress: Progress | None) -> dict[s
             on_progress(result.server, done, len(specs))
 
     return refresh(dict(specs), on_done)
-
-
-def _listing(report: DoctorReport, name: str, result: Listed | None, probed: bool, startable: bool,
-             tool_budget: int) -> None:
-    from mcpctl.catalogue import cache
-
-    scope = f"server/{name}"
-    if not startable:
-        report.add(scope, "connect", "info", "not started: fix the configuration problems above first")
-    elif probed:
-        if result is None or not result.ok:
-            error = result.error if result is not None else "no result"
-            report.add(scope, "connect", "fail", f"cannot connect and list: {error}",
-                       f"see the server's stderr: {paths.log_dir() / 'upstreams' / (name + '.log')}; "
-                       f"change it with mcpctl edit server {name}")
-        else:
-            report.add(scope, "connect", "ok", f"connected and listed: {result.tools} tool(s), "
-                       f"{era(result.protocol)}")
-    tools = cache.read_server_tools(name)
-    if tools is None:
-        if not probed and startable:
-            report.add(scope, "connect", "warn", "never listed", "mcpctl doctor (without --no-connect) or "
-                       "mcpctl tools list --project P --refresh")
-        return
-    heavy = sorted(((tokens(t), str(t.get("name"))) for t in tools), reverse=True)
-    heavy = [(n, t) for n, t in heavy if n > tool_budget]
-    if heavy:
-        listed = ", ".join(f"{t} (≈{n})" for n, t in heavy[:5]) + (" …" if len(heavy) > 5 else "")
-        report.add(scope, "tokens", "warn", f"{len(heavy)} tool(s) over the budget of {tool_budget} tokens "
-                   f"({token_kind()}): {listed}",
-                   f"disable what the project does not need: mcpctl tools disable --project P '{name}/TOOL'")
-    else:
-        total = sum(tokens(t) for t in tools)
-        report.add(scope, "tokens", "ok", f"{len(tools)} tool definition(s), ≈{total:,} tokens ({token_kind()}), "
-                   f"none over {tool_budget}")
-    _descriptions(report, name, tools)
-    _pinned(report, name, tools)
-
-
-def _pinned(report: DoctorReport, name: str, tools: list[dict[str, Any]]) -> None:
-    """A warning when the listing differs from the definitions pinned at the server's first listing."""
-    from mcpctl.catalogue.pins import changes
-
-    found = changes(name, tools)
-    if found:
-        shown = ", ".join(f"{c.tool} ({c.kind})" for c in found[:MAX_FLAGS_SHOWN])
-        more = " …" if len(found) > MAX_FLAGS_SHOWN else ""
-        report.add(f"server/{name}", "pinned", "warn", f"{len(found)} tool definition(s) differ from those pinned "
-                   f"at its first listing: {shown}{more}",
-                   "read the diffs: mcpctl tools changes --project P; accept them: mcpctl tools approve --project P "
-                   f"{name}/TOOL … (or --all)")
-
-
-def _descriptions(report: DoctorReport, name: str, tools: list[dict[str, Any]]) -> None:
-    """A warning naming each tool whose description carries what tool poisoning uses (`catalogue.poison`);
-    nothing when none does (flagged, never blocked)."""
-    from mcpctl.catalogue.poison import scan_definitions
-
-    flags = scan_definitions((f"{name}/{t.get('name')}", t) for t in tools)
-    if not flags:
-        return
-    shown = "; ".join(f"{f.tool}: {f.why}: {f.text!r}" for f in flags[:MAX_FLAGS_SHOWN])
-    more = f" … and {len(flags) - MAX_FLAGS_SHOWN} more" if len(flags) > MAX_FLAGS_SHOWN else ""
-    tools_flagged = len({f.tool for f in flags})
-    report.add(f"server/{name}", "descriptions", "warn",
-               f"{tools_flagged} tool description(s) carry what tool poisoning uses: {shown}{more}",
-               f"read them (mcpctl surface --project P lists every flag); if one is not what the server should say, "
-               f"mcpctl tools disable --project P '{name}/TOOL'")
 
 
 # -- projects ---------------------------------------------------------------------------------------------
@@ -392,11 +276,13 @@ def _project(report: DoctorReport, store: Store, name: str, entry: str, budget: 
         report.add(scope, "names", "ok", f"{len(names)} presented name(s) valid for Claude and Codex "
                    f"(≤ 64 with {prefix!r})")
     total = sum(tokens(t) for t in view.tools)
+    shown = f"{project.presents.mode} presentation"        # what the project presents: resources.presents
     if total > budget:
         report.add(scope, "tokens", "warn", f"tools/list is ≈{total:,} tokens ({token_kind()}) for {len(names)} "
-                   f"tool(s), over the budget of {budget}", _fewer_hint(name, project))
+                   f"tool(s) ({shown}), over the budget of {budget}", _fewer_hint(name, project))
     else:
-        report.add(scope, "tokens", "ok", f"tools/list ≈{total:,} tokens ({token_kind()}) for {len(names)} tool(s)")
+        report.add(scope, "tokens", "ok", f"tools/list ≈{total:,} tokens ({token_kind()}) for {len(names)} tool(s) "
+                   f"({shown})")
     search = project.search
     if not search.enabled:
         report.add(scope, "search", "info", "search_tools is off (search.enabled: false)")
@@ -469,11 +355,13 @@ def run_doctor(project: str | None = None, *, connect: bool = True, entry: str =
     startable: dict[str, ServerSpec] = {}
     specs = {n: ServerSpec.from_resource(by_name[n]) for n in wanted}
     for name, spec in specs.items():
-        if _static(report, spec):
+        if _static(report, spec, store.status("Server", name).get("signInRefused")):
             startable[name] = spec
     results = _probe(startable, on_progress) if connect and startable else {}
-    for name in specs:
-        _listing(report, name, results.get(name), connect and name in startable, name in startable, tool_budget)
+    using = {n: [p["metadata"]["name"] for p in projects if n in ProjectSpec.from_resource(p).servers] for n in specs}
+    for name, spec in specs.items():
+        _listing(report, spec, results.get(name), connect and name in startable, name in startable, tool_budget,
+                 using[name])
     semantic = semantic_status() if projects else None
     for p in projects:
         _project(report, store, p["metadata"]["name"], entry, budget, semantic)

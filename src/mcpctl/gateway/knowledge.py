@@ -176,7 +176,9 @@ class Knowledge:
                 type="text", text=answer.sampling_text(question, hits)))],
             system_prompt=answer.SYSTEM_PROMPT, max_tokens=answer.MAX_ANSWER_TOKENS,
             include_context="none"))
-        if peer is None or peer.modern or not declares(peer.capabilities, request):
+        if peer is not None and peer.modern:        # whatever it lends: no request can reach it from here
+            return answer.payload(question, hits, None, None, answer.NO_REQUEST_2026, searched)
+        if peer is None or not declares(peer.capabilities, request):
             return answer.payload(question, hits, None, None, answer.NO_MODEL, searched)
         try:
             raw = await peer.request(request, SAMPLING_S)

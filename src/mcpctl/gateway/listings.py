@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from mcpctl.auth import expiry
 from mcpctl.catalogue import cache
 from mcpctl.gateway.pool import Pool
 from mcpctl.gateway.sessions import NOTIFIED_SECTIONS, Sessions
@@ -77,6 +78,8 @@ class Listings:
 
     def on_state(self, up: Upstream) -> None:
         status: dict[str, Any] = {"state": up.state, "lastError": up.last_error}
+        if up.spec.auth is not None:
+            status.update(expiry.status_fields(up.name, up.state))
         if up.state == "up":
             status.update(tools=up.tool_count, protocolVersion=up.protocol_version, serverInfo=up.server_info,
                           capabilities=up.capabilities, lastSeen=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from mcpctl.auth import expiry
 from mcpctl.catalogue import cache
 from mcpctl.resources.kinds import ServerSpec
 from mcpctl.upstream.supervisor import Listing, Upstream
@@ -65,14 +66,16 @@ async def list_servers(servers: Mapping[str, ServerSpec | str],
         tools = len(listing.get("tools") or [])
         _status(up.name, {"state": "up", "lastError": None, "tools": tools,
                           "protocolVersion": up.protocol_version, "serverInfo": up.server_info,
-                          "lastSeen": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                          "lastSeen": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                          **(expiry.status_fields(up.name, "up") if up.spec.auth is not None else {})})
         finish(Listed(up.name, tools, None, up.protocol_version))
 
     def on_state(up: Upstream) -> None:
         if up.name in results:            # the shutdown after listing is not a failure
             return
         if up.state == "down":
-            _status(up.name, {"state": "down", "lastError": up.last_error})
+            _status(up.name, {"state": "down", "lastError": up.last_error,
+                              **(expiry.status_fields(up.name, "down") if up.spec.auth is not None else {})})
             finish(Listed(up.name, None, up.last_error or "failed"))
 
     async def one(spec: ServerSpec) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from mcpctl.errors import AlreadyExists, Conflict, InvalidResource, NotFound
 from mcpctl.resources.kinds import KIND_ORDER
 from mcpctl.resources.store import Store
-from mcpctl.resources.validate import Validated, resource_from, user_view, validate_document
+from mcpctl.resources.validate import Validated, combined, resource_from, user_view, validate_document
 from mcpctl.resources.yamlio import Document
 
 
@@ -35,7 +35,14 @@ class Change:
 def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool = False,
                  new_tokens: bool = False) -> tuple[list[Validated], list[str]]:
     """Validate each document and the set as a whole. Returns (objects, warnings)."""
-    objs = [validate_document(d) for d in docs]
+    objs, failed = [], []
+    for d in docs:               # every document's problems, not only the first document's
+        try:
+            objs.append(validate_document(d))
+        except InvalidResource as e:
+            failed.append(e)
+    if failed:
+        raise combined(failed) from None
     warnings = [w for o in objs for w in o.warnings]
     seen: dict[tuple[str, str], Validated] = {}
     for o in objs:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mcpctl.resources.presents import Presents, presents
 from mcpctl.resources.schema import (
     ListOf,
     MapOf,
@@ -102,14 +103,6 @@ def check_timestamp(value: str) -> str | None:
     return None
 
 
-def effective_presentation(presentation: str | None, favourites_enabled: bool | None) -> str:
-    """The presentation a project gets: `presentation` when set, else favourite-index when the
-    favourite index is enabled, else flat."""
-    if presentation:
-        return presentation
-    return "favourite-index" if favourites_enabled else "flat"
-
-
 def _check_https_url(value: str) -> str | None:
     from urllib.parse import urlparse
 
@@ -168,7 +161,7 @@ PROJECT_SPEC: Final = Obj({
     }),
     # `enabled` and `presentation` are left unset unless given: favouriteIndex.enabled: true alone
     # means the favourite-index presentation; `presentation` chooses favourite-index or deferred
-    # (see `effective_presentation`; contradictions are refused by `validate`).
+    # (see `presents.presents`; contradictions are refused by `validate`).
     "favouriteIndex": Obj({
         "enabled": Scalar(bool, nullable=True),
         "tools": ListOf(Scalar(str, check=check_favourite_id)),
@@ -178,7 +171,7 @@ PROJECT_SPEC: Final = Obj({
         "instruction": Scalar(bool, nullable=True),           # unset: true
     }),
     "presentation": Scalar(str, nullable=True, enum=PRESENTATIONS),
-    "pinning": Scalar(str, nullable=True, enum=PINNING_MODES),
+    "pinning": Scalar(str, default=DEFAULT_PINNING, enum=PINNING_MODES),
     "gate": Obj({
         "enabled": Scalar(bool, default=False),
         "instructions": Scalar(str, nullable=True),
@@ -397,6 +390,12 @@ class ProjectSpec:
     pinning: str = DEFAULT_PINNING               # off | warn | hold: a definition changed since pinned
     ask: AskSettings = field(default_factory=AskSettings)
 
+    @property
+    def presents(self) -> Presents:
+        """What this project presents, as `presents(spec)` said when the view was made."""
+        return Presents(self.presentation, self.favourite_index.enabled,
+                        self.presentation == "favourite-index" and self.favourite_index.instruction)
+
     def profile(self, name: str) -> Profile | None:
         """A profile by name: declared in the project, else a built-in one."""
         for p in self.profiles:
@@ -416,19 +415,19 @@ class ProjectSpec:
         search = s.get("search") or {}
         gate = s.get("gate") or {}
         results = s.get("results") or {}
-        presentation = effective_presentation(s.get("presentation"), fav.get("enabled"))
+        shown = presents(s)
         return cls(
             name=res["metadata"]["name"],
             servers=tuple(s.get("servers") or ()),
             disabled=tuple(tools.get("disabled") or ()),
             enabled=tuple(tools.get("enabled") or ()),
             favourite_index=FavouriteIndex(
-                enabled=presentation != "flat",
+                enabled=shown.favourites,
                 tools=tuple(fav.get("tools") or ()),
                 max_favourites=int(fav.get("maxFavourites", DEFAULT_MAX_FAVOURITES)),
                 instruction=fav.get("instruction") is not False,
             ),
-            presentation=presentation,
+            presentation=shown.mode,
             names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),
             search=SearchSettings(
                 enabled=bool(search.get("enabled", DEFAULT_SEARCH_ENABLED)),

@@ -27,6 +27,26 @@ class FieldError(Exception):
         self.hint = hint
 
 
+class FieldErrors(FieldError):
+    """Several wrong values: every one a walk of the document found (the first is its own path,
+    message and hint, so a caller that reads one error reads the first)."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        first = errors[0]
+        super().__init__(first.path, first.message, first.hint)
+        self.errors = errors
+
+
+def every(e: FieldError) -> list[FieldError]:
+    """The errors `e` stands for (itself, or each of several)."""
+    return list(e.errors) if isinstance(e, FieldErrors) else [e]
+
+
+def _raise_all(errors: list[FieldError]) -> None:
+    if errors:
+        raise errors[0] if len(errors) == 1 else FieldErrors(errors)
+
+
 def dotted(path: tuple[str | int, ...]) -> str:
     out = ""
     for p in path:
@@ -147,7 +167,14 @@ def _list(node: ListOf, value: Any, path: tuple[str | int, ...]) -> Any:
         return _default(node)
     if not isinstance(value, list):
         raise FieldError(path, f"{dotted(path)} must be a list, got {type(value).__name__}")
-    return [_scalar(node.item, v, (*path, i)) for i, v in enumerate(value)]
+    out, errors = [], []
+    for i, v in enumerate(value):
+        try:
+            out.append(_scalar(node.item, v, (*path, i)))
+        except FieldError as e:
+            errors += every(e)
+    _raise_all(errors)
+    return out
 
 
 def _map(node: MapOf, value: Any, path: tuple[str | int, ...]) -> Any:
@@ -156,15 +183,24 @@ def _map(node: MapOf, value: Any, path: tuple[str | int, ...]) -> Any:
     if not isinstance(value, Mapping):
         raise FieldError(path, f"{dotted(path)} must be a map, got {type(value).__name__}")
     entries: dict[str, Any] = {}
+    errors: list[FieldError] = []
     for k, v in value.items():
-        if not isinstance(k, str):
-            raise FieldError((*path, str(k)), f"{dotted(path)}: key {k!r} must be a string")
-        if node.key_check is not None:
-            msg = node.key_check(k)
-            if msg:
-                raise FieldError((*path, k), f"{dotted((*path, k))}: {msg}")
-        entries[k] = normalize(node.value, v, (*path, k))
+        try:
+            entries[k] = _entry(node, k, v, path)
+        except FieldError as e:
+            errors += every(e)
+    _raise_all(errors)
     return entries
+
+
+def _entry(node: MapOf, k: Any, v: Any, path: tuple[str | int, ...]) -> Any:
+    if not isinstance(k, str):
+        raise FieldError((*path, str(k)), f"{dotted(path)}: key {k!r} must be a string")
+    if node.key_check is not None:
+        msg = node.key_check(k)
+        if msg:
+            raise FieldError((*path, k), f"{dotted((*path, k))}: {msg}")
+    return normalize(node.value, v, (*path, k))
 
 
 def _obj(node: Obj, value: Any, path: tuple[str | int, ...]) -> dict[str, Any]:
@@ -172,22 +208,22 @@ def _obj(node: Obj, value: Any, path: tuple[str | int, ...]) -> dict[str, Any]:
         value = {}
     if not isinstance(value, Mapping):
         raise FieldError(path, f"{dotted(path) or 'document'} must be a map, got {type(value).__name__}")
-    unknown = [k for k in value if k not in node.fields]
-    if unknown:
-        k = unknown[0]
-        where = dotted(path) or "the document"
-        raise FieldError((*path, str(k)), f"unknown field {dotted((*path, str(k)))!r} in {where}",
+    where = dotted(path) or "the document"
+    errors = [FieldError((*path, str(k)), f"unknown field {dotted((*path, str(k)))!r} in {where}",
                          did_you_mean(str(k), node.fields) or f"known fields: {', '.join(node.fields)}")
+              for k in value if k not in node.fields]
     out: dict[str, Any] = {}
     for name, child in node.fields.items():
-        if name in value:
-            out[name] = normalize(child, value[name], (*path, name))
-        elif getattr(child, "required", False):
-            raise FieldError((*path, name), f"{dotted((*path, name))} is required")
-        else:
-            d = _default(child)
-            if d is not None:
+        try:
+            if name in value:
+                out[name] = normalize(child, value[name], (*path, name))
+            elif getattr(child, "required", False):
+                raise FieldError((*path, name), f"{dotted((*path, name))} is required")
+            elif (d := _default(child)) is not None:
                 out[name] = d
+        except FieldError as e:
+            errors += every(e)
+    _raise_all(errors)        # every wrong field, not only the first (callers order them: validate)
     return out
 
 

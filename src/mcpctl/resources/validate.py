@@ -19,9 +19,9 @@ from mcpctl.resources.kinds import (
     KINDS,
     METADATA,
     PORTABLE_MAX_LENGTH,
-    effective_presentation,
 )
-from mcpctl.resources.schema import FieldError, normalize
+from mcpctl.resources.presents import presents
+from mcpctl.resources.schema import FieldError, FieldErrors, every, normalize
 from mcpctl.resources.secrets import looks_like_secret
 from mcpctl.resources.yamlio import Document
 
@@ -64,7 +64,23 @@ def canonical_spec(kind: str, spec: Any) -> dict[str, Any]:
 
 
 def _fail(doc: Document, e: FieldError) -> InvalidResource:
-    return InvalidResource(f"{doc.where(e.path)}: {e.message}", hint=e.hint)
+    """One wrong field as an error naming its file, document and line; several, each on a line of
+    their own, in the order of the file (what `combined` makes of them)."""
+    errors = sorted(every(e), key=lambda f: doc.line_of(f.path) or 0)
+    return combined([InvalidResource(f"{doc.where(f.path)}: {f.message}", hint=f.hint) for f in errors])
+
+
+def combined(errors: list[InvalidResource]) -> InvalidResource:
+    """Every problem of an input in one error: itself when there is one; else a line per problem
+    (its hint in brackets), in the order given (the file's)."""
+    if len(errors) == 1:
+        return errors[0]
+    lines = tuple(p for e in errors for p in (e.problems or (e.message + (f" ({e.hint})" if e.hint else ""),)))
+    if len(lines) == 1:
+        return errors[0]
+    out = InvalidResource(f"{len(lines)} problems, nothing changed:\n" + "\n".join(lines))
+    out.problems = lines
+    return out
 
 
 def validate_document(doc: Document) -> Validated:
@@ -91,11 +107,17 @@ def validate_document(doc: Document) -> Validated:
                               hint=f"use apiVersion: {API_VERSION}")
     if "metadata" not in data:
         raise InvalidResource(f"{doc.where()}: missing 'metadata'", hint="add metadata: {name: ...}")
+    errors: list[FieldError] = []
     try:
         meta = normalize(METADATA, data.get("metadata"), ("metadata",))
+    except FieldError as e:
+        errors += every(e)
+    try:
         spec = canonical_spec(kind, data.get("spec") or {})
     except FieldError as e:
-        raise _fail(doc, e) from None
+        errors += every(e)
+    if errors:
+        raise _fail(doc, FieldErrors(errors)) from None
     name = meta["name"]
     v = Validated(kind, name, prune({k: meta.get(k) for k in ("name", "labels", "annotations")}), spec, doc)
     if kind == "Server":
@@ -156,7 +178,7 @@ def _check_project(v: Validated) -> None:
             f"{doc.where(('spec', 'favouriteIndex', 'tools'))}: spec.favouriteIndex.tools pins {len(pinned)} "
             f"tools, more than spec.favouriteIndex.maxFavourites ({limit})",
             hint=f"unpin {len(pinned) - limit}, or raise spec.favouriteIndex.maxFavourites to {len(pinned)}")
-    mode = effective_presentation(presentation, enabled)
+    mode = presents(s).mode
     _check_instruction(v, mode)
     search = s.get("search") or {}
     if mode == "deferred":
