@@ -1,7 +1,7 @@
 """Ranker benchmark: quality on the evaluation sets, index build time and query latency.
 
     .venv/bin/python benchmarks/bench_ranker.py [--data ../shared/data] [--rankers bm25,hybrid]
-                                               [--sizes 500,2000,10000] [--repeats 5] [--json]
+                                               [--sizes 500,2000,10000] [--repeats 5] [--learned K] [--json]
 
 Quality: every dataset folder under --data (default: ../shared/data relative to the repo root)
 and tests/fixtures/user_requests (--extra; what people type, over real MCP servers):
@@ -23,6 +23,11 @@ shared machine does not inflate (BLAS runs in that thread: one BLAS thread, see 
 words), also new to the model.
 Their vectors go to a temporary cache: the 500-tool row reports the cold first build
 (embedding every tool); larger replicated catalogues reuse their originals' vectors (warm build).
+
+`--learned K`: each ranker is measured a second time, in the same run, over the same catalogue
+having learned K queries per tool from use (`catalogue.learn`, with its bounds: 20 a tool, 5,000
+in all; the queries drawn from the other tools' pool), as `<ranker>+L`; its `vs` column is its p50
+over the p50 of the same ranker without learning (median of per-query ratios).
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ TARGETS = {   # (dataset, portion) -> {metric: (floor, lexical target, semantic 
     ("livemcpbench", "test"): {"R@5": (.246, .394, .45), "R@10": (.330, .45, .51), "MRR@10": (.346, .44, .52)},
     ("metatool", "test"): {"R@1": (.275, .44, .56), "R@5": (.445, .659, .80)},
     ("toollens", "test"): {"R@5": (.172, .337, .37), "R@10": (.223, .40, .44)},
-    ("user_requests", "test"): {"R@5": (0.0, 0.0, .80)},
+    ("user_requests", "test"): {"R@5": (0.0, 0.0, .80), "R@1": (0.0, 0.0, .85)},
+    ("people_requests", "test"): {"R@1": (0.0, 0.0, .90)},
 }
 
 
@@ -135,13 +141,24 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def with_learned(docs: Sequence[ToolDoc], pool: Sequence[str], per_tool: int) -> list[ToolDoc]:
+    """`docs` having learned `per_tool` queries each (two sessions apiece), under learn's bounds."""
+    from mcpctl.audit.records import SearchEvidence
+    from mcpctl.catalogue.learn import learn
+
+    evidence = [SearchEvidence(pool[(i * per_tool + j) % len(pool)], d.id, f"s{i}-{j}-{k}", 1.0, True)
+                for i, d in enumerate(docs) for j in range(per_tool) for k in range(2)]
+    return learn(evidence, min_sessions=2, window_days=1e9, now=2.0).apply(docs)
+
+
 def speed(base: Sequence[ToolDoc], queries: Sequence[str], sizes: Sequence[int], kinds: Sequence[str],
-          repeats: int, short: Sequence[str] = ()) -> list[dict[str, Any]]:
+          repeats: int, short: Sequence[str] = (), learned: int = 0) -> list[dict[str, Any]]:
     rows = []
     for size in sizes:
-        docs = replicate(base, size)
-        for kind in kinds:
-            row: dict[str, Any] = {"tools": size, "ranker": kind, "cold_build_s": None}
+        plain = replicate(base, size)
+        for kind, docs, tag in [(k, plain, k) for k in kinds] + (
+                [(k, with_learned(plain, queries, learned), f"{k}+L") for k in kinds] if learned else []):
+            row: dict[str, Any] = {"tools": size, "ranker": tag, "cold_build_s": None}
             if kind in ("dense", "hybrid"):
                 if size <= len(base):   # a real catalogue, nothing cached: the first start
                     os.environ["MCPCTL_HOME"] = tempfile.mkdtemp(prefix="mcpctl-bench-cold-")
@@ -184,7 +201,10 @@ def speed(base: Sequence[ToolDoc], queries: Sequence[str], sizes: Sequence[int],
                     brief.append((time.perf_counter() - t0) * 1000)
             row.update(build_s=statistics.median(builds), p50_ms=_pct(lat, .5), p95_ms=_pct(lat, .95),
                        cpu_p50_ms=_pct(cpu, .5), short_p50_ms=_pct(brief, .5) if brief else None,
-                       repeat_p50_ms=_pct(again, .5) if again else None, queries=len(lat))
+                       repeat_p50_ms=_pct(again, .5) if again else None, queries=len(lat), lat=lat)
+            if tag != kind:      # the same queries without learning, measured earlier in this run
+                before = next(r for r in rows if r["tools"] == size and r["ranker"] == kind)["lat"]
+                row["vs"] = statistics.median(a / b for a, b in zip(lat, before, strict=True) if b > 0)
             rows.append(row)
             print(f"  {size} {kind}: build {row['build_s']:.2f}s p50 {row['p50_ms']:.2f}ms", file=sys.stderr)
     return rows
@@ -214,15 +234,16 @@ def _fmt_quality(rows: list[dict[str, Any]]) -> str:
 
 
 def _fmt_speed(rows: list[dict[str, Any]]) -> str:
-    head = (f"{'tools':>6} {'ranker':8} {'build s':>8} {'p50 ms':>8} {'p95 ms':>8} {'cpu p50':>8} {'short p50':>9} "
-            f"{'repeat p50':>10}  {'cold build s (embedding)':>24}")
+    head = (f"{'tools':>6} {'ranker':9} {'build s':>8} {'p50 ms':>8} {'p95 ms':>8} {'cpu p50':>8} {'short p50':>9} "
+            f"{'repeat p50':>10} {'vs':>6}  {'cold build s (embedding)':>24}")
     lines = [head, "-" * len(head)]
     for r in rows:
         cold = f"{r['cold_build_s']:>24.1f}" if r["cold_build_s"] is not None else ""
         again = f"{r['repeat_p50_ms']:>10.2f}" if r.get("repeat_p50_ms") is not None else " " * 10
         brief = f"{r['short_p50_ms']:>9.2f}" if r.get("short_p50_ms") is not None else " " * 9
-        lines.append(f"{r['tools']:>6} {r['ranker']:8} {r['build_s']:>8.3f} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
-                     f"{r['cpu_p50_ms']:>8.2f} {brief} {again}  {cold}")
+        vs = f"{r['vs']:>5.2f}x" if r.get("vs") is not None else " " * 6
+        lines.append(f"{r['tools']:>6} {r['ranker']:9} {r['build_s']:>8.3f} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
+                     f"{r['cpu_p50_ms']:>8.2f} {brief} {again} {vs}  {cold}")
     return "\n".join(lines)
 
 
@@ -239,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--dev-every", type=int, default=4,
                     help="semantic rankers score every Nth dev query (test portions are always complete)")
+    ap.add_argument("--learned", type=int, default=0,
+                    help="also measure each ranker having learned K queries per tool (as <ranker>+L)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
@@ -254,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ["MCPCTL_HOME"] = tempfile.mkdtemp(prefix="mcpctl-bench-")
         else:
             kinds = [k for k in kinds if k not in neural]
-    extra = args.extra if args.extra is not None else [REPO / "tests" / "fixtures" / "user_requests"]
+    extra = args.extra if args.extra is not None else [REPO / "tests" / "fixtures" / "user_requests",
+                                                       REPO / "tests" / "fixtures" / "people_requests"]
     datasets = [load_dataset(f) for f in [*folders, *extra]]
     by_name = {d.name: d for d in datasets}
 
@@ -269,12 +293,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = by_name.get("livemcpbench", datasets[0])
     pool: list[str] = [q.text for q in base.queries]
     for other in datasets:   # more real queries, interleaved so each dataset is represented
-        if other is not base and other.name != "user_requests":
+        if other is not base and other.name not in ("user_requests", "people_requests"):
             pool.extend(q.text for q in other.select("test")[: args.latency_queries // 2])
     pool = pool[: args.latency_queries]
     sizes = [int(s) for s in args.sizes.split(",") if s]
     short = [q.text for q in by_name["user_requests"].queries] if "user_requests" in by_name else []
-    spd = speed(base.tools, pool, sizes, [k for k in kinds if k != "plain"], args.repeats, short)
+    spd = speed(base.tools, pool, sizes, [k for k in kinds if k != "plain"], args.repeats, short, args.learned)
+    for r in spd:
+        r.pop("lat", None)
 
     if args.json:
         print(json.dumps({"quality": qual, "speed": spd}, indent=2))

@@ -49,14 +49,16 @@ def test_a_request_without_an_action_verb_has_none(query: str) -> None:
 
 
 @pytest.mark.parametrize(("query", "text", "values"), [
-    ("peek inside docker-compose.yml", "peek inside file", {"path"}),
-    ("view the photo holiday.jpg", "view the photo image file", {"path"}),
-    ("fetch the contents of /etc/hosts", "fetch the contents of file", {"path"}),
-    ("open https://docs.python.org/3/ and tell me what it says", "open web page url and tell me what it says",
-     {"url"}),
-    ("mail bob@example.com the report", "mail email address the report", {"email"}),
-    ("convert 3pm Pacific to Berlin time", "convert 3pm Pacific to Berlin time", {"time"}),
+    ("peek inside docker-compose.yml", "peek inside file", {"path", "specific"}),
+    ("view the photo holiday.jpg", "view the photo image file image", {"path", "specific"}),
+    ("fetch the contents of /etc/hosts", "fetch the contents of file", {"path", "specific"}),
+    ("open https://docs.python.org/3/ and tell me what it says",
+     "open web page url and tell me what it says web page url internet", {"url", "specific"}),
+    ("mail bob@example.com the report", "mail email address the report", {"email", "specific"}),
+    ("convert 3pm Pacific to Berlin time", "convert 3pm Pacific to Berlin time", {"time", "specific"}),
     ("e.g. Dr. Smith said v1.2.3 is out", "e.g. Dr. Smith said v1.2.3 is out", set()),   # not files
+    ("show me the whole knowledge graph", "show me the whole knowledge graph", {"everything"}),
+    ("what do you know about my dog", "what do you know about my dog memory knowledge", {"specific"}),
 ])
 def test_values_are_ranked_as_their_kind(query: str, text: str, values: set[str]) -> None:
     intent = understand(query)
@@ -65,10 +67,11 @@ def test_values_are_ranked_as_their_kind(query: str, text: str, values: set[str]
 
 def test_parameters_say_which_values_a_tool_takes() -> None:
     assert param_kinds({"properties": {"path": {}, "content": {}}}) == {"path"}
+    assert param_kinds({"type": "object", "properties": {}}) == {"no-parameters"}
     assert param_kinds({"properties": {"target": {"type": "string", "format": "uri"}}}) == {"url"}
     assert param_kinds({"properties": {"sourceFile": {}, "when": {"format": "date-time"}}}) == {"path", "time"}
     assert param_kinds({"properties": {"timezone": {}}}) == frozenset()
-    assert param_kinds({}) == frozenset()
+    assert param_kinds({}) == {"no-parameters"}
 
 
 @pytest.mark.parametrize(("name", "description", "annotations", "effect", "source"), [

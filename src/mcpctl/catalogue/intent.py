@@ -211,6 +211,10 @@ def request_action(query: str) -> Action | None:
 
 PATH, URL, TIME, EMAIL = "path", "url", "time", "email"
 VALUE_KINDS: Final = (PATH, URL, TIME, EMAIL)
+# What a request's object is: a particular thing (a value, a quoted text, a name, "about ...") or
+# everything ("the whole graph", "all my notes"); and tools that take no parameter at all (they can
+# only give everything, or one fixed thing).
+SPECIFIC, EVERYTHING, NO_PARAMETERS = "specific", "everything", "no-parameters"
 MEDIA: Final = {
     **dict.fromkeys(_words("png jpg jpeg gif webp bmp svg tif tiff ico heic"), "image"),
     **dict.fromkeys(_words("mp3 wav ogg flac m4a aac opus"), "audio"),
@@ -261,17 +265,35 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     text = _PATH_RE.sub(replace(PATH, "file"), text)
     if _CLOCK_RE.search(text):
         kinds.add(TIME)
+    kinds.add(_scope(query, bool(kinds)))
     if _MEDIA_WORD_RE.search(text):          # "this screenshot png": a file of that kind
         kinds.add(PATH)
         text = _MEDIA_WORD_RE.sub(lambda m: f"{m.group(0)} {MEDIA[m.group(0).lower()]} file", text)
-    return re.sub(r"\s+", " ", text).strip(), frozenset(kinds)
+    return re.sub(r"\s+", " ", text).strip(), frozenset(kinds) - {""}
+
+
+_EVERYTHING_RE: Final = re.compile(r"\b(?:everything|all|whole|entire|full|every)\b", re.I)
+_QUOTED_RE: Final = re.compile(r"'[^']{2,}'|\"[^\"]{2,}\"|\u2018[^\u2019]{2,}\u2019|\u201c[^\u201d]{2,}\u201d")
+_NAME_RE: Final = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+")        # a capitalised word after a lowercase one
+_ABOUT_RE: Final = re.compile(r"\babout\s+(?!it\b|this\b|that\b|them\b)\w", re.I)
+
+
+def _scope(query: str, has_value: bool) -> str:
+    """EVERYTHING for "the whole graph", "all my notes"; SPECIFIC for a request naming a particular
+    thing (a value, a quoted text, a name, "about my dog"); "" otherwise."""
+    if _EVERYTHING_RE.search(query) and not has_value:
+        return EVERYTHING
+    if has_value or _QUOTED_RE.search(query) or _NAME_RE.search(query) or _ABOUT_RE.search(query):
+        return SPECIFIC
+    return ""
 
 
 def param_kinds(input_schema: Mapping[str, Any]) -> frozenset[str]:
-    """The value kinds a tool's top-level parameters take (by name or `format`)."""
+    """The value kinds a tool's top-level parameters take (by name or `format`); NO_PARAMETERS
+    for a tool that takes none."""
     props = input_schema.get("properties") if isinstance(input_schema, Mapping) else None
-    if not isinstance(props, Mapping):
-        return frozenset()
+    if not isinstance(props, Mapping) or not props:
+        return frozenset({NO_PARAMETERS})
     kinds: set[str] = set()
     for name, spec in props.items():
         kinds.update(k for k, rx in _PARAM_RE.items() if rx.search(str(name)) or rx.search(str(name).lower()))
@@ -339,6 +361,7 @@ ACTION_WEIGHTS: Final[Mapping[str, Mapping[str, float]]] = {
     RUNS: dict(zip(EFFECTS, (0.9, 0.6, 0.8, 0.3, 1.0), strict=True)),
 }
 VALUE_BOOST: Final = 0.2
+NO_PARAMETERS_SPECIFIC: Final = 0.7
 # A read-phrased request: tools that change or delete stay below the best reading tool whose score
 # before the stage is at least this share of the best score.
 MATCHING_SHARE: Final = 0.5
@@ -346,6 +369,15 @@ _DEMOTED_BY_READS: Final = frozenset({CHANGES, DELETES})
 # The read rule holds for effects read off annotations or a name's verb, not off a description's
 # first word (trust below this).
 CAP_TRUST: Final = 0.75
+
+
+def _object_factor(kinds: frozenset[str], values: frozenset[str]) -> float:
+    """A tool's factor for what the request's object is: VALUE_BOOST where it takes a value the
+    request carries or, asked for everything, where it takes no parameter; NO_PARAMETERS_SPECIFIC
+    where it takes none but the request names a particular thing."""
+    if NO_PARAMETERS in kinds:
+        return NO_PARAMETERS_SPECIFIC if SPECIFIC in values else 1.0 + VALUE_BOOST if EVERYTHING in values else 1.0
+    return 1.0 + VALUE_BOOST if kinds & values else 1.0
 
 
 class IntentStage:
@@ -359,7 +391,7 @@ class IntentStage:
         # how far each tool's factor leans on its effect (1: fully; effects read off words less)
         self.trust = list(trust) if trust is not None else [1.0] * len(self.effects)
         self.base = list(base) if base is not None and any(b != 1.0 for b in base) else None
-        self._known = frozenset().union(*self.kinds) if self.kinds else frozenset()
+        self._known = (frozenset().union(*self.kinds) if self.kinds else frozenset()) | {SPECIFIC, EVERYTHING}
         self._factors: dict[tuple[str | None, frozenset[str]], list[float] | None] = {}
         self._array: Any = None
 
@@ -371,11 +403,11 @@ class IntentStage:
         return self._factors[key]
 
     def _compute(self, action: str | None, values: frozenset[str]) -> list[float] | None:
-        if action is None and not values:
-            return self.base
         row = ACTION_WEIGHTS[action] if action else {}
-        out = [(1.0 - (1.0 - row.get(e, 1.0)) * t if e else 1.0) * (1.0 + VALUE_BOOST if k & values else 1.0)
+        out = [(1.0 - (1.0 - row.get(e, 1.0)) * t if e else 1.0) * _object_factor(k, values)
                for e, k, t in zip(self.effects, self.kinds, self.trust, strict=True)]
+        if all(f == 1.0 for f in out):
+            return self.base
         return [f * b for f, b in zip(out, self.base, strict=True)] if self.base else out
 
     def demoted(self, intent: Intent) -> bool:
