@@ -34,7 +34,6 @@ from mcpctl.gateway.http_guard import (
     Guard,
     HttpLimits,
     Refusals,
-    WholeBody,
     connection_budget,
     deepen_listen_queues,
     guarded_protocol,
@@ -128,6 +127,53 @@ class BearerAuth:
 
 
 FULL_VIEW: Final = Credential(None, None)
+
+
+# -- request bodies ------------------------------------------------------------------------------------
+
+
+class WholeBody:
+    """Pure ASGI middleware: a POST's body is read whole before the app sees it (at most `limit`
+    bytes, the SDK's own limit: more is 413), so a request that ends mid-body (its client left, or
+    the guard closed it at the body timeout) is a count in the refusal summary instead of the
+    SDK's traceback per request."""
+
+    def __init__(self, app: ASGIApp, note: Callable[[str], None], limit: int) -> None:
+        self.app, self.note, self.limit = app, note, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                self.note("dropped")
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                body = b"Request body too large"
+                await send({"type": "http.response.start", "status": 413, "headers": [
+                    (b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole: MutableMapping[str, Any] | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal whole
+            if whole is not None:
+                message, whole = whole, None
+                return message
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 # -- DNS-rebinding protection: the Host and Origin headers, parsed strictly ----------------------
