@@ -42,6 +42,7 @@ from mcpctl.gateway.sessions import CREDENTIAL_STATE, PROFILE_STATE
 from mcpctl.gateway.shares import SHARE_REFUSED_STATE, SessionShares, refuse
 from mcpctl.resources.store import atomic_write
 from mcpctl.resources.tokens import Credential, TokenIndex
+from mcpctl.sdk import end_http_session, open_http_sessions
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -336,8 +337,8 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
     max_connections, accept_burst = connection_budget(limits.max_connections)
     refusals = Refusals(limits, max_connections)
     manager = gw.server.session_manager
-    per_credential = SessionShares(app, limits.max_sessions_per_credential,
-                                   lambda: manager._server_instances, refusals.note)
+    per_credential = SessionShares(app, limits.max_sessions_per_credential, lambda: open_http_sessions(manager),
+                                   refusals.note, limits.max_sessions, lambda sid: end_http_session(manager, sid))
     gw.asks.shares.limit = limits.max_parked_per_credential
     auth = BearerAuth(WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE), token,
                       TokenIndex(gw.project_name))

@@ -86,9 +86,13 @@ class Refusals:
             "sessions": f"new sessions refused at {limits.max_sessions} (503)",
             "body": f"no complete request body within {limits.body_timeout:g} s",
             "share": f"requests over a credential's {limits.max_connections_per_credential} busy connections (429)",
+            "pool": "requests over the tokens' three quarters of the connections (429)",
+            "over-floor": "connections of the token holding most closed for a new one at the cap",
+            "session-evicted": "sessions of the token holding most ended for a new one at --max-sessions",
             "share-idle": "idle connections closed for a new request of their credential",
             "idle": f"idle connections closed for a new one at {max_connections}",
             "session-share": f"new sessions over a credential's {limits.max_sessions_per_credential} (429)",
+            "session-pool": "new sessions over the tokens' three quarters of the sessions (429)",
             "dropped": "requests ended mid-body (by the client, or at the body timeout)",
         }
         self.counts: Counter[str] = Counter()
@@ -165,11 +169,14 @@ class Guard:
         self.open = 0
         self.unauthenticated: OrderedDict[GuardedH11Protocol, None] = OrderedDict()   # oldest first
         self.shares: Share[GuardedH11Protocol] = Share(limits.max_connections_per_credential, "busy connections",
-                                                       "--max-connections-per-credential")
+                                                       "--max-connections-per-credential", max_connections,
+                                                       "--max-connections")
 
     def make_room(self) -> bool:
         """At the cap: close the oldest connection that has not shown the token, else the oldest
-        idle one of the credential holding most; False if there is none."""
+        idle one of the credential holding most, else (the reserve used up: many tokens) the oldest
+        connection of the token holding most, when it holds more than its floor; False if there is
+        none. (The new connection's token is not known yet: a flooder's own is what it closes.)"""
         if self.evict_oldest():
             return True
         for conn in self.shares.largest():
@@ -177,22 +184,29 @@ class Guard:
                 self.refusals.note("idle")
                 conn.drop()
                 return True
+        for conn in self.shares.over_floor(None):
+            self.refusals.note("over-floor")
+            conn.drop()
+            return True
         return False
 
     def admit(self, conn: GuardedH11Protocol, credential: str) -> str | None:
-        """Count `conn`, whose new request showed `credential`, in that credential's share; over it,
-        close the credential's oldest idle connection, or (all busy) say why this request is refused."""
+        """Count `conn`, whose new request showed `credential`, in that credential's share; over it
+        (or over the tokens' pool), close the credential's oldest idle connection, or (all busy) say
+        why this request is refused."""
         if conn.credential is not None and conn.credential != credential:
             self.shares.discard(conn.credential, conn)
+            conn.credential = None
         held = self.shares.of(credential)
-        if conn not in held and self.shares.full(credential):
-            idle = next((c for c in held if not c.busy()), None)
-            if idle is None:
-                self.refusals.note("share")
-                conn.credential = None
-                return self.shares.refusal(credential)
-            self.refusals.note("share-idle")
-            idle.drop()
+        if conn not in held:
+            refused = self.shares.refusal(credential)
+            if refused is not None:
+                idle = next((c for c in held if not c.busy()), None)
+                if idle is None:
+                    self.refusals.note("share" if self.shares.count(credential) >= self.shares.limit else "pool")
+                    return refused
+                self.refusals.note("share-idle")
+                idle.drop()
         conn.credential = credential
         self.shares.add(credential, conn)
         return None
