@@ -334,3 +334,51 @@ async def test_parked_calls_of_one_token_fill_only_its_share(kit: Kit) -> None:
                                            inputResponses=answer)
                 assert done["result"]["content"][0]["text"] == "elicited: accept {'name': 'x'}", done
             _no_traceback(gw)
+
+
+def test_the_tokens_share_a_pool_and_the_reserve_serves_whoever_holds_least() -> None:
+    """Three quarters of a cap for the restricted tokens together, the rest for the project's token
+    and tokens holding fewer than the floor; what the cap may take back comes from the token holding
+    most, and only while it holds more than the floor and more than the newcomer."""
+    from mcpctl.gateway.shares import Share
+
+    share: Share[int] = Share(100, "things", "--max-things-per-credential", 64, "--max-things")
+    assert (share.pool, share.reserve, share.floor) == (48, 16, 1)
+    for i in range(48):
+        assert share.refusal("a" if i < 40 else "b") is None
+        share.add("a" if i < 40 else "b", i)
+    refused = share.refusal("a")
+    assert refused is not None and "tokens together hold 48 things" in refused and "--max-things 64" in refused
+    assert share.refusal("c") is None and share.refusal("") is None     # holding nothing, or the project's
+    share.add("c", 100)
+    assert share.refusal("c") is not None                                # its floor taken from the reserve
+    assert share.refusal("") is None and share.refusal(None) is None
+    assert list(share.over_floor("d"))[:2] == [0, 1]                     # the oldest of the one holding most
+    assert list(share.over_floor("a")) == [] and share.restricted == 49
+    for i in range(48):
+        share.discard("a" if i < 40 else "b", i)
+    assert share.restricted == 1 and share.refusal("a") is None
+
+
+async def test_at_the_session_cap_the_token_holding_most_gives_one_up_for_a_newcomer(kit: Kit) -> None:
+    """--max-sessions 8: one token fills the tokens' pool (6), two more take the reserve (2); a
+    fourth token holding nothing still opens a session (the first token's oldest is ended: its id
+    answers 404), where before it was refused 503."""
+    import httpx2
+
+    kit.server("good")
+    kit.project("p", ["good"], profiles=PROFILES)
+    tokens = [_token(f"t{i}", "narrow") for i in range(4)]
+    with http_gateway_process(kit, "p", "--max-sessions", "8", "--max-sessions-per-credential", "8") as gw:
+        with anyio.fail_after(30):
+            statuses, ids = await _open_sessions(gw.url, tokens[0], 8, in_flight=1)
+            assert statuses == {200: 6, 429: 2}, statuses
+            for tok in tokens[1:3]:
+                assert (await _open_sessions(gw.url, tok, 1))[0] == {200: 1}
+            assert (await _open_sessions(gw.url, tokens[3], 1))[0] == {200: 1}
+            async with httpx2.AsyncClient(timeout=10) as h:
+                r = await h.post(gw.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={
+                    **HEADERS, "Authorization": f"Bearer {tokens[0]}", "Mcp-Session-Id": ids[0],
+                    "Mcp-Protocol-Version": "2025-11-25"})
+            assert r.status_code == 404, r.text
+        await _logged(gw, r"1 sessions of the token holding most ended for a new one at --max-sessions")
