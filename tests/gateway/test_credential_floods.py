@@ -340,7 +340,7 @@ def test_the_tokens_share_a_pool_and_the_reserve_serves_whoever_holds_least() ->
     """Three quarters of a cap for the restricted tokens together, the rest for the project's token
     and tokens holding fewer than the floor; what the cap may take back comes from the token holding
     most, and only while it holds more than the floor and more than the newcomer."""
-    from mcpctl.gateway.shares import Share
+    from mcpctl.resources.shares import Share
 
     share: Share[int] = Share(100, "things", "--max-things-per-credential", 64, "--max-things")
     assert (share.pool, share.reserve, share.floor) == (48, 16, 1)

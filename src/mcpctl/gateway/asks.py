@@ -62,7 +62,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.peers import declares, feature
 from mcpctl.gateway.sessions import Caller, Progress
-from mcpctl.gateway.shares import Share
+from mcpctl.resources.shares import Share
 
 if TYPE_CHECKING:
     from mcpctl.gateway.pool import Pool

@@ -7,7 +7,7 @@ the header timeout and its body within the body timeout, connections are capped
 (`connection_budget`, within the open-file limit), those that have not yet shown the token are
 capped lower (`unauthenticated_cap`), the oldest closed first unless its authorised request
 already waits unread (`buffered_head`), and those that have are counted in their credential's
-share (`shares.Share`). Refusals are counted and logged one line per burst (`Refusals`,
+share (`resources.shares.Share`). Refusals are counted and logged one line per burst (`Refusals`,
 `CountLogRecords`). `http.serve_http` wires it into uvicorn.
 """
 
@@ -22,7 +22,8 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
-from mcpctl.gateway.shares import SHARE_REFUSED_STATE, Share
+from mcpctl.gateway.shares import SHARE_REFUSED_STATE
+from mcpctl.resources.shares import Share
 
 if TYPE_CHECKING:
     from mcpctl.resources.tokens import Credential
