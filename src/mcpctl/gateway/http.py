@@ -228,7 +228,11 @@ class HostCheck:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refused = self.allowed(scope.get("headers") or ())
+            headers = scope.get("headers") or ()
+            refused = self.allowed(headers)
+            if refused is None and any(k.lower() in (b"host", b"origin") and v != v.lower() for k, v in headers):
+                # host names are case-insensitive (RFC 9110): the SDK's own check, after this one, is not
+                scope["headers"] = [(k, v.lower() if k.lower() in (b"host", b"origin") else v) for k, v in headers]
             if refused is not None:
                 status, message = refused
                 body = message.encode()
