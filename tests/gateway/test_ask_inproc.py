@@ -94,3 +94,31 @@ async def test_a_server_the_project_curates_out_is_not_even_read(kit: Kit, gw: H
         indexed = g.gateway.knowledge.index.resources()
     assert [p["server"] for p in got["passages"]] == ["notes"]
     assert indexed == [("notes", "notes://1")]
+
+
+async def test_a_chatty_upstreams_updates_are_coalesced_into_one_read_per_uri_per_interval(kit: Kit,
+                                                                                          gw: Harness) -> None:
+    """With ask on, 2,000 `resources/updated` for one URI in a burst cost about one re-read per
+    `REREAD_S`, not one each (before: every update was read again: 19,044 reads in 35 s), and the
+    resource is still read again after the burst."""
+    import time
+
+    from mcpctl.gateway.knowledge import REREAD_S
+
+    kit.server("up", "--ask-tools")
+    kit.project("p", ["up"], names={"style": "bare"}, search={"ranker": "bm25"}, ask={"enabled": True})
+    uri = "file:///up/readme.txt"
+
+    def reads() -> int:
+        return int(gw.upstreams.seen("up").get("reads", {}).get(uri, 0))
+
+    async with gw.serve("p") as g, g.client("legacy", "c") as c:
+        await g.settled()
+        await g.until(lambda: reads() >= 1, 20, poll=0.05)
+        before, started = reads(), time.monotonic()
+        for _ in range(4):
+            r = await c.call_tool("touch", {"uri": uri, "n": 500})
+            assert text_of(r) == "touched"
+        await g.until(lambda: reads() > before, 10, poll=0.05)      # re-read once the burst is over
+        elapsed = time.monotonic() - started
+        assert reads() - before <= 2 + elapsed / REREAD_S, (reads() - before, elapsed)
