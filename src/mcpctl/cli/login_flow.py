@@ -14,6 +14,7 @@ SDK obtains them; nothing here prints or logs a token, a code or a state value.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import os
 import sys
@@ -45,12 +46,22 @@ class _Answer:
 
 
 class LoopbackCallback:
-    """A listener on 127.0.0.1 that takes exactly one redirect to `CALLBACK_PATH`."""
+    """A listener on 127.0.0.1 that takes exactly one redirect to `CALLBACK_PATH`: the one carrying
+    this login's `state` (`expect`, from the authorization URL). Any local process can reach the
+    port: a request without that state (a forged code or denial, a stale tab) is answered 400 and
+    ignored (`on_ignored`), and the login goes on waiting for the real redirect."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, on_ignored: Callable[[], None] | None = None) -> None:
         self.port = port
+        self.state: str | None = None
+        self.on_ignored = on_ignored
         self._answer: _Answer | None = None
         self._got = anyio.Event()
+
+    def expect(self, auth_url: str) -> None:
+        """The state the redirect must carry: the one in the authorization URL the user opens."""
+        states = parse_qs(urlsplit(auth_url).query).get("state")
+        self.state = states[0] if states else None
 
     @property
     def redirect_uri(self) -> str:
@@ -87,6 +98,12 @@ class LoopbackCallback:
                 await self._reply(stream, 404, "Not the sign-in redirect mcpctl is waiting for.")
                 return
             params = {k: v[0] for k, v in parse_qs(target.query).items()}
+            got = params.get("state", "")
+            if self.state is None or not hmac.compare_digest(got.encode(), self.state.encode()):
+                if self.on_ignored is not None:
+                    self.on_ignored()
+                await self._reply(stream, 400, "Not this sign-in's redirect (its state does not match): ignored.")
+                return
             self._answer = _Answer(params)
             self._got.set()
             text = ("Signed in: mcpctl has the authorization." if "code" in params
@@ -96,7 +113,8 @@ class LoopbackCallback:
     @staticmethod
     async def _reply(stream: SocketStream, status: int, text: str) -> None:
         body = _PAGE.format(text=text).encode()
-        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\nContent-Type: text/html; "
+        reason = {200: "OK", 400: "Bad Request"}.get(status, "Not Found")
+        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; "
                 f"charset=utf-8\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
                 "Cache-Control: no-store\r\n\r\n").encode()
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -162,7 +180,11 @@ async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int,
                  timeout: float, say: Callable[[str], None]) -> None:
     from mcpctl.auth.storage import FileTokenStorage
 
-    callback = LoopbackCallback(port)
+    def ignored() -> None:
+        say(f"(ignored a request to the sign-in callback that did not carry this login's state; still waiting "
+            f"for the redirect from {spec.name}'s sign-in page)")
+
+    callback = LoopbackCallback(port, ignored)
     async with callback.serving():
         storage = FileTokenStorage(spec.name, url, fresh=True, buffered=True)
         await _prepare_client(spec, storage, callback.redirect_uri)
@@ -170,6 +192,7 @@ async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int,
 
         async def redirect(auth_url: str) -> None:
             nonlocal opened
+            callback.expect(auth_url)
             say(f"Sign in to {spec.name} in your browser:\n\n  {auth_url}\n")
             if open_browser and browser_available():
                 opened = webbrowser.open(auth_url)
