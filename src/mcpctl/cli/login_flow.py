@@ -17,6 +17,7 @@ import contextlib
 import hmac
 import logging
 import os
+import re
 import sys
 import webbrowser
 from collections.abc import AsyncIterator, Callable
@@ -272,7 +273,10 @@ async def _run_flow(spec: ServerSpec, url: str, headers: dict[str, str], storage
                          hint="if the server does not allow dynamic registration, register a client there "
                          "and set spec.auth.clientId (and clientSecret as a ${env:}/${file:} reference)") from None
     except (OAuthFlowError, OAuthTokenError) as e:
-        raise LoginError(_flow_error(spec, provider, e), hint=f"run mcpctl login {spec.name} again") from None
+        hint = f"run mcpctl login {spec.name} again" if _mismatch(spec, str(e)) is None else (
+            "check that spec.url is the server's own address (not a proxy or an old host); otherwise its "
+            "operator must fix its OAuth metadata")
+        raise LoginError(_flow_error(spec, provider, e), hint=hint) from None
     except httpx2.HTTPError as e:
         raise LoginError(f"cannot reach {spec.name} at {url}: {e}", hint="check spec.url and the network") from None
     if status in (401, 403):
@@ -285,12 +289,33 @@ def _flow_error(spec: ServerSpec, provider: Any, e: Exception) -> str:
     if text.startswith("State parameter mismatch"):
         return (f"the sign-in redirect for {spec.name} did not belong to this login (state mismatch); "
                 "it may be from an older attempt")
+    mismatch = _mismatch(spec, text)
+    if mismatch is not None:
+        return mismatch
     if provider.context.oauth_metadata is None:
         return (f"server {spec.name!r} asked for a sign-in but publishes no OAuth metadata (neither "
                 "/.well-known/oauth-protected-resource nor /.well-known/oauth-authorization-server answered)")
     if text.startswith("Token exchange failed"):
         return f"the authorization server of {spec.name} refused the authorization code ({text.split(':', 1)[0]})"
     return f"sign-in to {spec.name} failed: {text[:300]}"
+
+
+_RESOURCE_MISMATCH: Final = re.compile(r"^Protected resource (\S+) does not match expected (\S+)")
+_ISSUER_MISMATCH: Final = re.compile(r"^Authorization server metadata issuer mismatch: (\S+) != (\S+)")
+
+
+def _mismatch(spec: ServerSpec, text: str) -> str | None:
+    """The SDK's refusal of metadata naming someone else, said as that (None: not one)."""
+    m = _RESOURCE_MISMATCH.match(text)
+    if m is not None:
+        return (f"server {spec.name!r} publishes OAuth metadata that names another protected resource: "
+                f"{m[1]}, not {m[2]} (RFC 9728): refused, since tokens asked for there would be for another "
+                "resource")
+    m = _ISSUER_MISMATCH.match(text)
+    if m is not None:
+        return (f"the authorization server of {spec.name} publishes metadata that names another issuer: {m[1]}, "
+                f"not {m[2]} (RFC 8414): refused, since it may not be the server the resource trusts")
+    return None
 
 
 _INITIALIZE: Final = {
