@@ -41,10 +41,10 @@ class OAuthServer:
 
         return httpx2.get(self.base + path, timeout=10).json()
 
-    def post(self, path: str) -> Any:
+    def post(self, path: str, body: Any = None) -> Any:
         import httpx2
 
-        return httpx2.post(self.base + path, timeout=10).json()
+        return httpx2.post(self.base + path, json=body, timeout=10).json()
 
 
 def start_oauth_server(kit: Kit, *args: str) -> OAuthServer:

@@ -94,6 +94,35 @@ async def test_login_serve_renew_revoke_relogin_logout(kit: Kit) -> None:
         assert leaks(kit.home, secrets, outputs) == []
 
 
+async def test_tokens_refused_as_soon_as_renewed_are_not_a_lapsed_sign_in(kit: Kit) -> None:
+    """Access tokens that live less than a round trip (here: refused as soon as issued) while every
+    renewal succeeds: the server is reported down saying so, never "sign-in expired … run mcpctl
+    login" (which would not help), and once its tokens live long enough again the gateway is back
+    by itself, without a login (before: declared expired, waiting for a login forever)."""
+    with oauth_upstream(kit, "remote", "--access-ttl", "2") as srv:
+        kit.project("p", ["remote"])
+        assert login(kit, "remote").returncode == 0
+        async with kit.client("p") as c:
+            await wait_tools(c, {"remote__echo"}, timeout=30 * SLACK)
+            srv.post("/test/ttl", {"seconds": 0})
+            await anyio.sleep(2.5)                      # the token the gateway holds has expired by now
+            before = srv.get("/test/stats")["refreshes"]
+            seen: list[str] = []
+            with anyio.fail_after(20 * SLACK):
+                while not seen or "just renewed" not in seen[-1]:
+                    r = await c.call_tool("remote__echo", {"text": "x"})
+                    assert r.is_error, text_of(r)
+                    seen.append(text_of(r))
+                    await anyio.sleep(0.05)
+            assert not any("run mcpctl login" in said or "sign-in expired" in said for said in seen), seen
+            assert srv.get("/test/stats")["refreshes"] - before >= 2            # the renewals did succeed
+            srv.post("/test/ttl", {"seconds": 30})
+            r = await _call_until(c, "remote__echo", {"text": "back"}, ok=True, timeout=60 * SLACK)
+            assert text_of(r) == "remote: back"
+        state = mcpctl(kit, "get", "servers", "-o", "wide")
+        assert "expired" not in state.stdout, state.stdout
+
+
 async def test_login_refused_by_the_user(kit: Kit) -> None:
     with oauth_upstream(kit, "remote", "--deny"):
         r = login(kit, "remote")

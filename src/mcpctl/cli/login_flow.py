@@ -248,7 +248,7 @@ async def _run_flow(spec: ServerSpec, url: str, headers: dict[str, str], storage
     import httpx2
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
-    from mcpctl.auth.provider import oauth_provider
+    from mcpctl.auth.provider import AccessTokensRefused, oauth_provider
 
     assert spec.auth is not None
     provider = oauth_provider(url, spec.auth, storage, redirect_uri=redirect_uri,
@@ -272,6 +272,8 @@ async def _run_flow(spec: ServerSpec, url: str, headers: dict[str, str], storage
         raise LoginError(f"could not register mcpctl with the authorization server of {spec.name}: {e}",
                          hint="if the server does not allow dynamic registration, register a client there "
                          "and set spec.auth.clientId (and clientSecret as a ${env:}/${file:} reference)") from None
+    except AccessTokensRefused as e:
+        raise LoginError(str(e), hint="its operator must give access tokens a longer life (or fix its clock)") from None
     except (OAuthFlowError, OAuthTokenError) as e:
         hint = f"run mcpctl login {spec.name} again" if _mismatch(spec, str(e)) is None else (
             "check that spec.url is the server's own address (not a proxy or an old host); otherwise its "
