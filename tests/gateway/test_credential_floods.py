@@ -234,6 +234,47 @@ async def test_over_its_share_a_token_loses_an_idle_connection_before_a_request_
         guard.refusals.flush()
 
 
+async def test_past_the_pool_and_the_reserve_the_cap_takes_from_the_token_holding_most() -> None:
+    """512 connections: three tokens fill the tokens' pool (3 x 128 busy), sixteen late ones take the
+    reserve at their floor (16 x 8); the next request of a token over its floor is refused, yet at
+    the cap a new connection closes the oldest of the token holding most, not itself."""
+    from mcpctl.gateway import http_guard as gg
+    from mcpctl.gateway.http import BearerAuth, HttpLimits
+
+    limits = HttpLimits()
+    guard = gg.Guard(BearerAuth(None, "tok"), limits, 512, gg.Refusals(limits, 512))  # type: ignore[arg-type]
+
+    def connect() -> Any:
+        conn = object.__new__(gg.GuardedH11Protocol)
+        conn.guard, conn.cycle = guard, _Conn(True)
+        conn.transport = conn.cycle  # type: ignore[assignment]
+        conn.authenticated, conn._counted, conn._head_timer, conn._body_timer = True, True, None, None
+        conn.credential = None
+        guard.open += 1
+        return conn
+
+    try:
+        first = {}
+        for tok in ("a", "b", "c"):
+            for i in range(128):
+                conn = connect()
+                first.setdefault(tok, conn)
+                assert guard.admit(conn, tok) is None, (tok, i)
+        assert guard.shares.restricted == 384
+        late = [f"late{i}" for i in range(16)]
+        for tok in late:
+            for _ in range(8):
+                assert guard.admit(connect(), tok) is None
+        refused = guard.admit(connect(), late[0])
+        assert refused is not None and "tokens together hold 512 busy connections" in refused, refused
+        guard.open -= 1
+        assert guard.open == 512 and guard.admit(connect(), "") is None      # the project's token: always
+        assert guard.make_room() and first["a"].transport.closed             # the cap: the oldest of the largest
+        assert guard.shares.count("a") == 127
+    finally:
+        guard.refusals.flush()
+
+
 async def test_partial_bodies_of_one_token_hold_only_its_share_of_connections(kit: Kit) -> None:
     """300 connections of one token that send a request head and 5 bytes of body: past its share
     (20) its requests are answered 429, the 20 it holds are closed at the body timeout, and the

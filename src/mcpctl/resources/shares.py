@@ -80,9 +80,9 @@ class Share(Generic[T]):
         pool = self.pool
         if pool is None or privileged(credential) or held < self.floor or self.restricted < pool:
             return None
-        return (f"the gateway's tokens together hold {self.restricted} {self.what}, all they may (three "
-                f"quarters of mcpctl serve {self.cap_flag} {self.cap}; the rest is kept for the project's token "
-                f"and tokens holding fewer than {self.floor}), and {who(credential)} holds {held}")
+        return (f"the gateway's tokens together hold {self.restricted} {self.what}: the {pool} they may fill "
+                f"(three quarters of mcpctl serve {self.cap_flag} {self.cap}) are taken, the rest is kept for the "
+                f"project's token and tokens holding fewer than {self.floor}, and {who(credential)} holds {held}")
 
     def full(self, credential: str | None) -> bool:
         return self.refusal(credential) is not None
