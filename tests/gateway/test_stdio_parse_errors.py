@@ -99,3 +99,40 @@ async def test_a_100_mb_argument_is_refused_under_its_id_and_the_gateway_keeps_s
             await proc.wait()
         c.task.cancel()
     assert kit.leftovers() == []
+
+
+@pytest.mark.anyio
+async def test_an_oversized_first_message_read_by_the_early_front_is_refused_too(kit: Kit) -> None:
+    """On a second start the early front answers the first messages before the SDK loads; a first
+    line over the limit stops it (it never holds more than the limit) and the gateway refuses it."""
+    kit.server("good")
+    kit.project("p", ["good"])
+    env = {"MCPCTL_HOME": str(kit.home), "MCPCTL_TEST_MARK": kit.mark, "PATH": os.environ["PATH"], **SRC_ENV}
+    hello = {"id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    for start in ("first", "second"):
+        proc = await asyncio.create_subprocess_exec(
+            MCPCTL, "serve", "--project", "p", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, limit=1 << 20, env=env)
+        assert proc.stdin is not None
+        c = Raw(proc)
+        try:
+            if start == "second":
+                proc.stdin.write(b'{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"good__echo",'
+                                 b'"arguments":{"text":"' + b"x" * (20 * 1024 * 1024) + b'"}}}\n')
+            c.send(hello)
+            c.send({"method": "notifications/initialized"})
+            c.send({"id": 2, "method": "tools/call", "params": {"name": "good__echo", "arguments": {"text": "hi"}}})
+            assert (await c.reply(2))["result"]["content"][0]["text"] == "hi"
+            assert "result" in await c.reply(1)
+            if start == "second":
+                refused = await c.reply("big")      # type: ignore[arg-type]
+                assert "Request too large: 20,971,6" in refused["error"]["message"], refused
+            proc.stdin.close()
+            assert await asyncio.wait_for(proc.wait(), 30) == 0
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            c.task.cancel()
+    assert kit.leftovers() == []
