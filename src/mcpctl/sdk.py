@@ -12,6 +12,10 @@ the SDK. What is relied on, and why:
 - `mcp.shared._context_streams.create_context_streams`: the stdio front's message streams carry
   each sender's contextvars, as the SDK's own transports do.
 - `Server.middleware` (provisional): the lean path is a server middleware.
+- `StreamableHTTPSessionManager._server_instances` and `._discard_session` (`open_http_sessions`,
+  `end_http_session`): the open handshake-era sessions, counted per credential
+  (`gateway.shares.SessionShares`), and the one of a token holding most ended at the session cap.
+  `tests/gateway/test_credential_floods.py` checks both.
 - `OAuthClientProvider._auth_flow`, `._initialize`, `._initialized` and `.context`
   (`token_expiry_time`, `current_tokens`, `client_info`, `oauth_metadata`): subclassed in
   `mcpctl.auth.provider` (the one exception to "only this module"; a subclass cannot live here
@@ -40,8 +44,8 @@ from mcp.client.session import ClientSession
 from mcp.shared._context_streams import create_context_streams
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["RawResult", "create_context_streams", "initialize_accepted", "raw_request", "set_middleware",
-           "stamp"]
+__all__ = ["RawResult", "create_context_streams", "end_http_session", "initialize_accepted", "open_http_sessions",
+           "raw_request", "set_middleware", "stamp"]
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -92,3 +96,17 @@ def set_middleware(server: Any, middleware: list[Any]) -> None:
     """Replace the server's middleware chain (the SDK's default OpenTelemetry span is dropped:
     mcpctl installs no exporter)."""
     server.middleware[:] = middleware
+
+
+def open_http_sessions(manager: Any) -> dict[str, Any]:
+    """The session manager's open handshake-era sessions: session id -> transport."""
+    sessions: dict[str, Any] = manager._server_instances
+    return sessions
+
+
+async def end_http_session(manager: Any, session_id: str) -> None:
+    """End one open session as the manager itself does (DELETE, idle timeout): forgotten at once,
+    so its id answers 404, and its transport terminated."""
+    transport = manager._server_instances.get(session_id)
+    if transport is not None:
+        await manager._discard_session(session_id, transport)

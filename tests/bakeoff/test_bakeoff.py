@@ -118,7 +118,7 @@ def test_report_redraws_and_compares_saved_runs(run: Run, runner: CliRunner) -> 
     assert r.exit_code == 0, r.output
     run_id = run.report["runs"][0]["id"]
     assert f"models {', '.join(MODELS)} at {run.url}" in r.stdout
-    assert f"| {run_id} | first-listed | favourite-index | 6 | 0.33 [" in r.stdout   # the file twice: once
+    assert f"| {run_id} | first-listed | favourite-index | 6 | 0 | 0.33 [" in r.stdout   # the file twice: once
     assert r.stdout.count(f"| {run_id} |") == 12
     table = runner.invoke(app, ["bakeoff", "report", str(run.save)])
     assert table.exit_code == 0 and "first pick" in table.stdout
@@ -165,3 +165,107 @@ def test_a_model_refused_mid_run_is_one_clear_error(fake_llm: str, tmp_path: Pat
     assert r.exit_code != 0
     assert f"--endpoint {fake_llm}" in r.output and "unknown model 'nobody'" in r.output, r.output
     assert "Traceback" not in r.output and "ExceptionGroup" not in r.output and "TaskGroup" not in r.output
+
+
+def _small(tmp_path: Path, n_tasks: int = 2) -> tuple[Path, Path]:
+    """The time server's tools alone, and `n_tasks` tasks that need one of them."""
+    cat = tmp_path / f"cat{n_tasks}"
+    cat.mkdir()
+    (cat / "tools.jsonl").write_text("".join(line + "\n" for line in (CATALOGUE / "tools.jsonl").read_text()
+                                             .splitlines() if '"server": "time"' in line))
+    tasks = tmp_path / f"tasks{n_tasks}.jsonl"
+    tasks.write_text("".join(json.dumps({"id": f"t{i}", "query": f"what time is it in city {i}",
+                                         "relevant_groups": [["time/get_current_time"]]}) + "\n"
+                             for i in range(n_tasks)))
+    return cat, tasks
+
+
+def test_an_answer_asking_500_calls_runs_only_max_calls_per_turn(fake_llm: str, tmp_path: Path,
+                                                                   runner: CliRunner) -> None:
+    """One answer asking for 500 tool calls: 8 are run (--max-calls-per-turn), the other 492 are
+    answered "not run" and counted as skipped, not picks (before: all 500 reached the upstream,
+    2,008 real calls for 2 tasks)."""
+    from mcpctl.cli import app
+
+    cat, tasks = _small(tmp_path)
+    save = tmp_path / "run.jsonl"
+    r = runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", "many-calls", "--catalogue", str(cat),
+                            "--tasks", str(tasks), "--presentations", "flat", "--max-turns", "2", "--save", str(save)])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(line) for line in save.read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert len(row["calls"]) <= 2 * 8 and row["skipped"] == row["turns"] * 492, row
+    r = runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", "many-calls", "--catalogue", str(cat),
+                            "--tasks", str(tasks), "--presentations", "flat", "--max-turns", "1",
+                            "--max-calls-per-turn", "3", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", "many-calls", "--catalogue", str(cat),
+                               "--tasks", str(tasks), "--max-calls-per-turn", "0"]).exit_code == 2
+
+
+def test_a_hung_endpoint_is_reported_while_waited_for_and_stops_the_run(fake_llm: str, tmp_path: Path,
+                                                                        runner: CliRunner,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request the endpoint never answers: said on stderr while it waits (every HEARTBEAT_S), given
+    up at --request-timeout, and a second timeout in a row stops the run with one clear error
+    (before: up to 600 s per request, silently, task after task)."""
+    import time
+
+    from mcpctl.bakeoff import llm
+    from mcpctl.cli import app
+
+    monkeypatch.setattr(llm, "HEARTBEAT_S", 0.5)
+    cat, tasks = _small(tmp_path, 3)
+    started = time.monotonic()
+    r = runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", "hang", "--catalogue", str(cat),
+                            "--tasks", str(tasks), "--presentations", "flat", "--request-timeout", "2"])
+    took = time.monotonic() - started
+    assert r.exit_code == 5, r.output
+    assert "waiting for the model for 1 s (it gives up at 2 s: --request-timeout)" in r.stderr, r.stderr
+    assert "no answer within 2 s (--request-timeout" in r.stderr and "2 request(s) in a row failed" in r.stderr
+    assert "Traceback" not in r.output
+    assert took < 60, took
+
+
+@pytest.mark.parametrize(("model", "said"), [
+    ("html", "not a chat-completions answer (200, text/html): <!doctype html><html><head><title>Welcome"),
+    ("bad-json", "not a chat-completions answer (200, application/json): {\"id\": \"chatcmpl-1\""),
+])
+def test_an_endpoint_that_is_not_chat_completions_is_an_error_not_a_model(fake_llm: str, tmp_path: Path,
+                                                                         runner: CliRunner, model: str,
+                                                                         said: str) -> None:
+    """An endpoint answering a web page or JSON cut short: the run stops at its first answer with
+    what it said (before: scored as a model with 0.00 first pick and no error in the table)."""
+    from mcpctl.cli import app
+
+    cat, tasks = _small(tmp_path)
+    r = runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", model, "--catalogue", str(cat),
+                            "--tasks", str(tasks), "--presentations", "flat"])
+    assert r.exit_code != 0 and said in r.stderr, r.output
+    assert "first pick" not in r.stdout and "Traceback" not in r.output
+
+
+def test_tasks_that_end_in_an_endpoint_error_are_counted_not_scored(fake_llm: str, tmp_path: Path,
+                                                                    runner: CliRunner) -> None:
+    """A 500 on every request: each task is an error, the table says so in its errors column with
+    no rate (before: 0.00 first pick, 0.00 success), and the run exits 5; three in a row stop it."""
+    from mcpctl.bakeoff.report import load, render
+    from mcpctl.cli import app
+
+    cat, tasks = _small(tmp_path)
+    save = tmp_path / "run.jsonl"
+    r = runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", "error-500", "--catalogue", str(cat),
+                            "--tasks", str(tasks), "--presentations", "flat", "--save", str(save)])
+    assert r.exit_code == 5, r.output
+    assert "every task ended in an error, nothing was measured" in r.stderr and "answered 500" in r.stderr
+    lines = r.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["run", "model"])
+    header, cells = lines[at], lines[at + 1].split()
+    assert header.split()[3:5] == ["n", "errors"] and cells[3:7] == ["2", "2", "-", "-"], r.stdout
+    summary = json.loads(render(load([save]), "json"))["summaries"][0]
+    assert summary["errors"] == 2 and summary["first_pick"]["value"] != summary["first_pick"]["value"]   # NaN
+    cat3, tasks3 = _small(tmp_path, 3)
+    r = runner.invoke(app, ["bakeoff", "--endpoint", fake_llm, "--model", "error-500", "--catalogue", str(cat3),
+                            "--tasks", str(tasks3), "--presentations", "flat"])
+    assert r.exit_code == 5 and "3 request(s) in a row failed: the run stops" in r.stderr, r.output

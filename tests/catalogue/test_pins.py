@@ -170,3 +170,25 @@ def test_pinning_hold_withholds_changed_and_new_tools_from_list_search_and_call_
     # warn (the default) serves every change and only reports it
     store.put({**res, "spec": {k: v for k, v in res["spec"].items() if k != "pinning"}})
     assert "up__mul" in cached_catalogue("p").view().listed_names
+
+
+def test_approve_takes_globs_and_refuses_an_id_or_pattern_that_matches_no_change(project: Path) -> None:
+    """While tools are held, `approve 'up/*'` approves them, and an unknown id or a pattern matching
+    nothing is an error naming it and what is pending, with nothing approved (before: "Nothing to
+    approve." and exit 0, the tools still held)."""
+    assert run("tools", "changes", "-p", "p", "--refresh").exit_code == 0
+    serve(project, "Adds two numbers, differently.", extra=True)
+    assert run("tools", "changes", "-p", "p", "--refresh").exit_code == 0
+    for ids in (["up/nope"], ["up/zz*"], ["up/mu*", "up/div"]):
+        r = run("tools", "approve", "-p", "p", *ids)
+        assert r.exit_code == 3, (ids, r.output)
+        assert "nothing was approved" in r.stderr and "pending: up/add (changed), up/mul (new)" in r.stderr, r.stderr
+    r = run("tools", "approve", "-p", "p", "dyn/*")
+    assert "'dyn/*': no server of project p is 'dyn'" in r.stderr
+    assert [c["id"] for c in json.loads(run("tools", "changes", "-p", "p", "-o", "json").stdout)] == ["up/add", "up/mul"]
+    r = run("tools", "approve", "-p", "p", "up/*")
+    assert r.exit_code == 0 and r.stdout == "up/add: changed, approved\nup/mul: new, approved\n", r.output
+    r = run("tools", "approve", "-p", "p", "up/add")
+    assert r.exit_code == 3 and "no change is pending: every tool of project p is as pinned" in r.stderr
+    r = run("tools", "approve", "-p", "p", "--all")
+    assert r.exit_code == 0 and r.stdout == "Nothing to approve: every tool of project p is as pinned.\n"

@@ -95,3 +95,27 @@ def test_the_gateways_stderr_shows_upstream_text_escaped_and_its_log_file_keeps_
         for h in saved[0]:
             root.addHandler(h)
         root.setLevel(saved[1])
+
+
+def test_the_diff_suggest_apply_prints_shows_a_hostile_tool_name_escaped(tmp_home: Path) -> None:
+    """The project diff `favourites suggest --apply` prints carries the suggested tool's name: its
+    bidi override and escapes are shown escaped (before: raw, so the terminal reversed the line)."""
+    name = "read\u202efdp.exe\x1b"
+    store = Store()
+    store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "evil"},
+               "spec": {"transport": "stdio", "command": "true"}})
+    store.put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
+               "spec": {"servers": ["evil"], "favouriteIndex": {"enabled": True, "tools": ["evil/plain"]}}})
+    cache.write_server_tools("evil", [{"name": n, "description": "d", "inputSchema": {"type": "object"}}
+                                      for n in ("plain", name)])
+    now = time.time()
+    with InvocationLog() as log:
+        log.record_many([CallRecord(now - 60 * i, 3.0, "p", f"evil__{name}", f"evil/{name}", "ok",
+                                    session_id=f"s{i}") for i in (1, 2, 3)])
+    r = CliRunner().invoke(app, ["favourites", "suggest", "-p", "p", "--apply", "--min-calls", "1",
+                                 "--min-sessions", "1"], prog_name="mcpctl")
+    assert r.exit_code == 0, r.output
+    assert "+++ suggested/project/p" in r.stderr, r.stderr
+    assert RAW.findall(r.stdout + r.stderr) == [], r.stderr
+    assert "+    - \"evil/read\\u202efdp.exe\\e\"" in r.stderr       # YAML escapes ESC itself, not bidi
+    assert Store().get("Project", "p")["spec"]["favouriteIndex"]["tools"] == [f"evil/{name}"]   # stored exact

@@ -326,3 +326,37 @@ def test_every_secret_shape_moves_to_0600_files_and_the_gateway_still_gets_the_o
     again = run("import", "mcp-json")
     assert again.exit_code == 0 and "server/db unchanged" in again.stdout and "server/remote unchanged" in again.stdout
     assert store_snapshot(env.mcpctl_home) == store and secret_files(env.mcpctl_home) == moved
+
+
+def test_webhook_urls_in_env_values_move_whatever_their_host(env: Env) -> None:
+    """Webhook URLs known by their shape, not only by a known host: Slack's `/services/T…/B…/…` on
+    GovSlack or behind a proxy, a `hooks.*` host, Mattermost's `/hooks/<id>` (before: only
+    hooks.slack.com and a few others moved; `https://hooks…/services/T0/B0/<secret>` stayed in clear)."""
+    import sys
+
+    from mcpctl.resources import secrets
+    from mcpctl.resources.kinds import ServerSpec
+    from mcpctl.upstream.transport import stdio_params
+
+    hooks = {
+        "SLACK_WEBHOOK_URL": "https://hooks.slack-gov.com/services/T0/B0/govSlackSecret",
+        "ALERTS_WEBHOOK": "https://hooks.example.com/services/T0/B0/proxiedSlackSecret",
+        "NOTIFY_URL": "https://relay.corp.example/services/T0ABC/B0XYZ/relayedSlackSecret",
+        "MATTERMOST_HOOK": "https://chat.example.com/hooks/mattermostHookSecret0123",
+        "TEAMS_URL": "https://hooks.corp.example/teams/hooksHostSecret",
+    }
+    plain = {"API_BASE": "https://api.example.com/services/data/v1", "REPO_HOOKS": "https://github.com/o/r/hooks/123"}
+    env.write("mcp-json", json.dumps({"mcpServers": {"hooky": {"command": sys.executable, "args": [],
+                                                                "env": {**hooks, **plain}}}}))
+    r = run("import", "mcp-json")
+    assert r.exit_code == 0, r.output
+    stored = Store().get("Server", "hooky")
+    printed = run("get", "server", "hooky", "-o", "yaml").stdout
+    secrets_ = ["govSlackSecret", "proxiedSlackSecret", "relayedSlackSecret", "mattermostHookSecret0123",
+                "hooksHostSecret"]
+    for secret in secrets_:
+        assert secret not in json.dumps(stored) and secret not in printed, secret
+    assert {k: stored["spec"]["env"][k] for k in plain} == plain          # no secret there: kept as written
+    got = stdio_params(ServerSpec.from_resource(stored)).env or {}
+    assert {k: got[k] for k in hooks} == hooks                            # the gateway still gets the originals
+    assert secrets.resolve(stored["spec"]["env"]["SLACK_WEBHOOK_URL"], where="t") == hooks["SLACK_WEBHOOK_URL"]

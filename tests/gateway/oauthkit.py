@@ -41,10 +41,10 @@ class OAuthServer:
 
         return httpx2.get(self.base + path, timeout=10 * SLACK).json()
 
-    def post(self, path: str) -> Any:
+    def post(self, path: str, body: Any = None) -> Any:
         import httpx2
 
-        return httpx2.post(self.base + path, timeout=10 * SLACK).json()
+        return httpx2.post(self.base + path, json=body, timeout=10 * SLACK).json()
 
 
 def start_oauth_server(kit: Kit, *args: str) -> OAuthServer:
@@ -94,7 +94,9 @@ def mcpctl(kit: Kit, *args: str, timeout: float = 60.0) -> subprocess.CompletedP
 def login(kit: Kit, name: str, *extra: str, browse: bool = True, timeout: float = 30.0,
           tamper: bool = False) -> subprocess.CompletedProcess[str]:
     """`mcpctl login NAME --no-browser`; the scripted browser opens the printed URL and follows the
-    redirects to the loopback callback (unless `browse` is False; `tamper`: with another state)."""
+    redirects to the loopback callback (unless `browse` is False; `tamper`: first another local
+    process's requests to the callback, with another state, a denial with another state and none;
+    each must be refused, then the real redirect)."""
     import httpx2
 
     err_path = kit.home / f"login-{name}-{time.monotonic_ns()}.err"
@@ -114,8 +116,12 @@ def login(kit: Kit, name: str, *extra: str, browse: bool = True, timeout: float 
         time.sleep(0.05)
     if url is not None and tamper:
         hop = httpx2.get(url, follow_redirects=False, timeout=10 * SLACK)
-        back = re.sub(r"state=[^&]+", "state=forged", hop.headers["location"])
-        assert httpx2.get(back, timeout=10 * SLACK).status_code == 200
+        real = hop.headers["location"]
+        callback = real.split("?", 1)[0]
+        for forged in (re.sub(r"state=[^&]+", "state=forged", real), f"{callback}?error=access_denied&state=x",
+                       f"{callback}?code=abc", callback):
+            assert httpx2.get(forged, timeout=10 * SLACK).status_code == 400, forged
+        assert httpx2.get(real, timeout=10 * SLACK).status_code == 200
     elif url is not None:
         page = httpx2.get(url, follow_redirects=True, timeout=10 * SLACK)
         assert page.status_code == 200, page.text

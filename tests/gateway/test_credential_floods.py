@@ -234,6 +234,47 @@ async def test_over_its_share_a_token_loses_an_idle_connection_before_a_request_
         guard.refusals.flush()
 
 
+async def test_past_the_pool_and_the_reserve_the_cap_takes_from_the_token_holding_most() -> None:
+    """512 connections: three tokens fill the tokens' pool (3 x 128 busy), sixteen late ones take the
+    reserve at their floor (16 x 8); the next request of a token over its floor is refused, yet at
+    the cap a new connection closes the oldest of the token holding most, not itself."""
+    from mcpctl.gateway import http_guard as gg
+    from mcpctl.gateway.http import BearerAuth, HttpLimits
+
+    limits = HttpLimits()
+    guard = gg.Guard(BearerAuth(None, "tok"), limits, 512, gg.Refusals(limits, 512))  # type: ignore[arg-type]
+
+    def connect() -> Any:
+        conn = object.__new__(gg.GuardedH11Protocol)
+        conn.guard, conn.cycle = guard, _Conn(True)
+        conn.transport = conn.cycle  # type: ignore[assignment]
+        conn.authenticated, conn._counted, conn._head_timer, conn._body_timer = True, True, None, None
+        conn.credential = None
+        guard.open += 1
+        return conn
+
+    try:
+        first = {}
+        for tok in ("a", "b", "c"):
+            for i in range(128):
+                conn = connect()
+                first.setdefault(tok, conn)
+                assert guard.admit(conn, tok) is None, (tok, i)
+        assert guard.shares.restricted == 384
+        late = [f"late{i}" for i in range(16)]
+        for tok in late:
+            for _ in range(8):
+                assert guard.admit(connect(), tok) is None
+        refused = guard.admit(connect(), late[0])
+        assert refused is not None and "tokens together hold 512 busy connections" in refused, refused
+        guard.open -= 1
+        assert guard.open == 512 and guard.admit(connect(), "") is None      # the project's token: always
+        assert guard.make_room() and first["a"].transport.closed             # the cap: the oldest of the largest
+        assert guard.shares.count("a") == 127
+    finally:
+        guard.refusals.flush()
+
+
 async def test_partial_bodies_of_one_token_hold_only_its_share_of_connections(kit: Kit) -> None:
     """300 connections of one token that send a request head and 5 bytes of body: past its share
     (20) its requests are answered 429, the 20 it holds are closed at the body timeout, and the
@@ -334,3 +375,51 @@ async def test_parked_calls_of_one_token_fill_only_its_share(kit: Kit) -> None:
                                            inputResponses=answer)
                 assert done["result"]["content"][0]["text"] == "elicited: accept {'name': 'x'}", done
             _no_traceback(gw)
+
+
+def test_the_tokens_share_a_pool_and_the_reserve_serves_whoever_holds_least() -> None:
+    """Three quarters of a cap for the restricted tokens together, the rest for the project's token
+    and tokens holding fewer than the floor; what the cap may take back comes from the token holding
+    most, and only while it holds more than the floor and more than the newcomer."""
+    from mcpctl.resources.shares import Share
+
+    share: Share[int] = Share(100, "things", "--max-things-per-credential", 64, "--max-things")
+    assert (share.pool, share.reserve, share.floor) == (48, 16, 1)
+    for i in range(48):
+        assert share.refusal("a" if i < 40 else "b") is None
+        share.add("a" if i < 40 else "b", i)
+    refused = share.refusal("a")
+    assert refused is not None and "tokens together hold 48 things" in refused and "--max-things 64" in refused
+    assert share.refusal("c") is None and share.refusal("") is None     # holding nothing, or the project's
+    share.add("c", 100)
+    assert share.refusal("c") is not None                                # its floor taken from the reserve
+    assert share.refusal("") is None and share.refusal(None) is None
+    assert list(share.over_floor("d"))[:2] == [0, 1]                     # the oldest of the one holding most
+    assert list(share.over_floor("a")) == [] and share.restricted == 49
+    for i in range(48):
+        share.discard("a" if i < 40 else "b", i)
+    assert share.restricted == 1 and share.refusal("a") is None
+
+
+async def test_at_the_session_cap_the_token_holding_most_gives_one_up_for_a_newcomer(kit: Kit) -> None:
+    """--max-sessions 8: one token fills the tokens' pool (6), two more take the reserve (2); a
+    fourth token holding nothing still opens a session (the first token's oldest is ended: its id
+    answers 404), where before it was refused 503."""
+    import httpx2
+
+    kit.server("good")
+    kit.project("p", ["good"], profiles=PROFILES)
+    tokens = [_token(f"t{i}", "narrow") for i in range(4)]
+    with http_gateway_process(kit, "p", "--max-sessions", "8", "--max-sessions-per-credential", "8") as gw:
+        with anyio.fail_after(30):
+            statuses, ids = await _open_sessions(gw.url, tokens[0], 8, in_flight=1)
+            assert statuses == {200: 6, 429: 2}, statuses
+            for tok in tokens[1:3]:
+                assert (await _open_sessions(gw.url, tok, 1))[0] == {200: 1}
+            assert (await _open_sessions(gw.url, tokens[3], 1))[0] == {200: 1}
+            async with httpx2.AsyncClient(timeout=10) as h:
+                r = await h.post(gw.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={
+                    **HEADERS, "Authorization": f"Bearer {tokens[0]}", "Mcp-Session-Id": ids[0],
+                    "Mcp-Protocol-Version": "2025-11-25"})
+            assert r.status_code == 404, r.text
+        await _logged(gw, r"1 sessions of the token holding most ended for a new one at --max-sessions")

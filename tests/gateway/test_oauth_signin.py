@@ -4,9 +4,12 @@ serving through it while tokens expire, renew, get revoked and are signed in aga
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import stat
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -89,6 +92,35 @@ async def test_login_serve_renew_revoke_relogin_logout(kit: Kit) -> None:
         secrets = issued["tokens"] + issued["clients"]
         assert len(issued["tokens"]) >= 6
         assert leaks(kit.home, secrets, outputs) == []
+
+
+async def test_tokens_refused_as_soon_as_renewed_are_not_a_lapsed_sign_in(kit: Kit) -> None:
+    """Access tokens that live less than a round trip (here: refused as soon as issued) while every
+    renewal succeeds: the server is reported down saying so, never "sign-in expired … run mcpctl
+    login" (which would not help), and once its tokens live long enough again the gateway is back
+    by itself, without a login (before: declared expired, waiting for a login forever)."""
+    with oauth_upstream(kit, "remote", "--access-ttl", "2") as srv:
+        kit.project("p", ["remote"])
+        assert login(kit, "remote").returncode == 0
+        async with kit.client("p") as c:
+            await wait_tools(c, {"remote__echo"}, timeout=30 * SLACK)
+            srv.post("/test/ttl", {"seconds": 0})
+            await anyio.sleep(2.5)                      # the token the gateway holds has expired by now
+            before = srv.get("/test/stats")["refreshes"]
+            seen: list[str] = []
+            with anyio.fail_after(20 * SLACK):
+                while not seen or "just renewed" not in seen[-1]:
+                    r = await c.call_tool("remote__echo", {"text": "x"})
+                    assert r.is_error, text_of(r)
+                    seen.append(text_of(r))
+                    await anyio.sleep(0.05)
+            assert not any("run mcpctl login" in said or "sign-in expired" in said for said in seen), seen
+            assert srv.get("/test/stats")["refreshes"] - before >= 2            # the renewals did succeed
+            srv.post("/test/ttl", {"seconds": 30})
+            r = await _call_until(c, "remote__echo", {"text": "back"}, ok=True, timeout=60 * SLACK)
+            assert text_of(r) == "remote: back"
+        state = mcpctl(kit, "get", "servers", "-o", "wide")
+        assert "expired" not in state.stdout, state.stdout
 
 
 async def test_login_refused_by_the_user(kit: Kit) -> None:
@@ -204,17 +236,23 @@ async def test_sse_server_behind_a_sign_in(kit: Kit) -> None:
         assert srv.get("/test/stats")["refreshes"] >= 1
 
 
-async def test_login_answer_with_another_state_is_refused(kit: Kit) -> None:
+async def test_a_callback_with_another_state_is_refused_and_the_login_waits_for_the_real_one(kit: Kit) -> None:
+    """Any local process can reach the loopback callback: a request without this login's state (a
+    forged code, a forged denial, nothing) is answered 400 and ignored, and the login still takes
+    the real redirect (before: the first such request ended the login with a state mismatch)."""
     with oauth_upstream(kit, "remote") as srv:
         r = login(kit, "remote", tamper=True)
-        assert r.returncode == 5, r.stderr
-        assert "did not belong to this login (state mismatch)" in r.stderr
-        assert "forged" not in r.stderr
-        assert srv.get("/test/stats")["code_exchanges"] == 0
+        assert r.returncode == 0, r.stderr
+        assert r.stderr.count("ignored a request to the sign-in callback") == 4, r.stderr
+        assert "forged" not in r.stderr and "abc" not in r.stderr
+        assert srv.get("/test/stats")["code_exchanges"] == 1
 
 
-def test_login_to_a_server_with_a_challenge_but_no_oauth_metadata(kit: Kit) -> None:
-    """A 401 with a Bearer challenge, and no metadata anywhere: said so, nothing stored."""
+@contextlib.contextmanager
+def _bare_server(answers: Callable[[str, str], tuple[int, dict[str, str], str] | None]) -> Iterator[str]:
+    """A loopback server whose /mcp asks for a Bearer sign-in (401 pointing at its protected-resource
+    metadata) and whose other paths answer `answers(path, base)` (status, headers, body) or 404:
+    for servers whose OAuth metadata is missing or names someone else. Yields its base URL."""
     import socket
     import threading
 
@@ -224,29 +262,75 @@ def test_login_to_a_server_with_a_challenge_but_no_oauth_metadata(kit: Kit) -> N
     from starlette.responses import Response
     from starlette.routing import Route
 
+    base = ""
+
     async def anything(request: Request) -> Response:
         if request.url.path == "/mcp":
             return Response("no", status_code=401, headers={"WWW-Authenticate": 'Bearer realm="x"'})
-        return Response("not found", status_code=404)
+        got = answers(request.url.path, base)
+        if got is None:
+            return Response("not found", status_code=404)
+        status, headers, body = got
+        return Response(body, status_code=status, headers=headers, media_type="application/json")
 
     app = Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
-    port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        kit.store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "bare"},
-                       "spec": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp", "auth": {"type": "oauth"}}})
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10 * SLACK)
+
+
+def _bare(kit: Kit, name: str, base: str) -> None:
+    kit.store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": name},
+                   "spec": {"transport": "http", "url": f"{base}/mcp", "auth": {"type": "oauth"}}})
+
+
+def test_login_to_a_server_with_a_challenge_but_no_oauth_metadata(kit: Kit) -> None:
+    """A 401 with a Bearer challenge, and no metadata anywhere: said so, nothing stored."""
+    with _bare_server(lambda path, base: None) as base:
+        _bare(kit, "bare", base)
         r = login(kit, "bare", browse=False, timeout=10)
         assert r.returncode == 5
         assert "publishes no OAuth metadata" in r.stderr, r.stderr
         assert not os.path.exists(_token_file(kit, "bare")) or "access_token" not in Path(_token_file(kit, "bare")).read_text()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10 * SLACK)
+
+
+def test_oauth_metadata_naming_another_resource_or_issuer_is_refused_as_that(kit: Kit) -> None:
+    """Metadata that names another protected resource (RFC 9728 / 8707), or an authorization server
+    whose metadata names another issuer (RFC 8414): refused, and said to be that mismatch, naming
+    both (before: "publishes no OAuth metadata")."""
+    def other_resource(path: str, base: str) -> tuple[int, dict[str, str], str] | None:
+        if path.startswith("/.well-known/oauth-protected-resource"):
+            return 200, {}, json.dumps({"resource": "https://other.example/mcp", "authorization_servers": [base]})
+        return None
+
+    def other_issuer(path: str, base: str) -> tuple[int, dict[str, str], str] | None:
+        if path.startswith("/.well-known/oauth-protected-resource"):
+            return 200, {}, json.dumps({"resource": f"{base}/mcp", "authorization_servers": [base]})
+        if path.startswith(("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")):
+            return 200, {}, json.dumps({"issuer": "https://evil.example", "authorization_endpoint": f"{base}/authorize",
+                                        "token_endpoint": f"{base}/token", "response_types_supported": ["code"]})
+        return None
+
+    with _bare_server(other_resource) as base:
+        _bare(kit, "elsewhere", base)
+        r = login(kit, "elsewhere", browse=False, timeout=10)
+        assert r.returncode == 5 and "publishes no OAuth metadata" not in r.stderr, r.stderr
+        assert "names another protected resource: https://other.example/mcp, not " in r.stderr, r.stderr
+    with _bare_server(other_issuer) as base:
+        _bare(kit, "spoofed", base)
+        r = login(kit, "spoofed", browse=False, timeout=10)
+        assert r.returncode == 5 and "publishes no OAuth metadata" not in r.stderr, r.stderr
+        assert "names another issuer: https://evil.example, not " in r.stderr, r.stderr
+    assert not os.path.exists(_token_file(kit, "spoofed")) and not os.path.exists(_token_file(kit, "elsewhere"))
 
 
 def test_a_refused_sign_in_is_said_expired_everywhere_with_the_login_to_run(kit: Kit) -> None:

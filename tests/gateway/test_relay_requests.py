@@ -189,6 +189,44 @@ async def test_over_a_stdio_upstream_requests_of_concurrent_clients_are_refused_
         assert outcomes["own"] + outcomes["refused"] == 60
 
 
+async def test_a_call_waiting_for_its_client_does_not_take_the_asking_from_another_clients_call(
+        kit: Kit, gw: Harness) -> None:
+    """While alice's calls to a stdio upstream wait for her answers (she takes her time, as a
+    credential's parked calls do), bob's call to the same upstream is asked and answered by bob
+    (before: refused, "several clients are calling"); alice then answers her own."""
+    kit.server("up", "--ask-tools")
+    project = kit.project("p", ["up"], **BARE)
+    release = anyio.Event()
+    waiting = [0]
+    slow = answering("alice")
+    quick = slow["elicitation_callback"]
+
+    async def held(ctx: Any, params: Any) -> Any:
+        waiting[0] += 1
+        await release.wait()
+        return await quick(ctx, params)
+
+    slow["elicitation_callback"] = held
+    async with gw.serve(project) as g, g.client("legacy", "alice", **slow) as a, \
+            g.client("legacy", "bob", **answering("bob")) as b:
+        await wait_tools(a, {"elicit"})
+        await wait_tools(b, {"sample"})
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                held_calls: list[tuple[bool, str]] = []
+
+                async def alice() -> None:
+                    held_calls.append(await call(a, "elicit"))
+
+                for _ in range(5):
+                    tg.start_soon(alice)
+                await g.until(lambda: waiting[0] == 5, 15, poll=0.02)
+                assert await call(b, "sample", {"text": "mine"}) == (False, "sampled: bob: mine")
+                assert await call(b, "elicit") == (False, "elicited: accept {'name': 'bob'}")
+                release.set()
+        assert held_calls == [(False, "elicited: accept {'name': 'alice'}")] * 5
+
+
 @pytest.mark.parametrize("front", ["stdio", "inproc"])
 async def test_roots_outside_a_call_come_from_a_connected_client_and_roots_changes_reach_upstreams(
         kit: Kit, gw: Harness, front: str) -> None:

@@ -152,3 +152,24 @@ def test_a_separator_that_also_occurs_inside_members_still_cuts_only_between_the
     assert kind == JSON and len(sections) > 1 and all(chars_estimate(s) <= 700 for s in sections)
     assert [x for s in sections for x in json.loads(s)] == value
     assert join(kind, sections) == text
+
+
+def test_one_credentials_results_never_evict_those_of_a_credential_holding_less() -> None:
+    """keepMegabytes is shared by credentials: a credential flooding the store evicts its own
+    oldest results once it holds most; another's kept sections stay readable (before: one pool,
+    oldest first, so the flood evicted everybody's)."""
+    store = SectionStore(max_bytes=100_000, ttl=600.0)
+    cut = cut_text("x" * 2000, 100, chars_estimate)
+    mine = [store.put(("s1", "alice"), f"{i}" + "a" * 9_000, cut) for i in range(3)]
+    flood = [store.put(("s2", "mallory"), f"{i}" + "m" * 9_000, cut) for i in range(200)]
+    assert all(rid is not None for rid in mine + flood)
+    for rid in mine:
+        assert rid is not None and store.read(("s1", "alice"), rid, 1)[0].startswith(f"{mine.index(rid)}")
+    assert store.held("alice") < store.held("mallory") <= 100_000 - store.held("alice")
+    assert "evicted to make room for newer results" in _error(store, ("s2", "mallory"), str(flood[0]), 1)
+    bob = store.put(("s3", "bob"), "b" * 30_000, cut)           # a third credential takes its room from mallory
+    assert bob is not None and store.held("bob") > 30_000 and store.held("alice") > 27_000
+    assert store.used <= 100_000
+    late = store.put(("s1", "alice"), "a" * 40_000, cut)       # now alice holds most: her own oldest go
+    assert late is not None and store.held("bob") > 30_000
+    assert "evicted to make room for newer results" in _error(store, ("s1", "alice"), str(mine[0]), 1)

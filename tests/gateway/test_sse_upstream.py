@@ -231,3 +231,74 @@ async def test_import_brings_an_sse_entry_in_and_the_gateway_serves_it(kit: Kit)
     finally:
         stop(proc)
     assert kit.leftovers() == []
+
+
+@contextlib.contextmanager
+def _hostile_sse(mode: str) -> Iterator[int]:
+    """An SSE server that answers every GET with an `endpoint` on another origin (`origin`) or a
+    `message` that is not JSON (`garbage`), then ends the stream: the gateway reconnects to it again
+    and again. Yields its port."""
+    import socket
+    import threading
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    async def sse(request: Request) -> Response:
+        async def events() -> Iterator[str]:  # type: ignore[misc]
+            if mode == "origin":
+                yield "event: endpoint\ndata: http://evil.example:1/messages/?session_id=x\n\n"
+            else:
+                yield "event: endpoint\ndata: /messages/?session_id=x\n\n"
+                yield "event: message\ndata: {not json\n\n"
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def other(request: Request) -> Response:
+        return Response(status_code=202 if request.url.path.startswith("/messages") else 405)
+
+    app = Starlette(routes=[Route("/sse", sse, methods=["GET"]), Route("/{p:path}", other, methods=["POST"])])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("mode", ["origin", "garbage"])
+def test_a_hostile_sse_upstream_costs_one_line_per_reconnect_never_a_traceback(kit: Kit, mode: str) -> None:
+    """What a hostile SSE server sends (an endpoint on another origin, a message that is not JSON) is
+    logged as single lines per reconnect (before: the SDK's full traceback each time)."""
+    with _hostile_sse(mode) as port:
+        kit.store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "bad"},
+                       "spec": {"transport": "sse", "url": f"http://127.0.0.1:{port}/sse",
+                                "timeouts": {"connect": 2, "call": 5}}})
+        kit.project("p", ["bad"])
+        err = kit.home / "serve.err"
+        with open(err, "w") as f:
+            proc = subprocess.Popen([MCPCTL, "serve", "--project", "p"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.DEVNULL, stderr=f,
+                                    env={**os.environ, "MCPCTL_HOME": str(kit.home), "MCPCTL_TEST_MARK": kit.mark})
+        try:
+            deadline = time.monotonic() + 30 * SLACK
+            while len(re.findall(r"upstream bad (?:down|did not)", err.read_text())) < 2:
+                assert time.monotonic() < deadline and proc.poll() is None, err.read_text()[-3000:]
+                time.sleep(0.1)
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=30)
+    text = err.read_text()
+    assert "Traceback" not in text, text[-3000:]
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", line) for line in lines), text[-3000:]
+    said = "Endpoint origin does not match" if mode == "origin" else "ValidationError"
+    assert said in text, text[-3000:]

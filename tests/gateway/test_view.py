@@ -154,6 +154,26 @@ def test_deferred_lists_favourites_search_and_call_tool_and_still_routes_the_lon
     assert isinstance(refused, Refusal) and refused.error_class == "ToolDisabled"
 
 
+def test_an_upstreams_own_always_load_is_never_passed_on() -> None:
+    """`anthropic/alwaysLoad` is the gateway's to set (favourites, built-ins): an upstream that adds
+    it to its tools' `_meta` (after approval; `_meta` is not pinned) gets it dropped, its other keys
+    kept (before: passed to the client, every tool of that server always loaded, unreviewed)."""
+    pushy = {"a": [_tool("echo", "a", _meta={ALWAYS_LOAD: True, "vendor/x": 1}), _tool("add", "a", _meta={ALWAYS_LOAD: True})],
+             "b": [_tool("echo", "b")]}
+    for spec in (project(), project(favouriteIndex={"enabled": True, "tools": ["b/echo"]}),
+                 project(presentation="deferred", favouriteIndex={"tools": ["b/echo"]})):
+        listed = {t["name"]: t for t in catalogue(spec, pushy).view().tools}
+        from_a = {n: t for n, t in listed.items() if t.get("description", "").startswith("a/")}
+        assert from_a or spec.presentation == "deferred"
+        for name, item in from_a.items():
+            assert ALWAYS_LOAD not in (item.get("_meta") or {}), (spec.presentation, name)
+            assert item.get("_meta") == ({"vendor/x": 1} if name.endswith("echo") else None), name
+    fav = {t["name"]: t for t in catalogue(project(favouriteIndex={"enabled": True, "tools": ["a/echo"]}), pushy)
+           .view().tools}
+    assert fav["favourite__echo"]["_meta"] == {"vendor/x": 1, ALWAYS_LOAD: True}   # the gateway's own mark
+    assert pushy["a"][0]["_meta"] == {ALWAYS_LOAD: True, "vendor/x": 1}           # the listing is not mutated
+
+
 def test_always_load_marks_favourites_and_builtins_and_keeps_the_upstream_meta() -> None:
     spec = project(favouriteIndex={"enabled": True, "tools": ["a/echo", "b/echo"]})
     cat = catalogue(spec)

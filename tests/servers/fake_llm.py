@@ -19,6 +19,10 @@ instructions) can be tested and demonstrated without one.
 - `search-first`: calls `search_tools` with the task, then each result in rank order (directly
   when listed, else through `call_tool`).
 
+Broken endpoints, for the bake-off's own failures (also chosen by `model`): `many-calls` answers
+every turn with 500 calls of the first listed tool; `hang` never answers; `html` answers a web
+page (200, text/html); `error-500` answers 500; `bad-json` answers 200 with JSON cut short.
+
 Arguments are made from the tool's input schema: every required property gets a value of its
 type (strings get the task text). When a policy has nothing left to call it answers in text.
 `usage.prompt_tokens` is a chars/4 estimate of the request (messages + tools).
@@ -39,7 +43,8 @@ WORD = re.compile(r"[a-z0-9]+")
 FAVOURITES = re.compile(r"Favourites: ([^\n]*?)\.(?:\s|$)")
 SEARCH_FIRST_HINT = "Before calling anything else, call search_tools"
 FAVOURITE_MATCH = 2           # words a favourite must share with the task to "match" it
-POLICIES = ("first-listed", "follow-instructions", "search-first")
+POLICIES = ("first-listed", "follow-instructions", "search-first", "many-calls")
+BROKEN = ("hang", "html", "error-500", "bad-json")
 
 
 def words(text: str) -> set[str]:
@@ -164,14 +169,21 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
     if policy not in POLICIES:
         raise ValueError(f"unknown model {policy!r}: the stand-in serves {', '.join(POLICIES)}")
     c = Conversation(body)
-    step = {"first-listed": first_listed, "follow-instructions": follow_instructions,
-            "search-first": search_first}[policy](c)
     prompt = (len(json.dumps(body.get("messages") or [])) + len(json.dumps(body.get("tools") or [])) + 3) // 4
     message: dict[str, Any] = {"role": "assistant", "content": None}
-    if step is None:
-        message["content"] = "I have nothing more to try."
-        finish = "stop"
+    if policy == "many-calls":
+        name, args = c.call(next(f["name"] for f in c.tools if f["name"] not in ("search_tools", "call_tool")))
+        message["tool_calls"] = [{"id": f"call_{len(c.called) + i}", "type": "function",
+                                  "function": {"name": name, "arguments": json.dumps(args)}} for i in range(500)]
+        finish = "tool_calls"
+        step = None
     else:
+        step = {"first-listed": first_listed, "follow-instructions": follow_instructions,
+                "search-first": search_first}[policy](c)
+        finish = "stop"
+    if step is None and finish == "stop":
+        message["content"] = "I have nothing more to try."
+    elif step is not None:
         name, args = step
         message["tool_calls"] = [{"id": f"call_{len(c.called) + 1}", "type": "function",
                                   "function": {"name": name, "arguments": json.dumps(args)}}]
@@ -182,19 +194,32 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def app() -> Any:
+    import anyio
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse
+    from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
 
-    async def completions(request: Request) -> JSONResponse:
+    async def completions(request: Request) -> Response:
+        body = await request.json()
+        broken = body.get("model") if isinstance(body, dict) else None
+        if broken == "hang":
+            await anyio.sleep_forever()
+        if broken == "html":
+            return HTMLResponse("<!doctype html><html><head><title>Welcome</title></head><body><h1>It works!</h1>"
+                                "</body></html>")
+        if broken == "error-500":
+            return Response("Internal Server Error", status_code=500)
+        if broken == "bad-json":
+            return Response('{"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"role": "assis',
+                            media_type="application/json")
         try:
-            return JSONResponse(respond(await request.json()))
+            return JSONResponse(respond(body))
         except ValueError as e:
             return JSONResponse({"error": {"message": str(e), "type": "invalid_request_error"}}, status_code=400)
 
     async def models(request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [{"id": p, "object": "model"} for p in POLICIES]})
+        return JSONResponse({"object": "list", "data": [{"id": p, "object": "model"} for p in POLICIES + BROKEN]})
 
     return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"]),
                              Route("/v1/models", models, methods=["GET"])])

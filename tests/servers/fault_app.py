@@ -271,8 +271,9 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
                     level=args.get("level", "info"), data=f"{args.get('tag', 'log')} {i}")), related_request_id=ctx.request_id)
             return _text("logged")
         if name == "touch":
-            await ctx.session.send_notification(t.ResourceUpdatedNotification(
-                params=t.ResourceUpdatedNotificationParams(uri=str(args.get("uri")))))
+            for _ in range(int(args.get("n", 1))):       # n: a chatty upstream
+                await ctx.session.send_notification(t.ResourceUpdatedNotification(
+                    params=t.ResourceUpdatedNotificationParams(uri=str(args.get("uri")))))
             return _text("touched")
         if name == "state":
             return _text("state", structured_content=dict(SEEN))
@@ -333,6 +334,8 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
             for i in range(opts.list_items)])
 
     async def read_resource(ctx: ServerRequestContext, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
+        reads = SEEN.setdefault("reads", {})
+        reads[str(params.uri)] = reads.get(str(params.uri), 0) + 1
         return t.ReadResourceResult(contents=[t.TextResourceContents(uri=str(params.uri),
                                                                      text=f"content of {params.uri} from {opts.name}")])
 

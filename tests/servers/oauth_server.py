@@ -11,7 +11,8 @@ which redirects back with `error=access_denied`. Access tokens live `--access-tt
 (checked to the sub-second here, not by the SDK's whole-second check); refresh tokens rotate.
 
 Test hooks (no auth): `POST /test/revoke` revokes every refresh token (the next refresh fails;
-`?access=1`: every access token too);
+`?access=1`: every access token too); `POST /test/ttl {"seconds": S}` sets how long the access
+tokens issued from then on live;
 `GET /test/stats` counts registrations, code exchanges, refreshes and refused tokens;
 `GET /test/issued` lists every token (and client secret) handed out, for leak scans.
 
@@ -169,6 +170,13 @@ async def revoke_all(request: Request) -> Response:
         n += len(provider.access)
         provider.access.clear()
     return JSONResponse({"revoked": n})
+
+
+@server.custom_route("/test/ttl", methods=["POST"])
+async def set_ttl(request: Request) -> Response:
+    """How long access tokens issued from now on live (seconds; 0: refused as soon as issued)."""
+    opts.access_ttl = float((await request.json())["seconds"])
+    return JSONResponse({"ttl": opts.access_ttl})
 
 
 @server.custom_route("/test/stats", methods=["GET"])

@@ -139,6 +139,9 @@ def test_allow_host_adds_service_names_and_refuses_the_rest(kit: Kit) -> None:
                      f"127.0.0.1:{port}"):
             assert _initialize(port, token, host) == 200, host
         assert _initialize(port, token, "mcpctl-gateway:8765", "https://mcpctl-gateway") == 200
+        for host in ("GW.Team.Internal:443", "MCPCTL-Gateway", "LOCALHOST:1"):    # host names have no case
+            assert _initialize(port, token, host) == 200, host                    # (before: the SDK's 421)
+        assert _initialize(port, token, "Mcpctl-Gateway", "HTTPS://MCPCTL-GATEWAY:443") == 200
         for host in ("evil.example:8765", "mcpctl-gateway.evil.example", "mcpctl-gateway:80@evil", "10.0.0.8"):
             assert _initialize(port, token, host) in (400, 421), host
         assert _initialize(port, token, "mcpctl-gateway:8765", "http://evil.example") == 403

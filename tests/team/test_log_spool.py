@@ -7,11 +7,14 @@ On the real database (tests/pg_support.py); the cluster is stopped and started w
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from ci_support import SLACK
 from mcpctl.audit.pglog import PgInvocationLog
@@ -52,6 +55,47 @@ def test_spool_round_trips_is_private_and_drops_the_oldest_past_its_cap(tmp_home
     assert spool.drain(got.extend) == len(got) == 2000 - spool.dropped
     assert got == rows[spool.dropped:]           # the newest kept, in order
     assert not spool.has_pending()
+
+
+def test_the_spool_never_passes_its_cap_and_counts_every_row_it_drops(tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """MCPCTL_LOG_SPOOL_BYTES=200000: the segment being written counts too (before: it was never
+    counted, and the spool reached 1.6 MB); nothing is dropped while the rows fit, and every row is
+    either drained back or counted as dropped."""
+    import random
+
+    cap = 200_000
+    spool = Spool(tmp_path / "spool", cap_bytes=cap)
+    rng = random.Random(7)
+    rows = [(uuid.uuid4(), rec(i, query="q" * rng.randrange(0, 400))) for i in range(6000)]
+    start, first_drop, largest = 0, None, 0
+    while start < len(rows):
+        batch = rows[start:start + rng.choice((1, 3, 40, 250))]
+        before = spool.pending_bytes()
+        spool.append(batch)
+        start += len(batch)
+        size = spool.pending_bytes()
+        largest = max(largest, size)
+        assert size <= cap, (size, cap)
+        if spool.dropped and first_drop is None:
+            first_drop = before
+            assert before + len(_encoded(batch)) > cap      # dropped only when the next write would not fit
+        if spool.dropped == 0:
+            assert size == before + len(_encoded(batch))
+    assert first_drop is not None and largest > cap * 0.8
+    got: list[tuple[uuid.UUID, CallRecord]] = []
+    assert spool.drain(got.extend) == len(got)
+    assert len(got) + spool.dropped == len(rows)
+    assert got == rows[spool.dropped:]                  # the newest kept, in order, none twice
+    reported = [int(m.group(1)) for r in caplog.records
+                if (m := re.search(r"the oldest (\d+) row\(s\) dropped", r.getMessage()))]
+    assert sum(reported) == spool.dropped               # each drop reported with its count
+
+
+def _encoded(rows: list[tuple[uuid.UUID, CallRecord]]) -> bytes:
+    from mcpctl.audit.spool import _encode
+
+    return _encode(rows)
 
 
 def test_a_line_cut_short_by_a_kill_is_skipped(tmp_path: Path) -> None:

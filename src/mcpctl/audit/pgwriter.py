@@ -175,7 +175,9 @@ class SpoolingWriter:
                 self._copy(batch)
                 self.written += len(batch)
                 if self.down:
-                    log.warning("invocation log: the database is back; draining the spool")
+                    lost = f" ({self.spool.dropped} row(s) were dropped at the spool's cap, {self.spool.cap_bytes} " \
+                        f"bytes: MCPCTL_LOG_SPOOL_BYTES)" if self.spool.dropped else ""
+                    log.warning("invocation log: the database is back; draining the spool%s", lost)
                 self.down = False
                 return
             except Exception as e:

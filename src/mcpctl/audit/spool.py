@@ -8,8 +8,12 @@ own closed ones, and those a killed gateway on this host left behind), writes it
 deletes it; a segment written twice (a drain cut short) does no harm: the database skips a uid
 it has.
 
-Bounded: past `cap_bytes` (MCPCTL_LOG_SPOOL_BYTES, default DEFAULT_CAP_BYTES = 256 MiB, about a
-million calls) the oldest segments are deleted, their rows counted in `dropped` and warned about.
+Bounded: the spool never holds more than `cap_bytes` (MCPCTL_LOG_SPOOL_BYTES, default
+DEFAULT_CAP_BYTES = 256 MiB, about a million calls), the segment being written included, unless
+one write alone is larger. Segments are at most an eighth of the cap (and 4 MiB), so the cap is
+kept a segment at a time: before a write that would pass it, the oldest segments are deleted (the
+one being written too, once it is the oldest), their rows counted in `dropped` and warned about.
+Nothing is dropped while the rows fit under the cap.
 Rows are written with `write()` and flushed to the kernel at once (a kill -9 loses none of
 them); not fsynced (an OS crash or power loss may lose the last seconds of the spool).
 """
@@ -77,6 +81,7 @@ class Spool:
         self.cap_bytes = cap_bytes if cap_bytes is not None else cap_from_env()
         self.dropped = 0              # rows deleted unwritten because the spool was full
         self.spooled = 0              # rows this process appended
+        self.segment_bytes = min(SEGMENT_BYTES, max(1024, self.cap_bytes // 8))
         self._file: IO[bytes] | None = None
         self._path: Path | None = None
 
@@ -86,13 +91,13 @@ class Spool:
         if not rows:
             return
         data = _encode(rows)
+        self._make_room(len(data))
         f = self._segment()
         f.write(data)
         f.flush()
         self.spooled += len(rows)
-        if f.tell() >= SEGMENT_BYTES:
+        if f.tell() >= self.segment_bytes:
             self.seal()
-        self._enforce_cap()
 
     def _segment(self) -> IO[bytes]:
         if self._file is None:
@@ -127,22 +132,29 @@ class Spool:
     def has_pending(self) -> bool:
         return bool(self._segments())
 
-    def _enforce_cap(self) -> None:
-        segments = self._segments()
-        sizes = {p: p.stat().st_size for p in segments if p.exists()}
+    def _make_room(self, incoming: int) -> None:
+        """Delete the oldest segments (the one being written too, once it is the oldest) until
+        `incoming` more bytes fit under the cap; count and report their rows."""
+        sizes: dict[Path, int] = {}
+        for p in self._segments():
+            with contextlib.suppress(OSError):
+                sizes[p] = p.stat().st_size
         total = sum(sizes.values())
-        for p in segments:
-            if total <= self.cap_bytes or p == self._path:
-                break
+        for p in sizes:
+            if total + incoming <= self.cap_bytes:
+                return
+            if p == self._path:
+                self.seal()
             try:
-                lost = sum(1 for _ in p.open("rb"))
+                with p.open("rb") as f:
+                    lost = sum(1 for line in f if line.endswith(b"\n"))
                 p.unlink()
             except OSError:
                 continue
-            total -= sizes.get(p, 0)
+            total -= sizes[p]
             self.dropped += lost
-            log.warning("invocation log spool over %d bytes (%s): the oldest %d row(s) dropped (%d in all)",
-                        self.cap_bytes, ENV_CAP, lost, self.dropped)
+            log.warning("invocation log spool: %d more byte(s) would pass its cap of %d (%s): the oldest %d "
+                        "row(s) dropped (%d in all)", incoming, self.cap_bytes, ENV_CAP, lost, self.dropped)
 
     # -- draining ---------------------------------------------------------------------------
 

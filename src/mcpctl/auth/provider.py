@@ -14,6 +14,11 @@ caller, each in `_auth_flow` around the SDK's own flow:
   the new token current: one refresh, however many calls were waiting.
 - **A new login picked up.** When the token file was rewritten by someone else (`mcpctl login`)
   the stored tokens are re-read before the request (one `stat` per request).
+- **Renewed tokens refused are not a lapsed sign-in.** When the token a renewal just obtained is
+  refused too (a server whose tokens live less than a round trip, or whose clock runs ahead),
+  renewing again (`MAX_RENEWALS` times in all) and then `AccessTokensRefused`, instead of the SDK's
+  interactive sign-in: the renewals succeed, so `mcpctl login` would not help; the connection
+  fails like any other and the supervisor tries again with its backoff.
 
 In the gateway there is nobody to send to a browser: its redirect handler raises
 `SignInRequired` (after `on_expired`), which ends that one upstream's connection.
@@ -27,21 +32,27 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
 from mcpctl.auth.storage import FileTokenStorage
 from mcpctl.resources.kinds import AuthSpec
 
 MAX_MARGIN: Final = 60.0
+MAX_RENEWALS: Final = 3          # renewals for one request before its refused tokens are an error
+
+
+class AccessTokensRefused(OAuthFlowError):
+    """The server refused access tokens a renewal had just obtained: not a lapsed sign-in."""
 
 
 class MCPCtlOAuth(OAuthClientProvider):
     """See the module docstring."""
 
-    def __init__(self, *args: Any, file_storage: FileTokenStorage, **kw: Any) -> None:
+    def __init__(self, *args: Any, file_storage: FileTokenStorage, name: str = "the server", **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.file_storage = file_storage
+        self.name = name
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -64,15 +75,16 @@ class MCPCtlOAuth(OAuthClientProvider):
         if self._initialized:
             self._renew_early()
         flow = super()._auth_flow(request)
-        retried = False
+        renewals = 0
         try:
             outgoing = await flow.__anext__()
             while True:
                 sent_with = request.headers.get("Authorization") if outgoing is request else None
                 response = yield outgoing
-                if (outgoing is request and response.status_code == 401 and not retried
-                        and self._stale(sent_with)):
-                    retried = True
+                if outgoing is request and response.status_code == 401 and self._stale(sent_with):
+                    if renewals >= MAX_RENEWALS:
+                        raise self._refused(renewals)
+                    renewals += 1
                     await flow.aclose()
                     self.context.token_expiry_time = time.time() - 1
                     flow = super()._auth_flow(request)
@@ -83,6 +95,14 @@ class MCPCtlOAuth(OAuthClientProvider):
             return
         finally:
             await flow.aclose()
+
+    def _refused(self, renewals: int) -> AccessTokensRefused:
+        lifetime = self.file_storage.lifetime()
+        lives = f", each said to live {lifetime:g} s" if lifetime else ""
+        return AccessTokensRefused(
+            f"{self.name} refused the access tokens it had just renewed ({renewals} renewals in a row{lives}): its "
+            "tokens expire before a request reaches it, or its clock runs ahead; the sign-in itself is fine "
+            "(mcpctl login would not help)")
 
     def _stale(self, sent_with: str | None) -> bool:
         """A 401 to a request sent with the current token, which a refresh could renew."""
@@ -115,7 +135,7 @@ def oauth_provider(url: str, auth: AuthSpec, storage: FileTokenStorage, *, redir
                    callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]]) -> MCPCtlOAuth:
     return MCPCtlOAuth(url, client_metadata(auth, redirect_uri), storage, redirect_handler=redirect_handler,
                        callback_handler=callback_handler, client_metadata_url=auth.client_metadata_url,
-                       file_storage=storage)
+                       file_storage=storage, name=storage.server)
 
 
 class _QuietSignIn(logging.Filter):

@@ -8,13 +8,17 @@ What is measured (one `Episode`):
 - `wander`: picks of other tools before the first correct one (all of them when none was);
 - `success`: every group had one of its tools picked within `max_turns` model turns;
 - `prompt_tokens`: the sum over turns of the prompt as the endpoint reported it (`usage`), else
-  as counted offline (the messages and the tool list, `catalogue.tokens`).
+  as counted offline (the messages and the tool list, `catalogue.tokens`);
+- `skipped`: tool calls past `--max-calls-per-turn` in one answer, not run (the model is told so
+  in their results) and not picks: an answer asking for 500 calls costs 8 of them, not 500.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -43,6 +47,7 @@ class Episode:
     turns: int = 0
     stop: str = "turns"                       # success | answered | turns | error
     calls: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0                          # calls of an answer past max_calls, not run
     prompt_tokens: int = 0
     prompt_tokens_source: str = "endpoint"    # endpoint | offline
     tool_def_tokens: int = 0
@@ -67,6 +72,8 @@ class Context:
     counter: TokenCounter
     max_turns: int
     temperature: float
+    max_calls: int = 8                       # tool calls of one answer that are run
+    waiting: Callable[[str, float], None] | None = None    # (task id, seconds) of a slow request
 
 
 def pick_of(arm: Arm, call: ToolCall) -> tuple[str, str | None]:
@@ -131,8 +138,12 @@ async def play(ctx: Context, task: Task, trial: int, seed: int | None) -> Episod
 
 async def _turns(ctx: Context, ep: Episode, scorer: Scorer, messages: list[dict[str, Any]],
                  seed: int | None) -> None:
+    waiting = None
+    if ctx.waiting is not None:
+        notice = ctx.waiting
+        waiting = functools.partial(notice, ep.task)
     for _ in range(ctx.max_turns):
-        reply = await ctx.llm.complete(messages, ctx.tools, temperature=ctx.temperature, seed=seed)
+        reply = await ctx.llm.complete(messages, ctx.tools, temperature=ctx.temperature, seed=seed, waiting=waiting)
         ep.turns += 1
         if reply.prompt_tokens is None:
             ep.prompt_tokens_source = "offline"
@@ -143,7 +154,13 @@ async def _turns(ctx: Context, ep: Episode, scorer: Scorer, messages: list[dict[
         if not reply.calls:
             ep.stop = "answered"
             return
-        for call in reply.calls:
+        for n, call in enumerate(reply.calls):
+            if n >= ctx.max_calls:           # every call still needs its result message
+                ep.skipped += 1
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": (
+                    f"Not run: at most {ctx.max_calls} tool calls of one answer are run; ask again for this one "
+                    "if it is still needed.")})
+                continue
             kind, tool = pick_of(ctx.arm, call)
             scorer.see(call.name, kind, tool)
             outcome = await ctx.session.call(call.name, call.arguments)

@@ -98,21 +98,25 @@ class Summary:
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> Summary:
+    """One group's numbers. An episode that ended in an error (the endpoint failed a request: an
+    HTML page, a 500, malformed JSON, a timeout) measured nothing about the model: it is counted in
+    `errors` and left out of every rate and mean, which are "-" when nothing else is left."""
     first = rows[0]
-    n = len(rows)
-    sources = {r.get("prompt_tokens_source", "endpoint") for r in rows}
+    scored = [r for r in rows if r.get("stop") != "error"]
+    n = len(scored)
+    sources = {r.get("prompt_tokens_source", "endpoint") for r in scored} or {"endpoint"}
     return Summary(
         run=str(first["run"]["id"]), model=str(first["model"]), presentation=str(first["presentation"]),
-        episodes=n, tasks=len({r["task"] for r in rows}),
-        first_pick=wilson(sum(1 for r in rows if r["first_pick"]), n),
-        success=wilson(sum(1 for r in rows if r["success"]), n),
-        wander=t_mean(_per_task(rows, "wander")), wander_total=sum(int(r["wander"]) for r in rows),
-        searches=sum(int(r["searches"]) for r in rows) / n,
-        tool_def_tokens=sum(int(r["tool_def_tokens"]) for r in rows) / n,
-        prompt_tokens=t_mean(_per_task(rows, "prompt_tokens")),
+        episodes=len(rows), tasks=len({r["task"] for r in rows}),
+        first_pick=wilson(sum(1 for r in scored if r["first_pick"]), n),
+        success=wilson(sum(1 for r in scored if r["success"]), n),
+        wander=t_mean(_per_task(scored, "wander")), wander_total=sum(int(r["wander"]) for r in scored),
+        searches=sum(int(r["searches"]) for r in scored) / n if n else math.nan,
+        tool_def_tokens=sum(int(r["tool_def_tokens"]) for r in rows) / len(rows),
+        prompt_tokens=t_mean(_per_task(scored, "prompt_tokens")),
         prompt_tokens_source="/".join(sorted(sources)),
-        turns=t_mean(_per_task(rows, "turns")), wall_s=t_mean(_per_task(rows, "wall_s")),
-        errors=sum(1 for r in rows if r.get("error")))
+        turns=t_mean(_per_task(scored, "turns")), wall_s=t_mean(_per_task(scored, "wall_s")),
+        errors=len(rows) - n)
 
 
 def group(rows: Iterable[dict[str, Any]]) -> list[Summary]:

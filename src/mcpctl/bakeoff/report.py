@@ -16,11 +16,12 @@ from mcpctl.bakeoff.metrics import Interval, Summary, group
 from mcpctl.errors import InvalidResource
 
 FORMATS: Final = ("table", "markdown", "json")
-COLUMNS: Final = ("run", "model", "presentation", "n", "first pick", "success", "wander/task",
+COLUMNS: Final = ("run", "model", "presentation", "n", "errors", "first pick", "success", "wander/task",
                   "wander total", "searches/task", "tool-def tokens", "prompt tokens/task", "turns/task",
                   "wall s/task")
 CI_NOTE: Final = ("95 % intervals: Wilson for first pick and success (over tasks × trials); Student t over "
-                  "tasks (each the mean of its trials) for the per-task means.")
+                  "tasks (each the mean of its trials) for the per-task means. Tasks that ended in an error "
+                  "(errors) are not scored.")
 
 
 def load(files: Sequence[Path]) -> list[dict[str, Any]]:
@@ -68,7 +69,9 @@ def header(meta: dict[str, Any]) -> str:
             f"{source}; tasks {meta['tasks_file']} ({meta.get('tasks', '?')}); "
             f"presentations {', '.join(meta['presentations'])}; trials {meta['trials']}; seed {meta['seed']}; "
             f"temperature {meta['temperature']}; max turns {meta['max_turns']}; "
-            f"favourites {len(favs) if favs else 0}; ranker {meta.get('ranker') or 'project default'}; "
+            + (f"max calls per turn {meta['max_calls_per_turn']}; request timeout {meta.get('request_timeout')} s; "
+               if "max_calls_per_turn" in meta else "")
+            + f"favourites {len(favs) if favs else 0}; ranker {meta.get('ranker') or 'project default'}; "
             f"mcpctl {meta['mcpctl']}; tokens {meta.get('tokens', '?')}")
 
 
@@ -84,8 +87,8 @@ def _ci(iv: Interval, digits: int = 2) -> str:
 
 def cells(s: Summary) -> list[str]:
     src = "" if s.prompt_tokens_source == "endpoint" else f" ({s.prompt_tokens_source})"
-    return [s.run, s.model, s.presentation, str(s.episodes), _ci(s.first_pick), _ci(s.success),
-            _ci(s.wander, 1), str(s.wander_total), f"{s.searches:.1f}", f"{s.tool_def_tokens:.0f}",
+    return [s.run, s.model, s.presentation, str(s.episodes), str(s.errors), _ci(s.first_pick), _ci(s.success),
+            _ci(s.wander, 1), str(s.wander_total), _num(s.searches, 1), f"{s.tool_def_tokens:.0f}",
             _ci(s.prompt_tokens, 0) + src, _ci(s.turns, 1), _ci(s.wall_s, 2)]
 
 

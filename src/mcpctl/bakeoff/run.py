@@ -43,6 +43,8 @@ class RunConfig:
     favourites: list[str] | None = None
     ranker: str | None = None
     api_key_env: str | None = None
+    max_calls_per_turn: int = 8
+    request_timeout: float = 600.0
 
     def meta(self, counter_label: str, n_tasks: int) -> dict[str, Any]:
         from mcpctl import __version__
@@ -68,10 +70,12 @@ class RunResult:
 
 
 Progress = Callable[[str, int, int], None]
+Notice = Callable[[str], None]
 
 
 async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = None,
-              save: Path | None = None, progress: Progress | None = None) -> RunResult:
+              save: Path | None = None, progress: Progress | None = None,
+              notice: Notice | None = None) -> RunResult:
     from mcpctl.bakeoff import workspace as wsm
     from mcpctl.bakeoff.data import check_tasks, load_catalogue
     from mcpctl.bakeoff.llm import ChatClient
@@ -85,7 +89,7 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = No
         if cfg.favourites is None:
             cfg.favourites = cat.favourites or None
     result = RunResult(cfg.meta(counter.label, len(tasks)))
-    llms = [ChatClient(cfg.endpoint, model, api_key) for model in cfg.models]
+    llms = [ChatClient(cfg.endpoint, model, api_key, timeout=cfg.request_timeout) for model in cfg.models]
     ws: Workspace | None = None
     out = None
     try:
@@ -97,7 +101,7 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, api_key: str | None = No
             ws = wsm.for_project(cfg.project, cfg.presentations, cfg.favourites, cfg.ranker)
         out = save.open("a", encoding="utf-8") if save else None
         play = functools.partial(_run_arm, cfg, ws, tasks=tasks, llms=llms, counter=counter, result=result,
-                                 out=out, progress=progress)
+                                 out=out, progress=progress, notice=notice)
         if cat is not None:
             await _together(ws, play, result)
         else:
@@ -178,7 +182,7 @@ def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 async def _run_arm(cfg: RunConfig, ws: Workspace, arm: Arm, session: Session, *, tasks: Sequence[Task],
                    llms: Sequence[ChatClient], counter: TokenCounter, result: RunResult, out: TextIO | None,
-                   progress: Progress | None) -> ArmInfo:
+                   progress: Progress | None, notice: Notice | None = None) -> ArmInfo:
     """Every model × trial × task on one presentation's gateway (started once for all of them)."""
     from mcpctl.bakeoff.episode import Context, play
     from mcpctl.bakeoff.llm import function_tools
@@ -193,7 +197,7 @@ async def _run_arm(cfg: RunConfig, ws: Workspace, arm: Arm, session: Session, *,
     total, done = len(llms) * cfg.trials * len(tasks), 0
     for llm in llms:
         ctx = Context(arm, session, llm, instructions, fn_tools, def_tokens, tools_tokens, counter,
-                      cfg.max_turns, cfg.temperature)
+                      cfg.max_turns, cfg.temperature, cfg.max_calls_per_turn, _waiting(cfg, arm, llm, notice))
         for trial in range(cfg.trials):
             for task in tasks:
                 ep = await play(ctx, task, trial, cfg.seed + trial)
@@ -206,3 +210,17 @@ async def _run_arm(cfg: RunConfig, ws: Workspace, arm: Arm, session: Session, *,
                 if progress:
                     progress(arm.presentation, done, total)
     return ArmInfo(arm.presentation, len(listed), def_tokens, instructions)
+
+
+def _waiting(cfg: RunConfig, arm: Arm, llm: ChatClient, notice: Notice | None) -> Callable[[str, float], None] | None:
+    """What a request still waiting for the model says, every `llm.HEARTBEAT_S` (a hung endpoint
+    is never silent)."""
+    if notice is None:
+        return None
+    say = notice
+
+    def waiting(task: str, seconds: float) -> None:
+        say(f"{arm.presentation}, model {llm.model}, task {task}: waiting for the model for {seconds:.0f} s "
+            f"(it gives up at {cfg.request_timeout:g} s: --request-timeout)")
+
+    return waiting

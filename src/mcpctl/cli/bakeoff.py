@@ -2,7 +2,8 @@
 
     mcpctl bakeoff --endpoint URL --model NAME[,NAME...] [--api-key-env VAR] (--project P | --catalogue DIR)
                    --tasks FILE [--presentations flat,favourite-index,...] [--favourites ID,...]
-                   [--trials K] [--max-turns T] [--seed S] [--temperature X] [--ranker R]
+                   [--trials K] [--max-turns T] [--max-calls-per-turn N] [--request-timeout S]
+                   [--seed S] [--temperature X] [--ranker R]
                    [-o table|json|markdown] [--save FILE.jsonl]
     mcpctl bakeoff report FILE.jsonl... [-o table|json|markdown]
 
@@ -93,6 +94,12 @@ def register(app: typer.Typer) -> None:
             "project's, or the catalogue's favourites.txt.")] = None,
         trials: Annotated[int, typer.Option("--trials", help="Runs of every task per presentation.")] = 1,
         max_turns: Annotated[int, typer.Option("--max-turns", help="Model turns per task.")] = 8,
+        max_calls: Annotated[int, typer.Option(
+            "--max-calls-per-turn", help="Tool calls of one answer that are run (the rest are answered "
+            "'not run').")] = 8,
+        request_timeout: Annotated[float, typer.Option(
+            "--request-timeout", help="Seconds one model request may take (a slow one is reported every "
+            "30 s; 2 timeouts in a row stop the run).")] = 600.0,
         seed: Annotated[int, typer.Option("--seed", help="Sent as seed (trial k: seed + k).")] = 0,
         temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.0,
         ranker: Annotated[str | None, typer.Option(
@@ -113,8 +120,12 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--endpoint, --model and --tasks are required", param_hint="'--endpoint'")
         chosen = _split([presentations])
         _check(chosen, project, catalogue, trials, max_turns, api_key_env, ranker)
+        if max_calls < 1:
+            raise typer.BadParameter("must be at least 1", param_hint="'--max-calls-per-turn'")
+        if not request_timeout > 0:
+            raise typer.BadParameter("must be a positive number of seconds", param_hint="'--request-timeout'")
         _run(endpoint, models, api_key_env, project, catalogue, tasks, chosen, _split(favourites) or None,
-             trials, max_turns, seed, temperature, ranker, save, output)
+             trials, max_turns, seed, temperature, ranker, save, output, max_calls, request_timeout)
 
     @group.command("report")
     @cli_errors
@@ -134,7 +145,8 @@ def register(app: typer.Typer) -> None:
 
 def _run(endpoint: str, models: list[str], api_key_env: str | None, project: str | None, catalogue: Path | None,
          tasks: Path, presentations: list[str], favourites: list[str] | None, trials: int, max_turns: int,
-         seed: int, temperature: float, ranker: str | None, save: Path | None, output: str) -> None:
+         seed: int, temperature: float, ranker: str | None, save: Path | None, output: str, max_calls: int = 8,
+         request_timeout: float = 600.0) -> None:
     import anyio
 
     from mcpctl.bakeoff.data import load_tasks
@@ -145,21 +157,37 @@ def _run(endpoint: str, models: list[str], api_key_env: str | None, project: str
     cfg = RunConfig(endpoint=endpoint, models=models, tasks_file=str(tasks), presentations=presentations,
                     trials=trials, max_turns=max_turns, seed=seed, temperature=temperature,
                     catalogue=str(catalogue) if catalogue else None, project=project, favourites=favourites,
-                    ranker=ranker, api_key_env=api_key_env)
+                    ranker=ranker, api_key_env=api_key_env, max_calls_per_turn=max_calls,
+                    request_timeout=request_timeout)
     api_key = os.environ.get(api_key_env) if api_key_env else None
 
     def progress(presentation: str, done: int, total: int) -> None:
         if err.is_terminal or done == total:
             err.print(f"{presentation}: {done}/{total} tasks", highlight=False, markup=False)
 
-    async def go() -> str:
-        result = await run(cfg, task_list, api_key=api_key, save=save, progress=progress)
-        return render(result.rows, output)
+    def notice(text: str) -> None:
+        from mcpctl.terminal import visible
+
+        err.print(visible(text), highlight=False, markup=False)
+
+    async def go() -> tuple[str, list[dict[str, object]], int]:
+        result = await run(cfg, task_list, api_key=api_key, save=save, progress=progress, notice=notice)
+        failed = [r for r in result.rows if r.get("stop") == "error"]
+        if failed:
+            notice(f"warning: {len(failed)} of {len(result.rows)} task(s) ended in an error (the errors column; "
+                   f"not scored): {failed[0].get('error')}")
+        return render(result.rows, output), failed, len(result.rows)
 
     # SIGTERM as Ctrl-C: the gateways are closed and the temporary homes removed either way
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        text = anyio.run(go)
+        text, failed, total = anyio.run(go)
     finally:
         signal.signal(signal.SIGTERM, previous)
     _show(text, output)
+    if failed and len(failed) == total:
+        from mcpctl.errors import UpstreamError
+
+        raise UpstreamError(f"every task ended in an error, nothing was measured: {failed[0].get('error')}",
+                            hint="check --endpoint and --model (mcpctl bakeoff needs an OpenAI-compatible "
+                            "chat-completions endpoint with tool calling)")

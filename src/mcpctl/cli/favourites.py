@@ -346,7 +346,8 @@ def _apply_suggested(project: str, suggested: list[str], before: CachedCatalogue
     """`suggest --apply`: run the very `favourites set` line it printed, show the change and its cost."""
     result = set_favourites_of(project, suggested)
     if result.changed:
-        err.print(_spec_diff(result.before, result.after, f"project/{project}"), markup=False, end="")
+        diff = _spec_diff(result.before, result.after, f"project/{project}")
+        err.print("".join(safe(line, markup=False) + "\n" for line in diff.splitlines()), markup=False, end="")
         _report_cost(project, before)
     write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
 

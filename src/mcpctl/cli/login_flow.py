@@ -14,8 +14,10 @@ SDK obtains them; nothing here prints or logs a token, a code or a state value.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import os
+import re
 import sys
 import webbrowser
 from collections.abc import AsyncIterator, Callable
@@ -45,12 +47,22 @@ class _Answer:
 
 
 class LoopbackCallback:
-    """A listener on 127.0.0.1 that takes exactly one redirect to `CALLBACK_PATH`."""
+    """A listener on 127.0.0.1 that takes exactly one redirect to `CALLBACK_PATH`: the one carrying
+    this login's `state` (`expect`, from the authorization URL). Any local process can reach the
+    port: a request without that state (a forged code or denial, a stale tab) is answered 400 and
+    ignored (`on_ignored`), and the login goes on waiting for the real redirect."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, on_ignored: Callable[[], None] | None = None) -> None:
         self.port = port
+        self.state: str | None = None
+        self.on_ignored = on_ignored
         self._answer: _Answer | None = None
         self._got = anyio.Event()
+
+    def expect(self, auth_url: str) -> None:
+        """The state the redirect must carry: the one in the authorization URL the user opens."""
+        states = parse_qs(urlsplit(auth_url).query).get("state")
+        self.state = states[0] if states else None
 
     @property
     def redirect_uri(self) -> str:
@@ -87,6 +99,12 @@ class LoopbackCallback:
                 await self._reply(stream, 404, "Not the sign-in redirect mcpctl is waiting for.")
                 return
             params = {k: v[0] for k, v in parse_qs(target.query).items()}
+            got = params.get("state", "")
+            if self.state is None or not hmac.compare_digest(got.encode(), self.state.encode()):
+                if self.on_ignored is not None:
+                    self.on_ignored()
+                await self._reply(stream, 400, "Not this sign-in's redirect (its state does not match): ignored.")
+                return
             self._answer = _Answer(params)
             self._got.set()
             text = ("Signed in: mcpctl has the authorization." if "code" in params
@@ -96,7 +114,8 @@ class LoopbackCallback:
     @staticmethod
     async def _reply(stream: SocketStream, status: int, text: str) -> None:
         body = _PAGE.format(text=text).encode()
-        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\nContent-Type: text/html; "
+        reason = {200: "OK", 400: "Bad Request"}.get(status, "Not Found")
+        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; "
                 f"charset=utf-8\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
                 "Cache-Control: no-store\r\n\r\n").encode()
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -162,7 +181,11 @@ async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int,
                  timeout: float, say: Callable[[str], None]) -> None:
     from mcpctl.auth.storage import FileTokenStorage
 
-    callback = LoopbackCallback(port)
+    def ignored() -> None:
+        say(f"(ignored a request to the sign-in callback that did not carry this login's state; still waiting "
+            f"for the redirect from {spec.name}'s sign-in page)")
+
+    callback = LoopbackCallback(port, ignored)
     async with callback.serving():
         storage = FileTokenStorage(spec.name, url, fresh=True, buffered=True)
         await _prepare_client(spec, storage, callback.redirect_uri)
@@ -170,6 +193,7 @@ async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int,
 
         async def redirect(auth_url: str) -> None:
             nonlocal opened
+            callback.expect(auth_url)
             say(f"Sign in to {spec.name} in your browser:\n\n  {auth_url}\n")
             if open_browser and browser_available():
                 opened = webbrowser.open(auth_url)
@@ -224,7 +248,7 @@ async def _run_flow(spec: ServerSpec, url: str, headers: dict[str, str], storage
     import httpx2
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
-    from mcpctl.auth.provider import oauth_provider
+    from mcpctl.auth.provider import AccessTokensRefused, oauth_provider
 
     assert spec.auth is not None
     provider = oauth_provider(url, spec.auth, storage, redirect_uri=redirect_uri,
@@ -248,8 +272,13 @@ async def _run_flow(spec: ServerSpec, url: str, headers: dict[str, str], storage
         raise LoginError(f"could not register mcpctl with the authorization server of {spec.name}: {e}",
                          hint="if the server does not allow dynamic registration, register a client there "
                          "and set spec.auth.clientId (and clientSecret as a ${env:}/${file:} reference)") from None
+    except AccessTokensRefused as e:
+        raise LoginError(str(e), hint="its operator must give access tokens a longer life (or fix its clock)") from None
     except (OAuthFlowError, OAuthTokenError) as e:
-        raise LoginError(_flow_error(spec, provider, e), hint=f"run mcpctl login {spec.name} again") from None
+        hint = f"run mcpctl login {spec.name} again" if _mismatch(spec, str(e)) is None else (
+            "check that spec.url is the server's own address (not a proxy or an old host); otherwise its "
+            "operator must fix its OAuth metadata")
+        raise LoginError(_flow_error(spec, provider, e), hint=hint) from None
     except httpx2.HTTPError as e:
         raise LoginError(f"cannot reach {spec.name} at {url}: {e}", hint="check spec.url and the network") from None
     if status in (401, 403):
@@ -262,12 +291,33 @@ def _flow_error(spec: ServerSpec, provider: Any, e: Exception) -> str:
     if text.startswith("State parameter mismatch"):
         return (f"the sign-in redirect for {spec.name} did not belong to this login (state mismatch); "
                 "it may be from an older attempt")
+    mismatch = _mismatch(spec, text)
+    if mismatch is not None:
+        return mismatch
     if provider.context.oauth_metadata is None:
         return (f"server {spec.name!r} asked for a sign-in but publishes no OAuth metadata (neither "
                 "/.well-known/oauth-protected-resource nor /.well-known/oauth-authorization-server answered)")
     if text.startswith("Token exchange failed"):
         return f"the authorization server of {spec.name} refused the authorization code ({text.split(':', 1)[0]})"
     return f"sign-in to {spec.name} failed: {text[:300]}"
+
+
+_RESOURCE_MISMATCH: Final = re.compile(r"^Protected resource (\S+) does not match expected (\S+)")
+_ISSUER_MISMATCH: Final = re.compile(r"^Authorization server metadata issuer mismatch: (\S+) != (\S+)")
+
+
+def _mismatch(spec: ServerSpec, text: str) -> str | None:
+    """The SDK's refusal of metadata naming someone else, said as that (None: not one)."""
+    m = _RESOURCE_MISMATCH.match(text)
+    if m is not None:
+        return (f"server {spec.name!r} publishes OAuth metadata that names another protected resource: "
+                f"{m[1]}, not {m[2]} (RFC 9728): refused, since tokens asked for there would be for another "
+                "resource")
+    m = _ISSUER_MISMATCH.match(text)
+    if m is not None:
+        return (f"the authorization server of {spec.name} publishes metadata that names another issuer: {m[1]}, "
+                f"not {m[2]} (RFC 8414): refused, since it may not be the server the resource trusts")
+    return None
 
 
 _INITIALIZE: Final = {

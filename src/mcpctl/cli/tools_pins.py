@@ -82,7 +82,8 @@ def register(tools_app: typer.Typer) -> None:
     @cli_errors
     def approve_cmd(
         project: Project,
-        ids: Annotated[list[str] | None, typer.Argument(help="SERVER/TOOL changes to accept.")] = None,
+        ids: Annotated[list[str] | None, typer.Argument(
+            help="SERVER/TOOL changes to accept (globs allowed: 'dyn/*').")] = None,
         all_: Annotated[bool, typer.Option("--all", help="Accept every change of the project.")] = False,
         yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve changes whose listed definition carries "
                                           "what tool poisoning uses (refused without it, naming the flags).")] = False,
@@ -91,11 +92,9 @@ def register(tools_app: typer.Typer) -> None:
         from mcpctl.catalogue.pins import approve
         from mcpctl.errors import MCPCtlError
 
-        if bool(ids) == all_:
-            raise MCPCtlError("name the changes to accept (SERVER/TOOL …) or pass --all, not both")
         servers, listings = _changes(project, False)
-        wanted = _wanted(project, servers, ids or [])
-        flagged = _flagged_changes(servers, listings, None if all_ else wanted)
+        chosen = _chosen(project, servers, listings, ids or [], all_)
+        flagged = _flagged_changes(servers, listings, chosen)
         if flagged and not yes:
             raise MCPCtlError(
                 f"{_flags.headline(len(flagged), 'change to approve', 'changes to approve')}: "
@@ -103,33 +102,59 @@ def register(tools_app: typer.Typer) -> None:
                 hint=f"read them (mcpctl tools changes --project {project}); approve them anyway with --yes, or "
                      f"keep them from the agent: mcpctl tools disable --project {project} "
                      + " ".join(f"'{t}'" for t in flagged))
-        done = [c for s in servers if all_ or s in wanted
-                for c in approve(s, listings[s], None if all_ else wanted[s])]
+        done = [c for s in servers if s in chosen for c in approve(s, listings[s], chosen[s])]
         for c in done:
             mark = f" ({_flags.MARK} flagged: {'; '.join(f.why for f in flagged[c.id])})" if c.id in flagged else ""
             write_stdout(safe(f"{c.id}: {c.kind}, approved{mark}", markup=False) + "\n")
         if not done:
-            write_stdout("Nothing to approve.\n")
+            write_stdout(f"Nothing to approve: every tool of project {project} is as pinned.\n")
 
 
-def _wanted(project: str, servers: list[str], ids: list[str]) -> dict[str, set[str]]:
-    """SERVER/TOOL ids -> the tools named per server; an id outside the project's servers is an error."""
-    from mcpctl.errors import MCPCtlError
+def _chosen(project: str, servers: list[str], listings: dict[str, list[dict[str, Any]]], ids: list[str],
+            all_: bool) -> dict[str, set[str]]:
+    """server -> the tools whose changes `ids` (or `--all`) name. Every id must name at least one
+    pending change (globs allowed), or nothing is approved: a typo, or a pattern matching nothing
+    while tools are held, is an error, not "Nothing to approve"."""
+    from fnmatch import fnmatchcase
 
-    wanted: dict[str, set[str]] = {}
+    from mcpctl.catalogue.pins import changes
+    from mcpctl.errors import MCPCtlError, NotFound
+
+    if bool(ids) == all_:
+        raise MCPCtlError("name the changes to accept (SERVER/TOOL …) or pass --all, not both")
+    pending = [c for s in servers for c in changes(s, listings[s])]
+    out: dict[str, set[str]] = {}
+    if all_:
+        for c in pending:
+            out.setdefault(c.server, set()).add(c.tool)
+        return out
+    unmatched: list[str] = []
     for cid in ids:
         server, _, tool = cid.partition("/")
-        if server not in servers or not tool:
-            raise MCPCtlError(f"{cid!r} is not SERVER/TOOL of a server of project {project}")
-        wanted.setdefault(server, set()).add(tool)
-    return wanted
+        if not server or not tool:
+            raise MCPCtlError(f"{cid!r} is not SERVER/TOOL", hint=f"mcpctl tools changes --project {project} "
+                              "lists the changes by id")
+        if not any(fnmatchcase(s, server) for s in servers):
+            raise NotFound(f"{cid!r}: no server of project {project} is {server!r}",
+                           hint=f"its servers: {', '.join(servers) or 'none'}")
+        hits = [c for c in pending if fnmatchcase(c.server, server) and fnmatchcase(c.tool, tool)]
+        if not hits:
+            unmatched.append(cid)
+        for c in hits:
+            out.setdefault(c.server, set()).add(c.tool)
+    if unmatched:
+        waiting = ", ".join(f"{c.id} ({c.kind})" for c in pending[:10]) + (" …" if len(pending) > 10 else "")
+        raise NotFound(f"{', '.join(map(repr, unmatched))} {'matches' if len(unmatched) == 1 else 'match'} no "
+                       f"pending change of project {project}; nothing was approved",
+                       hint=f"pending: {waiting} (mcpctl tools changes --project {project})" if pending else
+                       f"no change is pending: every tool of project {project} is as pinned")
+    return out
 
 
 def _flagged_changes(servers: list[str], listings: dict[str, list[dict[str, Any]]],
-                     wanted: dict[str, set[str]] | None) -> dict[str, list[Flag]]:
-    """The flags of the listed definitions an approval would pin (`wanted` None: every change)."""
+                     chosen: dict[str, set[str]]) -> dict[str, list[Flag]]:
+    """The flags of the listed definitions an approval of `chosen` would pin."""
     from mcpctl.catalogue.pins import changes
 
-    todo = [c for s in servers if wanted is None or s in wanted for c in changes(s, listings[s])
-            if wanted is None or c.tool in wanted[c.server]]
+    todo = [c for s in servers if s in chosen for c in changes(s, listings[s]) if c.tool in chosen[s]]
     return _flags.flags_of((c.id, c.after) for c in todo)

@@ -45,6 +45,7 @@ _SWITCH_PREFIXES = frozenset({"no", "use", "with", "enable", "disable", "require
 # Hosts whose URL path, after the prefix, is the credential (incoming webhooks, bot tokens).
 _WEBHOOKS: dict[str, tuple[str, ...]] = {
     "hooks.slack.com": ("/services/", "/triggers/", "/workflows/"),
+    "hooks.slack-gov.com": ("/services/", "/triggers/", "/workflows/"),
     "discord.com": ("/api/webhooks/",),
     "discordapp.com": ("/api/webhooks/",),
     "ptb.discord.com": ("/api/webhooks/",),
@@ -55,6 +56,11 @@ _WEBHOOKS: dict[str, tuple[str, ...]] = {
     "maker.ifttt.com": ("/trigger/",),
 }
 _WEBHOOK_SUFFIXES: dict[str, tuple[str, ...]] = {".webhook.office.com": ("/webhookb2/",)}
+# Webhook paths by their shape, on any host (a proxy, GovSlack, a self-hosted chat): Slack's
+# `/services/T…/B…/<secret>`; Mattermost's and Rocket.Chat's `/hooks/<long id>[/<token>]`; and the
+# whole path on a host named `hooks.*`.
+_SLACK_PATH = re.compile(r"^(/services/)T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9_-]+")
+_HOOKS_PATH = re.compile(r"^(.*?/hooks/)[A-Za-z0-9_-]{16,}(?:/[A-Za-z0-9_-]+)?/?$")
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 _SCHEME = re.compile(r"^(Bearer|Basic|Token|Bot|Digest)(\s+)(\S.*)$", re.I)
@@ -126,11 +132,9 @@ def _url_spans(url: str, offset: int) -> list[Span]:
     host = host.rsplit(":", 1)[0].lower() if not host.startswith("[") else host.lower()
     path_end = min([i for i in (url.find(c, auth_end) for c in "?#") if i >= 0] or [len(url)])
     path = url[auth_end:path_end]
-    prefixes = _WEBHOOKS.get(host) or next((p for s, p in _WEBHOOK_SUFFIXES.items() if host.endswith(s)), ())
-    for prefix in prefixes:
-        if path.startswith(prefix) and len(path) > len(prefix) and _literal(path[len(prefix):]):
-            spans.append(Span(offset + auth_end + len(prefix), offset + path_end, "path"))
-            break
+    prefix = _webhook_prefix(host, path)
+    if prefix is not None and len(path) > len(prefix) and _literal(path[len(prefix):]):
+        spans.append(Span(offset + auth_end + len(prefix), offset + path_end, "path"))
     if path_end < len(url) and url[path_end] == "?":
         q_end = url.find("#", path_end)
         pos = path_end + 1
@@ -141,6 +145,21 @@ def _url_spans(url: str, offset: int) -> list[Span]:
                 spans.append(Span(offset + start, offset + start + len(val), re.sub(r"\W+", "_", unquote(key))))
             pos += len(pair) + 1
     return spans
+
+
+def _webhook_prefix(host: str, path: str) -> str | None:
+    """The part of a webhook URL's path before its secret (None: not a webhook): a known host's
+    prefix, else a webhook path's shape, else the first segment on a host named `hooks.*`."""
+    prefixes = _WEBHOOKS.get(host) or next((p for s, p in _WEBHOOK_SUFFIXES.items() if host.endswith(s)), ())
+    known = next((p for p in prefixes if path.startswith(p)), None)
+    if known is not None or prefixes:
+        return known
+    shaped = _SLACK_PATH.match(path) or _HOOKS_PATH.match(path)
+    if shaped is not None:
+        return shaped.group(1)
+    if host.startswith("hooks.") and path.count("/") >= 2:
+        return path[:path.index("/", 1) + 1]
+    return None
 
 
 def url_spans(value: str) -> list[Span]:

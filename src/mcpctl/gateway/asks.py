@@ -12,8 +12,14 @@ JSON-RPC does not say which request a server-to-client request belongs to, so:
 - **stdio upstreams**: the wire carries no association. The relay keeps the calls in flight per upstream; a request goes to
   the client of those calls when they all belong to one client session (always so over the stdio
   front), and is refused otherwise (the upstream gets an error, and the gateway's log says why).
-  Two clients calling one stdio upstream at once therefore cannot be asked during those calls;
-  they never see each other's requests.
+  A call whose upstream is waiting for its client's answer (a 2026 client's parked call, or a
+  handshake-era client slow to answer) is not counted: a tool handler asks one thing at a time
+  and waits for it (as the SDKs' `create_message` and `elicit` do), so it cannot be the sender of
+  a new request, and another credential's hundreds of parked calls do not take the asking away
+  from a call of someone else. An upstream seen asking a second thing while its only calls in
+  flight were all waiting (a handler that asks concurrently) loses that exception for good
+  (`concurrent`). Two clients whose calls to one stdio upstream are both running at once still
+  cannot be asked during those calls; they never see each other's requests.
 
 **What goes to the client.** Only what it declared (`sampling`, `sampling.tools` for tool use,
 `elicitation.form` / `.url`, `roots`); otherwise the upstream gets the protocol's error
@@ -56,7 +62,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpctl.gateway.peers import declares, feature
 from mcpctl.gateway.sessions import Caller, Progress
-from mcpctl.gateway.shares import Share
+from mcpctl.resources.shares import Share
 
 if TYPE_CHECKING:
     from mcpctl.gateway.pool import Pool
@@ -82,6 +88,7 @@ class Relayed:
     idle: anyio.Event | None = None
     bridge: Bridge | None = None              # a 2026 caller: what the upstream asks, parked
     tool: tuple[str, str] | None = None       # a tools/call: (the name the caller used, canonical id)
+    asking: int = 0                           # the upstream's requests of this call awaiting the client
 
     def delivering(self) -> None:
         self.deliveries += 1
@@ -183,9 +190,11 @@ class Asks:
         self.pool = pool
         self.views = views
         self.inflight: dict[str, list[Relayed]] = {}
+        self.concurrent: set[str] = set()     # stdio upstreams seen asking while their calls all waited
         self.parked: dict[str, Parked] = {}
         # each credential's parked calls (`serve --max-parked-per-credential` sets the limit)
-        self.shares: Share[str] = Share(MAX_PARKED, "calls waiting for input", "--max-parked-per-credential")
+        self.shares: Share[str] = Share(MAX_PARKED, "calls waiting for input", "--max-parked-per-credential",
+                                        MAX_PARKED, "(the parked calls' table)")
 
     # -- calls in flight ---------------------------------------------------------------------------
 
@@ -203,9 +212,10 @@ class Asks:
         if calls is not None:
             calls.remove(call)
 
-    def find(self, server: str) -> Any:
+    def find(self, server: str, *, request: bool = False) -> Any:
         """The call an upstream's message belongs to: a `Relayed`, None (outside any call) or
-        AMBIGUOUS (calls of several sessions in flight, no association on the wire)."""
+        AMBIGUOUS (calls of several sessions in flight, no association on the wire). `request`:
+        the message is a request of the upstream (what tells a concurrent asker)."""
         call = CURRENT_CALL.get()
         if call is not None and call.server == server:
             return call
@@ -215,6 +225,11 @@ class Asks:
         calls = self.inflight.get(server)
         if not calls:
             return None
+        running = [c for c in calls if not c.asking]
+        if request and not running and len({c.caller.session_id for c in calls}) == 1:
+            self.concurrent.add(server)         # one session's calls all waited, and it asked again
+        if running and server not in self.concurrent:
+            calls = running
         sid = calls[-1].caller.session_id
         if all(c.caller.session_id == sid for c in calls):
             return calls[-1]
@@ -269,7 +284,7 @@ class Asks:
     async def ask(self, server: str, request: Any) -> Any:
         """One request of upstream `server`: the client's typed answer, or the error for it."""
         method = request.method
-        call = self.find(server)
+        call = self.find(server, request=True)
         if call is AMBIGUOUS:
             log.warning("upstream %s sent %s while clients of several sessions were calling it, over a "
                         "connection that does not say which call it belongs to: refused", server, method)
@@ -292,6 +307,8 @@ class Asks:
             return t.ErrorData(code=INVALID_REQUEST, message=f"{feature(request)} not supported by the client")
         up = self.pool.get(server)
         timeout = up.spec.timeouts.call if up is not None else None
+        if call is not None:
+            call.asking += 1
         try:
             if bridge is not None:
                 raw = await bridge.ask(request)
@@ -306,6 +323,9 @@ class Asks:
         except Exception as e:
             log.warning("relaying %s from %s to the client failed: %s", method, server, e)
             return t.ErrorData(code=INTERNAL_ERROR, message=f"mcpctl could not relay {method}: {e}")
+        finally:
+            if call is not None:
+                call.asking -= 1
 
     # -- 2026 clients: input-required results --------------------------------------------------------
 
@@ -350,9 +370,10 @@ class Asks:
               fresh: dict[str, Any]) -> dict[str, Any]:
         self._expire()
         credential = call.caller.credential
-        if self.shares.full(credential):
-            raise MCPError(code=INVALID_REQUEST, message=self.shares.refusal(credential) + ": answer or "
-                           "abandon some first (each expires after the server's call timeout)")
+        refused = self.shares.refusal(credential)
+        if refused is not None:
+            raise MCPError(code=INVALID_REQUEST, message=refused + ": answer or abandon some first (each "
+                           "expires after the server's call timeout)")
         if len(self.parked) >= MAX_PARKED:     # the credential holding most loses its oldest
             for oldest in self.shares.largest():
                 self._unpark(oldest, cancel=True)

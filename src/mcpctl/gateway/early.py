@@ -42,6 +42,7 @@ from typing import Any, Final
 
 from mcpctl import __version__, paths
 from mcpctl.catalogue import cache
+from mcpctl.gateway.oversize import MAX_MESSAGE_BYTES
 from mcpctl.presentation import paging
 from mcpctl.presentation.catalogue import catalogue_from, load_gateway_config, tools_list_json
 from mcpctl.presentation.view import SessionKey
@@ -299,6 +300,8 @@ class EarlyFront:
                 while (nl := buf.find(b"\n")) >= 0:
                     line, buf = buf[:nl + 1], buf[nl + 1:]
                     self._line(line, state)
+                if len(buf) > MAX_MESSAGE_BYTES:     # the gateway's front refuses it (`oversize`)
+                    break
         except Exception:   # never lose input: whatever was read goes to the gateway
             log.exception("early stdio front failed; the gateway takes over")
             state.done = True

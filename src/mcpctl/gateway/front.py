@@ -42,9 +42,8 @@ from mcpctl.gateway.views import Views
 from mcpctl.presentation.builtins import error_result
 from mcpctl.presentation.catalogue import Catalogue
 from mcpctl.presentation.envelope import envelope
-from mcpctl.presentation.search import Evidence, ToolSearch
+from mcpctl.presentation.search import Evidence
 from mcpctl.presentation.sections import Sections, SectionStore
-from mcpctl.presentation.view import View
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 from mcpctl.upstream.supervisor import Upstream
 
@@ -117,16 +116,8 @@ class Gateway:
     # -- what the parts share, by name (the transports, `run` and tests read these) -------------------
 
     @property
-    def project(self) -> ProjectSpec:
-        return self.views.project
-
-    @property
     def catalogue(self) -> Catalogue:
         return self.views.catalogue
-
-    @property
-    def search(self) -> ToolSearch | None:
-        return self.views.search
 
     @property
     def upstreams(self) -> dict[str, Upstream]:
@@ -135,10 +126,6 @@ class Gateway:
     @property
     def unavailable(self) -> dict[str, str]:
         return self.pool.unavailable
-
-    @property
-    def settled(self) -> bool:
-        return self.pool.settled
 
     def _set_instructions(self, text: str) -> None:
         self.server.instructions = text
@@ -180,10 +167,6 @@ class Gateway:
 
     # -- sessions and the stdio transports ------------------------------------------------------------
 
-    def view_for(self, caller: Caller) -> View:
-        """The pipeline's view for this caller's session and credential."""
-        return self.views.view_for(caller)
-
     def envelope(self, result: dict[str, Any], version: str) -> dict[str, Any]:
         return envelope(result, version in MODERN_PROTOCOL_VERSIONS, self.lists.stamp)
 
@@ -205,9 +188,6 @@ class Gateway:
 
     def new_session_id(self) -> str:
         return new_session_id()
-
-    async def wait_for_unlisted(self) -> None:
-        await self.pool.wait_for_unlisted()
 
     async def call_tool(self, caller: Caller, params: Any) -> dict[str, Any]:
         """Route one tools/call (wire-format params) and return the result (no era envelope)."""

@@ -34,7 +34,6 @@ from mcpctl.gateway.http_guard import (
     Guard,
     HttpLimits,
     Refusals,
-    WholeBody,
     connection_budget,
     deepen_listen_queues,
     guarded_protocol,
@@ -43,6 +42,7 @@ from mcpctl.gateway.sessions import CREDENTIAL_STATE, PROFILE_STATE
 from mcpctl.gateway.shares import SHARE_REFUSED_STATE, SessionShares, refuse
 from mcpctl.resources.store import atomic_write
 from mcpctl.resources.tokens import Credential, TokenIndex
+from mcpctl.sdk import end_http_session, open_http_sessions
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
@@ -130,6 +130,53 @@ class BearerAuth:
 FULL_VIEW: Final = Credential(None, None)
 
 
+# -- request bodies ------------------------------------------------------------------------------------
+
+
+class WholeBody:
+    """Pure ASGI middleware: a POST's body is read whole before the app sees it (at most `limit`
+    bytes, the SDK's own limit: more is 413), so a request that ends mid-body (its client left, or
+    the guard closed it at the body timeout) is a count in the refusal summary instead of the
+    SDK's traceback per request."""
+
+    def __init__(self, app: ASGIApp, note: Callable[[str], None], limit: int) -> None:
+        self.app, self.note, self.limit = app, note, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                self.note("dropped")
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                body = b"Request body too large"
+                await send({"type": "http.response.start", "status": 413, "headers": [
+                    (b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole: MutableMapping[str, Any] | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal whole
+            if whole is not None:
+                message, whole = whole, None
+                return message
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
 # -- DNS-rebinding protection: the Host and Origin headers, parsed strictly ----------------------
 
 _AUTHORITY: Final = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?")
@@ -181,7 +228,11 @@ class HostCheck:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refused = self.allowed(scope.get("headers") or ())
+            headers = scope.get("headers") or ()
+            refused = self.allowed(headers)
+            if refused is None and any(k.lower() in (b"host", b"origin") and v != v.lower() for k, v in headers):
+                # host names are case-insensitive (RFC 9110): the SDK's own check, after this one, is not
+                scope["headers"] = [(k, v.lower() if k.lower() in (b"host", b"origin") else v) for k, v in headers]
             if refused is not None:
                 status, message = refused
                 body = message.encode()
@@ -290,8 +341,8 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
     max_connections, accept_burst = connection_budget(limits.max_connections)
     refusals = Refusals(limits, max_connections)
     manager = gw.server.session_manager
-    per_credential = SessionShares(app, limits.max_sessions_per_credential,
-                                   lambda: manager._server_instances, refusals.note)
+    per_credential = SessionShares(app, limits.max_sessions_per_credential, lambda: open_http_sessions(manager),
+                                   refusals.note, limits.max_sessions, lambda sid: end_http_session(manager, sid))
     gw.asks.shares.limit = limits.max_parked_per_credential
     auth = BearerAuth(WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE), token,
                       TokenIndex(gw.project_name))

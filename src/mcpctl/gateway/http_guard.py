@@ -7,7 +7,7 @@ the header timeout and its body within the body timeout, connections are capped
 (`connection_budget`, within the open-file limit), those that have not yet shown the token are
 capped lower (`unauthenticated_cap`), the oldest closed first unless its authorised request
 already waits unread (`buffered_head`), and those that have are counted in their credential's
-share (`shares.Share`). Refusals are counted and logged one line per burst (`Refusals`,
+share (`resources.shares.Share`). Refusals are counted and logged one line per burst (`Refusals`,
 `CountLogRecords`). `http.serve_http` wires it into uvicorn.
 """
 
@@ -22,7 +22,8 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
-from mcpctl.gateway.shares import SHARE_REFUSED_STATE, Share
+from mcpctl.gateway.shares import SHARE_REFUSED_STATE
+from mcpctl.resources.shares import Share
 
 if TYPE_CHECKING:
     from mcpctl.resources.tokens import Credential
@@ -86,9 +87,13 @@ class Refusals:
             "sessions": f"new sessions refused at {limits.max_sessions} (503)",
             "body": f"no complete request body within {limits.body_timeout:g} s",
             "share": f"requests over a credential's {limits.max_connections_per_credential} busy connections (429)",
+            "pool": "requests over the tokens' three quarters of the connections (429)",
+            "over-floor": "connections of the token holding most closed for a new one at the cap",
+            "session-evicted": "sessions of the token holding most ended for a new one at --max-sessions",
             "share-idle": "idle connections closed for a new request of their credential",
             "idle": f"idle connections closed for a new one at {max_connections}",
             "session-share": f"new sessions over a credential's {limits.max_sessions_per_credential} (429)",
+            "session-pool": "new sessions over the tokens' three quarters of the sessions (429)",
             "dropped": "requests ended mid-body (by the client, or at the body timeout)",
         }
         self.counts: Counter[str] = Counter()
@@ -149,53 +154,6 @@ class CountLogRecords(logging.Filter):
         return True
 
 
-# -- request bodies ------------------------------------------------------------------------------------
-
-
-class WholeBody:
-    """Pure ASGI middleware: a POST's body is read whole before the app sees it (at most `limit`
-    bytes, the SDK's own limit: more is 413), so a request that ends mid-body (its client left, or
-    the guard closed it at the body timeout) is a count in the refusal summary instead of the
-    SDK's traceback per request."""
-
-    def __init__(self, app: ASGIApp, note: Callable[[str], None], limit: int) -> None:
-        self.app, self.note, self.limit = app, note, limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                self.note("dropped")
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                body = b"Request body too large"
-                await send({"type": "http.response.start", "status": 413, "headers": [
-                    (b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close")]})
-                await send({"type": "http.response.body", "body": body})
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        whole: MutableMapping[str, Any] | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-
-        async def replay() -> MutableMapping[str, Any]:
-            nonlocal whole
-            if whole is not None:
-                message, whole = whole, None
-                return message
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-
 # -- the connection guard --------------------------------------------------------------------------
 
 
@@ -212,11 +170,14 @@ class Guard:
         self.open = 0
         self.unauthenticated: OrderedDict[GuardedH11Protocol, None] = OrderedDict()   # oldest first
         self.shares: Share[GuardedH11Protocol] = Share(limits.max_connections_per_credential, "busy connections",
-                                                       "--max-connections-per-credential")
+                                                       "--max-connections-per-credential", max_connections,
+                                                       "--max-connections")
 
     def make_room(self) -> bool:
         """At the cap: close the oldest connection that has not shown the token, else the oldest
-        idle one of the credential holding most; False if there is none."""
+        idle one of the credential holding most, else (the reserve used up: many tokens) the oldest
+        connection of the token holding most, when it holds more than its floor; False if there is
+        none. (The new connection's token is not known yet: a flooder's own is what it closes.)"""
         if self.evict_oldest():
             return True
         for conn in self.shares.largest():
@@ -224,22 +185,29 @@ class Guard:
                 self.refusals.note("idle")
                 conn.drop()
                 return True
+        for conn in self.shares.over_floor(None):
+            self.refusals.note("over-floor")
+            conn.drop()
+            return True
         return False
 
     def admit(self, conn: GuardedH11Protocol, credential: str) -> str | None:
-        """Count `conn`, whose new request showed `credential`, in that credential's share; over it,
-        close the credential's oldest idle connection, or (all busy) say why this request is refused."""
+        """Count `conn`, whose new request showed `credential`, in that credential's share; over it
+        (or over the tokens' pool), close the credential's oldest idle connection, or (all busy) say
+        why this request is refused."""
         if conn.credential is not None and conn.credential != credential:
             self.shares.discard(conn.credential, conn)
+            conn.credential = None
         held = self.shares.of(credential)
-        if conn not in held and self.shares.full(credential):
-            idle = next((c for c in held if not c.busy()), None)
-            if idle is None:
-                self.refusals.note("share")
-                conn.credential = None
-                return self.shares.refusal(credential)
-            self.refusals.note("share-idle")
-            idle.drop()
+        if conn not in held:
+            refused = self.shares.refusal(credential)
+            if refused is not None:
+                idle = next((c for c in held if not c.busy()), None)
+                if idle is None:
+                    self.refusals.note("share" if self.shares.count(credential) >= self.shares.limit else "pool")
+                    return refused
+                self.refusals.note("share-idle")
+                idle.drop()
         conn.credential = credential
         self.shares.add(credential, conn)
         return None

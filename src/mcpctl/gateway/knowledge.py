@@ -8,7 +8,9 @@ fresh, and answered with the calling client's own model when it lends one.
 - **When**: a background loop (`run`) syncs when a server's listing changes (`listing_changed`,
   after `resources/list_changed` re-lists it), when a resource it reads is reported updated
   (`updated`: `resources/updated` reaches the gateway for URIs some client subscribed to), and
-  otherwise every `ask.refreshSeconds`, when everything indexed is read again. An `ask` first
+  otherwise every `ask.refreshSeconds`, when everything indexed is read again. Updates are
+  coalesced per URI: one reported updated is read again at most once every `REREAD_S` (a chatty
+  upstream's thousands of `resources/updated` a second cost one read of each URI per interval). An `ask` first
   reads what is listed but not indexed yet (bounded by `ASK_SYNC_S`), so a note created a moment
   ago is found as soon as its server has listed it.
 - **Who sees what**: `search` takes the servers the caller's view admits (`View.servers`:
@@ -46,6 +48,7 @@ log = logging.getLogger("mcpctl.gateway")
 Read = Callable[[str, str], Awaitable[dict[str, Any]]]    # (server, upstream uri) -> resources/read result
 ASK_SYNC_S: Final = 10.0          # an ask waits at most this long for resources not read yet
 READERS: Final = 4                # resources read at once
+REREAD_S: Final = 2.0             # a resource reported updated is read again at most this often
 SAMPLING_S: Final = 120.0         # how long the client's model may take
 
 
@@ -98,9 +101,19 @@ class Knowledge:
                     await anyio.to_thread.run_sync(self.index.ranker)     # the first ask finds it built
             except Exception:
                 log.exception("indexing resources for ask failed")
-            with anyio.move_on_after(self.settings.refresh_seconds):
+            with anyio.move_on_after(self._next_due()):
                 await self._kick.wait()
             self._kick = anyio.Event()
+
+    def _due(self, key: tuple[str, str], now: float) -> float:
+        """When an updated resource may be read again (coalescing its updates)."""
+        return self.read_at.get(key, -REREAD_S) + REREAD_S - now
+
+    def _next_due(self) -> float:
+        """How long the loop may sleep: until the next refresh, or the first updated resource due."""
+        now = time.monotonic()
+        waits = [max(0.0, self._due(k, now)) for k in self.dirty] if self.settings.enabled else []
+        return min([self.settings.refresh_seconds, *waits])
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -122,8 +135,9 @@ class Knowledge:
                 self.index.keep_only(server, {u for s, u in listed if s == server})
             for key in [k for k in self.read_at if k not in listed]:
                 self.read_at.pop(key, None)
+            self.dirty.intersection_update(listed)
             now = time.monotonic()
-            todo = [k for k in listed if k not in self.read_at or k in self.dirty
+            todo = [k for k in listed if k not in self.read_at or (k in self.dirty and self._due(k, now) <= 0)
                     or (stale_after is not None and now - self.read_at[k] >= stale_after)]
             if not todo:
                 return 0

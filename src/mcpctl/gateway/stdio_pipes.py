@@ -13,11 +13,13 @@ import os
 import select
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import mcp.types as types
 from mcp.shared.message import SessionMessage
 
+from mcpctl.gateway import oversize
 from mcpctl.gateway.early import PARSE_ERROR_LINE, Handover
 from mcpctl.sdk import create_context_streams
 from mcpctl.upstream.stdio import Coalescer
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpctl.gateway")
 
-_LINE_LIMIT: Final = 512 * 1024 * 1024
 _HIGH_WATER: Final = 4 * 1024 * 1024
 
 
@@ -56,6 +57,39 @@ def _not_json(exc: Exception) -> bool:
         return callable(errors) and any(e.get("type") == "json_invalid" for e in errors())
     except Exception:
         return False
+
+
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A line over `oversize.MAX_MESSAGE_BYTES`: its size and its first and last bytes only."""
+
+    size: int
+    head: bytes
+    tail: bytes
+
+
+async def next_line(reader: asyncio.StreamReader) -> bytes | Oversized:
+    """The next line (b"" at EOF; the last one may lack its newline), or, past the reader's limit
+    (`oversize.MAX_MESSAGE_BYTES`), the rest of that line read and dropped chunk by chunk."""
+    try:
+        return await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError as e:
+        return e.partial
+    except asyncio.LimitOverrunError as e:
+        first = await reader.read(max(1, e.consumed))
+    size, head, tail = len(first), first[:oversize.KEEP], first[-oversize.KEEP:]
+    while True:
+        try:
+            chunk = await reader.readuntil(b"\n")
+            done = True
+        except asyncio.IncompleteReadError as e:
+            chunk, done = e.partial, True
+        except asyncio.LimitOverrunError as e:
+            chunk, done = await reader.read(max(1, e.consumed)), False
+        size += len(chunk)
+        tail = (tail + chunk)[-oversize.KEEP:]
+        if done:
+            return Oversized(size, head, tail.rstrip(b"\r\n"))
 
 
 class Pump:
@@ -100,16 +134,18 @@ class Pump:
                 elif self.hot is not None:
                     self.hot.observe(line)
             while True:
-                try:
-                    line = await self.reader.readline()
-                except (ValueError, asyncio.LimitOverrunError) as e:
-                    await self.read_writer.send(ValueError(f"message too large: {e}"))
+                got = await next_line(self.reader)
+                if isinstance(got, Oversized):
+                    answer, note = oversize.refusal(got.size, got.head, got.tail)
+                    log.warning("%s", note)
+                    if answer is not None:
+                        self.out.write(answer)
                     continue
-                if not line:
+                if not got:
                     return
-                if not line.strip():
+                if not got.strip():
                     continue
-                await self.handle(line)
+                await self.handle(got)
 
     def _answered_early(self, message: Any, data: str) -> bool:
         """Whether `message` replies to a request the early front answered already (then it is dropped)."""
@@ -174,7 +210,7 @@ def restore_stdio(saved_in: int, saved_out: int) -> None:
 async def connect_pipes(in_fd: int, out_fd: int, handover: Handover) -> tuple[
         asyncio.StreamReader, asyncio.StreamWriter, asyncio.ReadTransport, asyncio.WriteTransport]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    reader = asyncio.StreamReader(limit=oversize.MAX_MESSAGE_BYTES)
     if handover.tail:
         reader.feed_data(handover.tail)
     if handover.eof:

@@ -33,6 +33,7 @@ READ_RESULT_CANONICAL_ID: Final = "mcpctl/read_result"
 ASK_CANONICAL_ID: Final = "mcpctl/ask"
 MAX_TOP_K: Final = 20
 ALWAYS_LOAD: Final = "anthropic/alwaysLoad"   # Claude Code keeps these loaded when it defers tools
+GATEWAY_META: Final = frozenset({ALWAYS_LOAD})  # tool _meta keys the gateway sets, never taken from upstreams
 
 _READ_ONLY: Final = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True,
                      "openWorldHint": False}

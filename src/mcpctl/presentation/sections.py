@@ -18,9 +18,12 @@ call only, and read with the built-in `read_result(result_id, section)`.
 - **What passes untouched.** Images, audio, embedded resources and resource links; and
   `structuredContent`, so a tool with an `outputSchema` still validates in the client (clients
   that hand the model the structured result see it whole; the text blocks are what is cut).
-- **Where it is kept.** `SectionStore`: memory, a byte cap and an expiry, oldest evicted first;
-  an evicted result's owner is told it was evicted, and anyone else (another session or
-  credential, an unknown id) gets the same "no such result" answer.
+- **Where it is kept.** `SectionStore`: memory, a byte cap and an expiry; an evicted result's
+  owner is told it was evicted, and anyone else (another session or credential, an unknown id)
+  gets the same "no such result" answer. The cap is shared by credentials, not a first-come pool:
+  room is made from the credential holding most (counting the new result as its owner's), its
+  oldest result first, so one credential's results evict another's only while that other holds
+  more; alone, a credential may use the whole cap.
 """
 
 from __future__ import annotations
@@ -299,7 +302,8 @@ class SectionError(LookupError):
 
 @dataclass
 class SectionStore:
-    """Cut results in memory: at most `max_bytes`, each for `ttl` seconds, oldest evicted first."""
+    """Cut results in memory: at most `max_bytes`, each for `ttl` seconds; room is made from the
+    credential holding most, its oldest result first (see the module docstring)."""
 
     max_bytes: int = DEFAULT_KEEP_MEGABYTES * 1024 * 1024
     ttl: float = DEFAULT_KEEP_MINUTES * 60.0
@@ -307,10 +311,16 @@ class SectionStore:
     _items: OrderedDict[str, Stored] = field(default_factory=OrderedDict)
     _evicted: OrderedDict[str, tuple[Owner, str]] = field(default_factory=OrderedDict)
     _bytes: int = 0
+    _held: dict[str | None, int] = field(default_factory=dict)          # credential -> bytes kept
+    _owned: dict[str | None, OrderedDict[str, None]] = field(default_factory=dict)   # ... its ids, oldest first
 
     @property
     def used(self) -> int:
         return self._bytes
+
+    def held(self, credential: str | None) -> int:
+        """Bytes kept for one credential."""
+        return self._held.get(credential, 0)
 
     def put(self, owner: Owner, text: str, cut: Cut) -> str | None:
         """Keep `text` for `owner`; its result id, or None when it alone is over the byte cap."""
@@ -318,11 +328,17 @@ class SectionStore:
         if size > self.max_bytes:
             return None
         self._expire()
+        credential = owner[1]
         while self._items and self._bytes + size > self.max_bytes:
-            self._drop(next(iter(self._items)), "evicted to make room for newer results")
+            victim = max(self._owned, key=lambda c: self._held[c] + (size if c == credential else 0))
+            why = "evicted to make room for newer results" if victim == credential else \
+                "evicted to make room for the results of a credential holding less"
+            self._drop(next(iter(self._owned[victim])), why)
         rid = "r" + secrets.token_hex(8)
         self._items[rid] = Stored(owner, text, cut, size, self.clock() + self.ttl)
         self._bytes += size
+        self._held[credential] = self._held.get(credential, 0) + size
+        self._owned.setdefault(credential, OrderedDict())[rid] = None
         return rid
 
     def read(self, owner: Owner, result_id: str, section: int) -> tuple[str, int]:
@@ -353,6 +369,13 @@ class SectionStore:
     def _drop(self, rid: str, why: str) -> None:
         item = self._items.pop(rid)
         self._bytes -= item.size
+        credential = item.owner[1]
+        self._held[credential] -= item.size
+        owned = self._owned[credential]
+        del owned[rid]
+        if not owned:
+            del self._owned[credential]
+            del self._held[credential]
         self._evicted[rid] = (item.owner, why)
         while len(self._evicted) > MAX_REMEMBERED_EVICTIONS:
             self._evicted.popitem(last=False)

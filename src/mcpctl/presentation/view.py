@@ -44,6 +44,7 @@ from mcpctl.presentation.builtins import (
     BEGIN_SESSION,
     BUILTIN_NAMES,
     CALL_TOOL,
+    GATEWAY_META,
     SEARCH_TOOL,
     ask_definition,
     begin_session_definition,
@@ -352,9 +353,18 @@ def _expected_name(table: NameTable, project: ProjectSpec, cid: str) -> str:
 
 
 def _listed(tool: CatalogueTool, name: str, *, always_load: bool) -> dict[str, Any]:
+    """A tool as listed under `name`; the `_meta` keys the gateway itself sets (`GATEWAY_META`:
+    `anthropic/alwaysLoad`) are the gateway's only: an upstream's own are never passed on, so an
+    approved server cannot later make its tools always loaded in the client without review."""
     item = {**tool.wire, "name": name}
+    meta = item.get("_meta")
+    if isinstance(meta, dict) and not GATEWAY_META.isdisjoint(meta):
+        meta = {k: v for k, v in meta.items() if k not in GATEWAY_META}
+        if meta:
+            item["_meta"] = meta
+        else:
+            del item["_meta"]
     if always_load:
-        meta = item.get("_meta")
         item["_meta"] = {**meta, ALWAYS_LOAD: True} if isinstance(meta, dict) else {ALWAYS_LOAD: True}
     return item
 

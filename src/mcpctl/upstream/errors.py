@@ -48,7 +48,7 @@ def describe_error(exc: BaseException) -> str:
         return f"{exc.message} (code {exc.code})"
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
-    text = str(exc) or type(exc).__name__
+    text = " ".join(str(exc).split()) or type(exc).__name__      # one line, whatever the error's own lines
     return text if len(text) < 300 else text[:300] + "…"
 
 

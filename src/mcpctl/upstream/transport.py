@@ -24,11 +24,16 @@ and for a stdio server the raw channel calls are relayed through (`stdio_upstrea
 
 A server that cannot be started as configured (no command or url, a reference that does not
 resolve, a command not found) raises `ConfigError`, which the supervisor does not retry.
+
+What a remote server sends is the server's to choose: the SDK's transports log a traceback for a
+malformed message or an endpoint on another origin, once per reconnect; here each is one line
+(`OneLine`), beside the supervisor's own ("transport error", "down … restarting in").
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import time
@@ -51,6 +56,25 @@ STDERR_ROTATE_BYTES: Final = 10 * 1024 * 1024   # per file; one backup (`.log.1`
 # The SDK starts a stdio server with a minimal environment (HOME, PATH, USER, ...); these say where
 # mcpctl's store is, and a server's own spec.env still wins.
 LOCATION_ENV: Final = ("MCPCTL_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+
+
+class OneLine(logging.Filter):
+    """A record carrying an exception becomes one line, the exception's type and first line: what
+    an upstream sends (a hostile SSE server's garbage, another origin) is no traceback of ours. A
+    `SignInRequired` is left as it is (`auth.provider` drops those)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and type(exc).__name__ != "SignInRequired":
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            record.msg, record.args = f"{record.getMessage()}: {type(exc).__name__}: {first}", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+_ONE_LINE: Final = OneLine()
+for _name in ("mcp.client.sse", "mcp.client.streamable_http"):
+    logging.getLogger(_name).addFilter(_ONE_LINE)
 
 
 def upstream_log_path(server: str) -> Path:
