@@ -19,10 +19,17 @@ fallback to bm25.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Final
+
+# One BLAS thread unless the user says otherwise (vectors.py says why): set before numpy is first
+# imported, which may be here.
+if "numpy" not in sys.modules:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
