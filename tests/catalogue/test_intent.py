@@ -49,11 +49,13 @@ def test_a_request_without_an_action_verb_has_none(query: str) -> None:
 
 
 @pytest.mark.parametrize(("query", "text", "values"), [
-    ("peek inside docker-compose.yml", "peek inside file", {"path", "specific"}),
-    ("view the photo holiday.jpg", "view the photo image file image", {"path", "specific"}),
-    ("fetch the contents of /etc/hosts", "fetch the contents of file", {"path", "specific"}),
+    ("peek inside docker-compose.yml", "peek inside file yml", {"path", "specific"}),
+    ("view the photo holiday.jpg", "view the photo image file jpg image", {"path", "specific"}),
+    ("when was notes.txt created", "when was file txt created", {"path", "specific"}),    # not about notes
+    ("fetch the contents of /etc/hosts", "fetch the contents of etc file", {"path", "specific"}),
+    ("sum the column in /root/excel/sales.xlsx", "sum the column in root excel file xlsx", {"path", "specific"}),
     ("open https://docs.python.org/3/ and tell me what it says",
-     "open web page url and tell me what it says web page url internet", {"url", "specific"}),
+     "open https docs.python.org 3 web page url and tell me what it says web page url internet", {"url", "specific"}),
     ("mail bob@example.com the report", "mail email address the report", {"email", "specific"}),
     ("convert 3pm Pacific to Berlin time", "convert 3pm Pacific to Berlin time", {"time", "specific"}),
     ("e.g. Dr. Smith said v1.2.3 is out", "e.g. Dr. Smith said v1.2.3 is out", set()),   # not files

@@ -247,8 +247,15 @@ _FORMATS: Final = {"uri": URL, "url": URL, "iri": URL, "uri-reference": URL, "da
                    "email": EMAIL, "idn-email": EMAIL}
 
 
+def _folders(path: str) -> str:
+    """The folder names of a path (`/root/excel/sales.xlsx` -> `root excel`), without its last part."""
+    return " ".join(p for p in path.split("/")[:-1] if p not in ("", ".", "..", "~"))
+
+
 def _values(query: str) -> tuple[str, frozenset[str]]:
-    """The query with each value replaced by words of its kind, and the kinds found."""
+    """The query with each value said as words of its kind: a file by its folders and format (a
+    file's own name says nothing of which tool fits, and misleads: "notes.txt" is not about notes),
+    a URL whole and as a web page; and the kinds found."""
     kinds: set[str] = set()
 
     def replace(kind: str, words: str) -> Any:
@@ -256,8 +263,18 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
             ext = m.group(1).lower() if kind == PATH and m.lastindex and m.group(1) else None
             if ext is not None and ext not in EXTENSIONS:
                 return m.group(0)          # "e.g.", "v1.2.3", "Dr. Smith": not a file
+            if kind == PATH and ext is None:                 # /root/excel/sales.xlsx
+                last = m.group(0).rsplit("/", 1)[-1].rsplit(".", 1)
+                ext = last[1].lower() if len(last) == 2 and last[1].lower() in EXTENSIONS else None
             kinds.add(kind)
-            return f" {MEDIA[ext]} file " if ext in MEDIA else f" {words} "
+            if kind == URL:              # every word of it: the host and the path say which service
+                return f" {re.sub(r'[/:?#=&]+', ' ', m.group(0))} {words} "
+            if kind != PATH:
+                return f" {words} "
+            where = _folders(m.group(0))     # the folders say what is there; the file's own name does not
+            if ext is not None:
+                return f" {where} {MEDIA[ext]} file {ext} " if ext in MEDIA else f" {where} {words} {ext} "
+            return f" {where} {words} "
         return sub
 
     text = _EMAIL_RE.sub(replace(EMAIL, "email address"), query)
@@ -266,7 +283,7 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     if _CLOCK_RE.search(text):
         kinds.add(TIME)
     kinds.add(_scope(query, bool(kinds)))
-    if _MEDIA_WORD_RE.search(text):          # "this screenshot png": a file of that kind
+    if PATH not in kinds and _MEDIA_WORD_RE.search(text):      # "this screenshot png": a file of that kind
         kinds.add(PATH)
         text = _MEDIA_WORD_RE.sub(lambda m: f"{m.group(0)} {MEDIA[m.group(0).lower()]} file", text)
     return re.sub(r"\s+", " ", text).strip(), frozenset(kinds) - {""}
