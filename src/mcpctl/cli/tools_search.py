@@ -126,8 +126,10 @@ def _explain_header(query: str, learned: Any) -> str:
     intent = understand(query)
     action = f"{intent.action.effect} ({intent.action.words!r})" if intent.action else "none (ranked as before)"
     parts = [f"request: action {action}"]
+    said = {"path": "a file", "url": "a URL", "email": "an email address", "time": "a clock time",
+            "specific": "a particular thing", "everything": "everything"}
     if intent.values:
-        parts.append(f"values: {', '.join(sorted(intent.values))}")
+        parts.append("about " + ", ".join(said.get(v, v) for v in sorted(intent.values)))
     if intent.text != query:
         parts.append(f"ranked as {intent.text!r}")
     if learned:
