@@ -418,6 +418,7 @@ class IntentStage:
         self._known = (frozenset().union(*self.kinds) if self.kinds else frozenset()) | {SPECIFIC, EVERYTHING}
         self._factors: dict[tuple[str | None, frozenset[str]], list[float] | None] = {}
         self._array: Any = None
+        self._arrays: dict[int, tuple[list[float], Any]] = {}     # the factors as numpy arrays
 
     def factors(self, intent: Intent) -> list[float] | None:
         """One factor per tool, or None when the intent changes nothing."""
@@ -459,11 +460,15 @@ class IntentStage:
         factors = self.factors(intent)
         if factors is None:
             return scores
+        key = id(factors)
+        weights = self._arrays.get(key)
+        if weights is None or weights[0] is not factors:
+            weights = self._arrays[key] = (factors, np.asarray(factors, dtype=np.float32))
         if self._array is None or len(self._array) != len(self.effects):
             # effects trusted enough for the read rule; -1 for the others
             self._array = np.array([EFFECTS.index(e) if e and t >= CAP_TRUST else -1
                                     for e, t in zip(self.effects, self.trust, strict=True)], dtype=np.int64)
-        out = scores * np.asarray(factors, dtype=scores.dtype)
+        out = scores * weights[1]
         if self.demoted(intent) and len(scores):
             effect = self._array
             reading = (effect == 0) & (scores >= MATCHING_SHARE * scores.max())

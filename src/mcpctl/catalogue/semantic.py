@@ -149,6 +149,7 @@ class HybridRanker:
         self.learned_vectors: np.ndarray | None = None      # one row per (tool, learned query)
         self._prototypes: np.ndarray | None = None          # per learned tool: its queries' mean
         self._learned_tools = np.zeros(0, dtype=np.int64)
+        self._learned_starts = np.zeros(0, dtype=np.int64)
         self._unlearned: HybridRanker | None = None
         self._done = threading.Event()
         self._stop = threading.Event()
@@ -183,6 +184,9 @@ class HybridRanker:
             proto = np.zeros((len(self.ids), rows.shape[1]), dtype=np.float32)
             np.add.at(proto, self._learned_owner, rows)
             self._learned_tools = np.unique(self._learned_owner)
+            # a tool's rows are together (built tool by tool): where each tool's rows start
+            owner = self._learned_owner
+            self._learned_starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
             kept = proto[self._learned_tools]
             self._prototypes = kept / np.maximum(np.linalg.norm(kept, axis=1, keepdims=True), 1e-12)
             self.learned_vectors = rows
@@ -228,7 +232,8 @@ class HybridRanker:
         if learned is None:
             return None
         near = np.zeros(len(self.ids), dtype=np.float32)
-        np.maximum.at(near, self._learned_owner, learned @ self._query_vector(query))
+        closest = np.maximum.reduceat(learned @ self._query_vector(query), self._learned_starts)
+        near[self._learned_tools] = np.maximum(closest, 0.0)
         out: np.ndarray = near ** 3
         return out
 
