@@ -139,3 +139,31 @@ def test_eval_from_log_needs_a_project(runner: CliRunner) -> None:
     assert runner.invoke(app, ["eval", "--from-log"]).exit_code == 2
     result = runner.invoke(app, ["eval", "--from-log", "-p", "nope"])
     assert result.exit_code == 3 and "project 'nope' not found" in result.stderr
+
+
+def test_eval_from_log_split_time_learns_from_the_older_pairs_and_scores_the_newer(runner: CliRunner) -> None:
+    """`--split time`: the newest third scored without and with what the older two thirds teach
+    (here: "squirrel away" means writing a file, which no tool says)."""
+    _project("p", ["fs", "web"], {"recordQueries": True, "ranker": "bm25"})
+    cache.write_server_tools("fs", FS_TOOLS)
+    cache.write_server_tools("web", WEB_TOOLS)
+    _record("p", [("squirrel away my notes", "fs/write_file")] * 4 + [("squirrel away my list", "fs/write_file")] * 2)
+    result = runner.invoke(app, ["eval", "--from-log", "-p", "p", "--split", "time", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    before, after = json.loads(result.stdout)
+    assert (before["split"], before["queries"], before["learned"]) == ("time", 2, "nothing")
+    assert after["learned"].startswith("4 older pairs (4 uses of 1 tools)")
+    assert before["metrics"]["R@1"] < after["metrics"]["R@1"] == 1.0
+
+
+def test_eval_learn_scores_the_test_portion_after_learning_from_dev(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["eval", "-d", META, "-r", "bm25", "--learn", "3", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    assert row["split"] == "test" and row["learned"].startswith("3/tool from dev (next: ")
+    plain = json.loads(runner.invoke(app, ["eval", "-d", META, "-r", "bm25", "-o", "json"]).stdout)[0]
+    assert row["metrics"]["R@5"] >= plain["metrics"]["R@5"]
+    bad = runner.invoke(app, ["eval", "-d", META, "--learn", "3", "--split", "dev"])
+    assert bad.exit_code == 2 and "would score what it learned from" in bad.output
+    bad = runner.invoke(app, ["eval", "-d", META, "--learn", "3", "--attach", "all"])
+    assert bad.exit_code == 2
