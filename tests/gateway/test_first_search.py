@@ -112,5 +112,5 @@ def test_create_server_and_tools_list_index_the_tools_for_search(kit: Kit, runne
     r = runner.invoke(app, ["tools", "list", "--project", "p", "--refresh", "-o", "name"])
     assert r.exit_code == 0, r.output
     view = cached_catalogue("p").view()
-    texts, _ = semantic.index_texts(_docs({t.canonical_id: t for t in view.searchable}))
+    texts = semantic.index_texts(_docs({t.canonical_id: t for t in view.searchable}))[0]
     assert len(texts) > len(calc) and semantic.uncached(key, texts) == 0
