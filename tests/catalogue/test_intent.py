@@ -51,8 +51,9 @@ def test_a_request_without_an_action_verb_has_none(query: str) -> None:
 @pytest.mark.parametrize(("query", "text", "values"), [
     ("peek inside docker-compose.yml", "peek inside file yml", {"path", "specific"}),
     ("view the photo holiday.jpg", "view the photo image file jpg image", {"path", "specific"}),
-    ("when was notes.txt created", "when was file txt created", {"path", "specific"}),    # not about notes
-    ("fetch the contents of /etc/hosts", "fetch the contents of etc file", {"path", "specific"}),
+    ("when was notes.txt created", "when was file txt created modified creation time metadata",
+     {"path", "specific"}),                                                      # not about notes
+    ("fetch the contents of /etc/hosts", "fetch the contents of etc file contents read", {"path", "specific"}),
     ("sum the column in /root/excel/sales.xlsx", "sum the column in root excel file xlsx", {"path", "specific"}),
     ("open https://docs.python.org/3/ and tell me what it says",
      "open https docs.python.org 3 web page url and tell me what it says web page url internet", {"url", "specific"}),
@@ -65,6 +66,61 @@ def test_a_request_without_an_action_verb_has_none(query: str) -> None:
 def test_values_are_ranked_as_their_kind(query: str, text: str, values: set[str]) -> None:
     intent = understand(query)
     assert (intent.text, set(intent.values)) == (text, values)
+
+
+@pytest.mark.parametrize(("query", "text"), [
+    # dotfiles and the files known without an extension are files, not words
+    ("check what's in .env.example", "check what's in file"),
+    ("I need the text of LICENSE", "I need the text of file contents read"),
+    ("build the Dockerfile", "build the file"),
+    # several files named: a tool that reads several at once
+    ("go through main.py, utils.py and tests.py for me",
+     "go through file py , file py and file py for me multiple files"),
+    # a folder written with its slash is a folder; a folder named beside one file is not "multiple"
+    ("move a.txt into backup/", "move file txt into backup directory"),
+    ("show me what's inside /var/www/", "show me what's inside var www directory"),
+])
+def test_files_folders_and_several_files_are_said_as_such(query: str, text: str) -> None:
+    intent = understand(query)
+    assert intent.text == text and "path" in intent.values
+
+
+@pytest.mark.parametrize(("query", "added"), [
+    ("Omar reports to Julia, remember that relationship", "relation relations"),
+    ("remove the link between Omar and Julia", "relation relations"),
+    ("what time is it in Tokyo right now", "current"),
+    ("is it already evening in Dubai?", "current time"),
+    ("give me the whole structure of the project folder, nested", "tree recursive"),
+    ("which files in this folder are the biggest", "sizes size"),
+    ("find my notes that mention the dentist", "search matching"),
+    ("what does README.md say", "contents read"),
+    ("put report.pdf into the archive folder", "move"),
+    ("how many kilometres is 26.2 miles", "convert units"),
+    ("convert 180 pounds to kg", "convert units"),
+    ("when did I last modify notes.md", "modified creation time metadata"),
+    ("is there a file called Dockerfile somewhere in the repo", "search find"),
+    ("fix the typo 'recieve' in docs/intro.md", "edit lines"),
+    ("forget Max entirely", "entities whole"),
+    ("drop the fact that Carl lives in Berlin", "observations"),
+])
+def test_words_people_use_add_the_words_tools_use(query: str, added: str) -> None:
+    assert understand(query).text.endswith(added)
+
+
+@pytest.mark.parametrize("query", ["the mile is long", "a note about my plans", "what's in the box",
+                                   "put the kettle on"])
+def test_a_single_unit_or_a_plain_request_adds_nothing(query: str) -> None:
+    assert understand(query).text == query
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("add 'buy batteries' to the body of note 12", "add … part of"),
+    ("delete line 12 of app.py", "delete … part of"),
+    ("tag note 9 as urgent", "tag"),
+])
+def test_adding_to_or_taking_from_a_part_changes_it(query: str, words: str) -> None:
+    action = understand(query).action
+    assert action is not None and (action.effect, action.words) == (CHANGES, words)
 
 
 def test_parameters_say_which_values_a_tool_takes() -> None:

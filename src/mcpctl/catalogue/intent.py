@@ -34,177 +34,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-from mcpctl.catalogue.effect import (
-    CHANGE,
-    CHANGES,
-    DELETE,
-    DELETES,
-    EFFECT_OF_VERB,
-    EFFECTS,
-    READ,
-    READS,
-    RECORD,
-    RECORDS,
-    RUN,
-    RUNS,
-    stem_of,
-)
+from mcpctl.catalogue.action import Action, request_action
+from mcpctl.catalogue.effect import CHANGES, DELETES, EFFECTS, READS, RECORDS, RUNS
 
-# -- the action of a request ------------------------------------------------------------------------
+__all__ = ["ACTION_WEIGHTS", "CAP_TRUST", "MATCHING_SHARE", "VALUE_BOOST", "Action", "Intent", "IntentStage",
+           "param_kinds", "request_action", "understand"]
 
-# Multi-word phrases first (a phrase beats its first word: "get rid of" deletes, "get" reads), then
-# single verbs; matched on lowercased words at the start of a clause, after filler.
-_PHRASES_BY_KIND: Final = {
-    DELETE: ("get rid of", "take out", "throw away", "clean out", "clean up"),
-    RECORD: ("keep in mind", "keep track", "keep a record", "keep a note", "make a note", "take a note",
-             "take note", "write down", "jot down", "note down", "note that", "set up", "bear in mind",
-             "back up", "dump this", "dump these", "dump it", "put down", "sign up"),
-    CHANGE: ("turn on", "turn off", "switch on", "switch off", "fill in", "mark as", "swap out"),
-    RUN: ("kick off", "fire off", "spin up"),
-    READ: ("look up", "look at", "look through", "look for", "look into", "look inside", "pull up", "bring up",
-           "let me see", "let me know", "tell me", "give me", "show me", "send me", "find out", "dig up",
-           "read out", "read back", "check out", "read me", "what's in", "whats in", "what is in"),
-}
-_VERBS_BY_KIND: Final = {
-    DELETE: "delete remove erase drop forget wipe scrub purge discard trash unlink clear destroy cancel "
-            "uninstall revoke",
-    RECORD: "remember memorize memorise store save record log note jot create make add put register capture "
-            "write insert append bookmark keep",
-    CHANGE: "update change modify edit fix correct rename move relocate replace set adjust tweak overwrite "
-            "enable disable toggle mark rewrite revise amend",
-    RUN: "run execute start launch trigger kick send email post publish notify message invoke stop restart "
-         "deploy simulate research",
-    READ: "show display view see read open peek print list find search locate look check inspect get fetch "
-          "retrieve grab pull tell give count compare convert calculate compute sum total average measure "
-          "hash diff extract match summarize summarise translate browse explore describe dump download scrape "
-          "echo repeat return lookup verify review recall know multiply divide subtract test",
-}
+
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
-
-
-_QUESTION_WORDS: Final = _words("what what's whats which who who's whom whose when where where's why how "
-                                   "how's")
-_AUXILIARIES: Final = _words("is are was were am do does did have has had can could would will should "
-                                "shall may might isn't aren't wasn't weren't don't doesn't didn't haven't "
-                                "hasn't")
-_POLITE_AUX: Final = frozenset({"can", "could", "would", "will"})
-# Set aside before a clause's verb: politeness, hedges, who is asked.
-_LEAD_FILLER: Final = _words(
-    "please pls plz kindly just now then also quickly first and so ok okay hey hi hello go ahead try "
-    "you me us i we let's lets i'd id i'll ill i'm im want wanna need needs like would to gonna help "
-    "could can can't will should must")
-_CLAUSE_RE: Final = re.compile(r"[,;:.!?\n]+|\s-\s|\band then\b|\bthen\b")
-_TOKEN_RE: Final = re.compile(r"[a-z][a-z0-9']*")
-_NUMBER_RE: Final = re.compile(r"\d+(?:[.,]\d+)?")
-
-
-def _lexicon(words: Mapping[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for kind in (READ, RUN, CHANGE, RECORD, DELETE):      # later groups win a shared stem
-        for w in words[kind].split():
-            out[stem_of(w)] = kind
-    return out
-
-
-_VERBS: Final = _lexicon(_VERBS_BY_KIND)
-_PHRASES: Final = sorted(((tuple(p.split()), kind) for kind, ps in _PHRASES_BY_KIND.items() for p in ps),
-                         key=lambda x: -len(x[0]))
-
-
-@dataclass(frozen=True)
-class Action:
-    """What a request asks for: `effect` (one of EFFECTS) and the words that said it."""
-
-    effect: str
-    words: str
-
-
-def _phrase_at(tokens: list[str], i: int) -> tuple[str, str] | None:
-    for phrase, kind in _PHRASES:
-        if tuple(tokens[i:i + len(phrase)]) == phrase:
-            return kind, " ".join(phrase)
-    return None
-
-
-def _adds_numbers(tokens: list[str], clause: str) -> bool:
-    """"add 345 and 789", "sum up 2.5 and 7.25": adding numbers computes (reads); it stores nothing."""
-    return tokens[:1] in (["add"], ["sum"], ["total"]) and len(_NUMBER_RE.findall(clause)) >= 2
-
-
-_PRONOUNS: Final = _words("you u i we")
-_HOW_MUCH: Final = _words("many much big long far old often large small")
-
-
-def _polite_skip(tokens: list[str], i: int) -> int:
-    """How many tokens a polite or how-to form takes at `i` ("can you", "could I", "may we", "how
-    do I", "how can we"): the verb after it says what is asked. 0 when there is none."""
-    tok, nxt = tokens[i], tokens[i + 1:i + 2]
-    if tok in _POLITE_AUX | {"may"} and nxt and nxt[0] in _PRONOUNS:
-        return 2
-    if tok == "how" and tokens[i + 1:i + 2] and tokens[i + 1] in _AUXILIARIES and tokens[i + 2:i + 3] \
-            and tokens[i + 2] in _PRONOUNS:
-        return 3
-    return 0
-
-
-def _clause_action(clause: str) -> tuple[str, str] | None:
-    """(verb group, words) of a clause's leading verb, ("question", word) for a question,
-    ("request", word) for a polite request whose verb is not a known one, or None for a
-    statement."""
-    tokens = _TOKEN_RE.findall(clause)
-    i, polite = 0, ""
-    while i < len(tokens):
-        tok = tokens[i]
-        skip = _polite_skip(tokens, i)
-        if skip:                       # "can you delete ...", "how do I delete ...": the verb decides
-            polite, i = " ".join(tokens[i:i + skip]), i + skip
-            continue
-        if tok in _QUESTION_WORDS and not polite:
-            return "question", tok
-        if tok in _AUXILIARIES and i == 0:
-            return "question", tok
-        found = _phrase_at(tokens, i)
-        if found is not None:
-            return found
-        kind = _VERBS.get(stem_of(tok))
-        if kind is not None:
-            return (READ, tok) if kind == RECORD and _adds_numbers(tokens[i:], clause) else (kind, tok)
-        if tok not in _LEAD_FILLER:
-            # a statement ("Nina switched jobs"), or a request for something no verb list names
-            return ("request", polite) if polite else None
-        i += 1
-    return None
-
-
-def _asks_a_question(text: str) -> str | None:
-    """A question word followed by an auxiliary, at once or after one word ("what time is it",
-    "if it's 9am in London what time is it in New York"; not "a shop where I can ...")."""
-    tokens: list[str] = _TOKEN_RE.findall(text)
-    for i, tok in enumerate(tokens):
-        after = tokens[i + 1:i + 3]
-        if tok in _QUESTION_WORDS and (set(after) & _AUXILIARIES or (after[:1] and after[0] in _HOW_MUCH)):
-            return tok
-    return None
-
-
-def request_action(query: str) -> Action | None:
-    """The action a request asks for, from its words (see the module's text), or None."""
-    text = query.lower().replace("\u2019", "'").replace("\u2018", "'")
-    question: str | None = None
-    for clause in _CLAUSE_RE.split(text):
-        found = _clause_action(clause)
-        if found is None:
-            continue
-        kind, words = found
-        if kind == "request":          # asked politely for something no verb list names
-            return None
-        if kind == "question":
-            question = question or words
-            continue
-        return Action(EFFECT_OF_VERB[kind], words)
-    question = question or _asks_a_question(text)
-    return Action(READS, question) if question is not None else None
 
 
 # -- the values a request carries -------------------------------------------------------------------
@@ -233,6 +71,13 @@ _URL_RE: Final = re.compile(rf"\bhttps?://\S+|\bwww\.\S+|\b[a-z0-9][\w-]*(?:\.[\
 # A path (/etc/hosts, ~/x, ./a/b) or a name with an extension (docker-compose.yml, a.py).
 _PATH_RE: Final = re.compile(r"(?<![\w@:])(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]*)*"
                              r"|(?<![\w@/.])(?:[\w\-.]+/)*[\w\-]+(?:\.[\w\-]+)*\.([A-Za-z][A-Za-z0-9]{0,9})\b(?![\w.]*\w)")
+# Files known by a name without an extension, and dotfiles (.env, .gitignore, .env.example).
+_NAMED_FILE_RE: Final = re.compile(
+    r"(?<![\w/.])(?:Dockerfile|Makefile|Jenkinsfile|Procfile|Gemfile|Vagrantfile|Rakefile|Brewfile|"
+    r"LICEN[CS]E|README|CHANGELOG|CONTRIBUTING|AUTHORS|NOTICE|COPYING)(?![\w.])"
+    r"|(?<![\w/.])\.(?:env|git\w*|docker\w*|npm\w*|editorconfig|prettier\w*|eslint\w*|bash\w*|zsh\w*|"
+    r"profile|vimrc|tool-versions|python-version|nvmrc)(?:\.[\w\-]+)*(?![\w.])")
+_FOLDER_RE: Final = re.compile(r"(?<![\w/.~])([A-Za-z][\w\-]*)/(?=[\s,;!?]|$)")     # "in logs/"
 _MEDIA_WORD_RE: Final = re.compile(r"\b(" + "|".join(MEDIA) + r")\b", re.I)
 _CLOCK_RE: Final = re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d\s*(?:am|pm)?\b|\b(?:1[0-2]|0?[1-9])\s*(?:am|pm)\b"
                               r"|\b(?:noon|midnight)\b", re.I)
@@ -257,6 +102,7 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     file's own name says nothing of which tool fits, and misleads: "notes.txt" is not about notes),
     a URL whole and as a web page; and the kinds found."""
     kinds: set[str] = set()
+    found: list[str] = []            # the kind of each value replaced
 
     def replace(kind: str, words: str) -> Any:
         def sub(m: re.Match[str]) -> str:
@@ -267,6 +113,7 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
                 last = m.group(0).rsplit("/", 1)[-1].rsplit(".", 1)
                 ext = last[1].lower() if len(last) == 2 and last[1].lower() in EXTENSIONS else None
             kinds.add(kind)
+            found.append(kind)
             if kind == URL:              # every word of it: the host and the path say which service
                 return f" {re.sub(r'[/:?#=&]+', ' ', m.group(0))} {words} "
             if kind != PATH:
@@ -274,12 +121,20 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
             where = _folders(m.group(0))     # the folders say what is there; the file's own name does not
             if ext is not None:
                 return f" {where} {MEDIA[ext]} file {ext} " if ext in MEDIA else f" {where} {words} {ext} "
+            if m.group(0).endswith("/"):             # logs/, /var/www/: a folder
+                return f" {where} directory "
             return f" {where} {words} "
         return sub
 
     text = _EMAIL_RE.sub(replace(EMAIL, "email address"), query)
     text = _URL_RE.sub(replace(URL, "web page url"), text)
     text = _PATH_RE.sub(replace(PATH, "file"), text)
+    text, named = _NAMED_FILE_RE.subn(" file ", text)
+    if found.count(PATH) + named > 1:     # "main.py, utils.py and tests.py": several files at once
+        text += " multiple files"
+    text, folders = _FOLDER_RE.subn(lambda m: f" {m.group(1)} directory ", text)
+    if named + folders:
+        kinds.add(PATH)
     if _CLOCK_RE.search(text):
         kinds.add(TIME)
     kinds.add(_scope(query, bool(kinds)))
@@ -341,6 +196,14 @@ class Intent:
     values: frozenset[str]
 
 
+# Units of measure named by their usual words ("26.2 miles", "180 pounds"): a request naming two is
+# a conversion.
+_UNIT: Final = (
+    r"\b(?:miles?|kilomet(?:er|re)s?|km|met(?:er|re)s?|feet|foot|inch(?:es)?|yards?|centimet(?:er|re)s?|cm|mm|"
+    r"pounds?|lbs?|kilos?|kilograms?|kg|grams?|ounces?|oz|stones?|tonnes?|tons?|litres?|liters?|gallons?|"
+    r"pints?|cups?|fahrenheit|celsius|kelvin|degrees|gigabytes?|megabytes?|kilobytes?|terabytes?|gb|mb|kb|tb|"
+    r"bytes?|bits?|mph|knots?)\b")
+_UNITS_PATTERN: Final = f"{_UNIT}.*{_UNIT}"
 # Words people use for what tools call otherwise: a match adds the tools' words to the ranked text.
 _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\bfolders?\b", "directory"),
@@ -348,7 +211,25 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:articles?|web ?pages?|websites?|online|on the web|internet)\b", "web page url internet"),
     (r"\b(?:you (?:know|remember|stored|saved|memori[sz]ed|have on|got)|your memory|told you|tell you|"
      r"you've (?:memori[sz]ed|stored|saved|got))\b", "memory knowledge"),
-    (r"\b(?:where is|where's|where are|locate)\b", "search find"),
+    (r"\b(?:where is|where's|where are|locate|somewhere|anywhere)\b", "search find"),
+    (r"\b(?:relationships?|links? between|connections? between|related to)\b", "relation relations"),
+    (r"\b(?:right now|now|currently|at the moment|today)\b", "current"),
+    (r"\b(?:nested|recursive(?:ly)?|hierarchy|structure|tree)\b", "tree recursive"),
+    (r"\b(?:how much space|biggest|largest|smallest|heaviest)\b", "sizes size"),
+    (r"\b(?:mentions?|mentioning|contains?|containing|any \w+ (?:about|on|with|that))\b", "search matching"),
+    (r"\bwhat (?:does|do|did) .{1,60}? say\b|\b(?:contents|text) of\b", "contents read"),
+    (r"\b(?:put|drop|stick)\b.{1,60}\b(?:into|in|under|to)\b.{0,20}\b(?:folder|directory)\b", "move"),
+    (_UNITS_PATTERN, "convert units"),
+    (r"\bwhen (?:was|were|did|is)\b.*\b(?:creat|chang|modif|edit|updat|made|writ|touch)\w*"
+     r"|\blast (?:chang|modif|edit|updat|touch)\w*|\bpermissions\b", "modified creation time metadata"),
+    (r"\b(?:is it|it's|its) (?:already |still )?(?:morning|evening|night|afternoon|midnight|late|early)\b",
+     "current time"),
+    (r"\b(?:entirely|completely|altogether|for good|everything (?:about|on)|all (?:about|on)|"
+     r"what you (?:stored|know|saved|remember|have) (?:about|on))\b", "entities whole"),
+    (r"\bfacts?\b", "observations"),
+    # a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines
+    (r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|headings?|headers?|comments?|functions?|words?)\b"
+     r".*\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){0,3}file\b", "edit lines"),
 ))
 
 
@@ -360,11 +241,15 @@ def _expanded(text: str) -> str:
 # "delete line 12 of app.py", "insert an import at the top of utils.py": what is deleted or added
 # is part of a file, so the file changes.
 _PART_OF_FILE_RE: Final = re.compile(r"\b(?:of|from|in|into|to)\s+(?:the\s+)?file\b")
+# "add 'buy batteries' to the body of note 12": what is added or taken is part of something kept.
+_PART_OF_RE: Final = re.compile(r"\b(?:of|from|in|into|to)\s+(?:the\s+|its\s+)?(?:body|title|text|end|top|bottom|"
+                                r"start|beginning|middle|contents?|description|tags?)\s+of\b", re.I)
 
 
 def _on_a_part(action: Action | None, text: str, values: frozenset[str]) -> Action | None:
-    if action is not None and action.effect in (DELETES, RECORDS) and PATH in values and _PART_OF_FILE_RE.search(text):
-        return Action(CHANGES, f"{action.words} … of a file")
+    if action is not None and action.effect in (DELETES, RECORDS) and (
+            (PATH in values and _PART_OF_FILE_RE.search(text)) or _PART_OF_RE.search(text)):
+        return Action(CHANGES, f"{action.words} … part of")
     return action
 
 
