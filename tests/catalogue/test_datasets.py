@@ -61,7 +61,9 @@ def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
 
 def test_vendored_slices_load() -> None:
     assert [p.name for p in find_datasets(FIXTURES)] == ["livemcpbench_slice", "metatool_slice", "people_requests",
-                                                          "user_requests"]
+                                                          "tuning_requests", "user_requests"]
+    tuning = load_dataset(FIXTURES / "tuning_requests")
+    assert len(tuning.select("dev")) == 98 and not tuning.select("test")
     live = load_dataset(FIXTURES / "livemcpbench_slice")
     meta = load_dataset(FIXTURES / "metatool_slice")
     assert len(live.queries) == 8 and all(q.portion is None for q in live.queries)
