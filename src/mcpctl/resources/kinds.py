@@ -85,7 +85,7 @@ def check_favourite_id(value: str) -> str | None:
     return None
 
 
-def _check_override_id(value: str) -> str | None:
+def check_override_id(value: str) -> str | None:
     """An override is of one tool: a canonical id `server/tool`, no globs."""
     problem = check_tool_id(value)
     if problem:
@@ -171,7 +171,7 @@ PROJECT_SPEC: Final = Obj({
         "enabled": ListOf(Scalar(str, check=check_tool_id)),
         # a tool's own wording in this project: name, title, description, annotations, parameters
         # (`resources.overrides`; applied by the pipeline's overrides stage)
-        "overrides": overrides_node(_check_override_id),
+        "overrides": overrides_node(check_override_id),
     }),
     # `enabled` and `presentation` are left unset unless given: favouriteIndex.enabled: true alone
     # means the favourite-index presentation; `presentation` chooses favourite-index or deferred

@@ -184,3 +184,70 @@ def _mismatch(value: Any, prop: Any) -> str | None:
         if isinstance(value, _JSON_TYPES[n]) and not (isinstance(value, bool) and n in ("integer", "number")):
             return None
     return f"is {value!r}, which is not of type {' or '.join(known)}"
+
+
+# -- editing (`mcpctl tools override`) ----------------------------------------------------------------
+
+
+@dataclass
+class OverrideEdit:
+    """What `tools override` changes in one override; None leaves a field as it is, "" removes it."""
+
+    name: str | None = None
+    title: str | None = None
+    description: str | None = None
+    annotations: dict[str, bool] | None = None
+    hide: dict[str, Any] | None = None              # parameter -> fixed value
+    defaults: dict[str, Any] | None = None          # parameter -> default
+    described: dict[str, str] | None = None         # parameter -> description
+    show: tuple[str, ...] = ()                      # parameters to stop overriding at all
+    clear: bool = False
+
+
+def edit_override(spec: dict[str, Any], cid: str, e: OverrideEdit) -> None:
+    """Change `spec` (a project's, in place) as `e` says for the tool `cid`."""
+    tools = spec["tools"] = dict(spec.get("tools") or {})
+    overrides = dict(tools.get("overrides") or {})
+    o: dict[str, Any] = {} if e.clear else dict(overrides.get(cid) or {})
+    for key, value in (("name", e.name), ("title", e.title), ("description", e.description)):
+        if value == "":
+            o.pop(key, None)
+        elif value is not None:
+            o[key] = value
+    if e.annotations:
+        o["annotations"] = {**(o.get("annotations") or {}), **e.annotations}
+    params: dict[str, Any] = {k: dict(v or {}) for k, v in (o.get("parameters") or {}).items()}
+    for p in e.show:
+        params.pop(p, None)
+    for p, value in (e.hide or {}).items():
+        params[p] = {"hide": True, "value": value}
+    for p, value in (e.defaults or {}).items():
+        params[p] = {**{k: v for k, v in params.get(p, {}).items() if k not in ("hide", "value")}, "default": value}
+    for p, text in (e.described or {}).items():
+        params[p] = {**{k: v for k, v in params.get(p, {}).items() if k not in ("hide", "value")}, "description": text}
+    if params:
+        o["parameters"] = params
+    else:
+        o.pop("parameters", None)
+    if o:
+        overrides[cid] = o
+    else:
+        overrides.pop(cid, None)
+    if overrides:
+        tools["overrides"] = overrides
+    else:
+        tools.pop("overrides", None)
+
+
+def parse_value(text: str, prop: Any) -> Any:
+    """A value given on the command line for a parameter of schema `prop`: the text itself for a
+    string parameter, else JSON when it parses as JSON (`10`, `true`, `["a"]`), else the text."""
+    import json
+
+    types = prop.get("type") if isinstance(prop, Mapping) else None
+    if types == "string" or types == ["string"]:
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
