@@ -66,7 +66,7 @@ def test_override_stores_a_checked_override_and_show_puts_the_three_side_by_side
     assert lines[0] == "fs/read_file (presented as fs__read)"
     assert lines[1].split() == ["FIELD", "UPSTREAM", "OVERRIDE", "AGENT", "SEES"]
     row = next(x for x in lines if x.startswith("parameter root"))
-    assert "hidden, sent as '/srv/app'" in row and "(hidden)" in row
+    assert "hidden, sent as /srv/app" in row and "(hidden)" in row
 
     listed = {t["canonicalId"]: t for t in json.loads(run(runner, "tools", "list", "--project", "p", "-o",
                                                           "json").stdout)}

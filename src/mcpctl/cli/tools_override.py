@@ -100,7 +100,7 @@ def _param_text(schema: Any, param: str) -> str:
     required = param in (schema.get("required") or [])
     bits = [str(prop.get("type", "any")) + (", required" if required else "")]
     if "default" in prop:
-        bits.append(f"default {prop['default']!r}")
+        bits.append("default " + ("null" if prop["default"] is None else _cell(prop["default"])))
     if prop.get("description"):
         bits.append(str(prop["description"]))
     return "; ".join(bits)
@@ -111,23 +111,28 @@ def _override_param(o: dict[str, Any] | None, param: str) -> str:
     if not p:
         return ""
     if p.get("hide"):
-        return f"hidden, sent as {p.get('value')!r}"
-    return "; ".join(f"{k} {v!r}" if k == "default" else str(v) for k, v in p.items())
+        return f"hidden, sent as {_cell(p.get('value'))}"
+    return "; ".join(f"default {_cell(v)}" if k == "default" else str(v) for k, v in p.items())
+
+
+def _cell(value: Any) -> str:
+    """A value as the table shows it: text as it is, anything else as JSON (`true`, `5`, `["a"]`)."""
+    import json
+
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def _rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     up, o, seen = data["upstream"], data["override"] or {}, data["presented"]
 
     def field(key: str) -> tuple[str, str, str, str]:
-        return (key, str(up.get(key) or ""), str(o.get(key) or ""),
-                "(not presented)" if seen is None else str(seen.get(key) or ""))
+        return (key, _cell(up.get(key)), _cell(o.get(key)), "(not presented)" if seen is None else _cell(seen.get(key)))
 
     rows = [field("name"), field("title"), field("description")]
     ann_up, ann_o = up.get("annotations") or {}, o.get("annotations") or {}
     ann_seen = (seen or {}).get("annotations") or {}
     for key in dict.fromkeys([*ann_up, *ann_o]):
-        rows.append((f"annotations.{key}", str(ann_up.get(key, "")), str(ann_o.get(key, "")),
-                     str(ann_seen.get(key, ""))))
+        rows.append((f"annotations.{key}", _cell(ann_up.get(key)), _cell(ann_o.get(key)), _cell(ann_seen.get(key))))
     schema, seen_schema = up.get("inputSchema") or {}, (seen or {}).get("inputSchema") or {}
     params = list(dict.fromkeys([*(schema.get("properties") or {}), *(o.get("parameters") or {})]))
     for p in params:
