@@ -128,3 +128,30 @@ async def test_an_override_never_hides_an_upstream_change_under_pinning_hold(kit
         await until(c, held, 30)
         res = await c.session.call_tool("up__add", {})
         assert res.is_error and "mcpctl tools approve --project p up/add" in text_of(res)
+
+
+def test_a_renamed_favourite_of_a_server_not_listed_yet_is_expected_under_its_new_name() -> None:
+    from mcpctl.presentation.catalogue import Catalogue
+    from mcpctl.resources.kinds import ProjectSpec
+
+    spec = ProjectSpec.from_resource({"metadata": {"name": "p"}, "spec": {
+        "servers": ["alpha"], "favouriteIndex": {"enabled": True, "tools": ["alpha/echo"]},
+        "tools": {"overrides": {"alpha/echo": {"name": "say"}}}}})
+    cat = Catalogue("p", spec)
+    (fav,) = cat.view().favourites
+    assert fav.pending and fav.name == "favourite__say"
+    assert "favourite__say" in cat.instructions
+
+
+def test_hidden_and_defaulted_parameters_are_no_longer_required_of_the_agent() -> None:
+    from mcpctl.presentation.overrides import definition
+    from mcpctl.resources.overrides import ToolOverride
+
+    wire = {"name": "read", "inputSchema": {"type": "object", "required": ["path", "root", "mode"], "properties": {
+        "path": {"type": "string"}, "root": {"type": "string"}, "mode": {"type": "string", "description": "m"}}}}
+    o = ToolOverride.from_spec("fs/read", {"parameters": {"root": {"hide": True, "value": "/srv"},
+                                                          "mode": {"default": "text", "description": "Text or bytes."}}})
+    shown = definition(wire, o)
+    assert shown["inputSchema"] == {"type": "object", "required": ["path"], "properties": {
+        "path": {"type": "string"}, "mode": {"type": "string", "description": "Text or bytes.", "default": "text"}}}
+    assert wire["inputSchema"]["required"] == ["path", "root", "mode"]          # the server's own is untouched

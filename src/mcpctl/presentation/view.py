@@ -351,8 +351,10 @@ def _favourites(project: ProjectSpec, table: NameTable, filters: Sequence[Filter
 def _expected_name(table: NameTable, project: ProjectSpec, cid: str) -> str:
     """The favourite name a pinned tool of a server not listed yet will most likely get (the
     names stage decides for good once the server lists it)."""
-    pinned_names = [c.split("/", 1)[1] for c in project.favourite_index.tools if "/" in c]
+    renamed = {o.tool: o.name for o in project.overrides if o.name}     # tools.overrides names it
+    pinned_names = [renamed.get(c) or c.split("/", 1)[1] for c in project.favourite_index.tools if "/" in c]
     server, _, tool = cid.partition("/")
+    tool = renamed.get(cid) or tool
     raw = table.namer.favourite(server, tool, qualified=pinned_names.count(tool) > 1)
     return nm.fit(raw, nm.favourite_key(cid), table.namer.max_length, table.namer.style)
 
