@@ -12,7 +12,6 @@ canonical id, and the server's own definition (`CatalogueTool.own`: pins, poison
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +24,8 @@ def reworded(tool: CatalogueTool, override: ToolOverride | None) -> CatalogueToo
     """`tool` as `override` presents it (itself when there is none)."""
     if override is None:
         return tool
-    return dataclasses.replace(tool, wire=definition(tool.wire, override), upstream=tool.wire, override=override)
+    return CatalogueTool(tool.canonical_id, tool.server, tool.name, definition(tool.wire, override), tool.wire,
+                         override)
 
 
 def definition(wire: Mapping[str, Any], o: ToolOverride) -> dict[str, Any]:
@@ -46,10 +46,11 @@ def definition(wire: Mapping[str, Any], o: ToolOverride) -> dict[str, Any]:
 
 
 def _schema(schema: Mapping[str, Any], o: ToolOverride) -> dict[str, Any]:
-    out = copy.deepcopy(dict(schema))
-    props = out.get("properties")
-    if not isinstance(props, dict):
+    """A new schema sharing what it does not change with the server's (neither is ever mutated)."""
+    out = dict(schema)
+    if not isinstance(out.get("properties"), Mapping):
         return out
+    props = out["properties"] = dict(out["properties"])
     required = out.get("required")
     drop: set[str] = set()
     for p in o.parameters:
@@ -81,7 +82,7 @@ def upstream_arguments(tool: CatalogueTool, args: dict[str, Any] | None) -> dict
     if o is None or not o.parameters:
         return args
     hidden = o.hidden
-    given = sorted(set(args or {}) & set(hidden))
+    given = sorted(k for k in hidden if k in (args or {})) if hidden else []
     if given:
         names = ", ".join(repr(g) for g in given)
         return Refusal("denied", "HiddenParameter",
@@ -90,4 +91,5 @@ def upstream_arguments(tool: CatalogueTool, args: dict[str, Any] | None) -> dict
     defaults = {k: v for k, v in o.defaults.items() if k not in (args or {})}
     if not hidden and not defaults:
         return args
-    return {**defaults, **(args or {}), **copy.deepcopy(hidden)}
+    fixed = {k: copy.deepcopy(v) if isinstance(v, dict | list) else v for k, v in hidden.items()}
+    return {**defaults, **(args or {}), **fixed}

@@ -11,6 +11,7 @@ shape and the checks of an override against the tool's real definition (`check_a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -95,12 +96,12 @@ class ToolOverride:
         return cls(tool, s.get("name"), s.get("title"), s.get("description"),
                    tuple((s.get("annotations") or {}).items()), params)
 
-    @property
+    @functools.cached_property
     def hidden(self) -> dict[str, Any]:
-        """Hidden parameter -> the value every call sends."""
+        """Hidden parameter -> the value every call sends (read on every call: computed once)."""
         return {p.name: p.value for p in self.parameters if p.hide}
 
-    @property
+    @functools.cached_property
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.parameters if p.has_default and not p.hide}
 
