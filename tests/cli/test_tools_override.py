@@ -76,6 +76,7 @@ def test_override_stores_a_checked_override_and_show_puts_the_three_side_by_side
     row = next(x for x in run(runner, "tools", "list", "--project", "p").stdout.splitlines() if "fs/read_file" in x)
     assert "flagged, overridden" in row
 
+    assert "Overrides:" in run(runner, "describe", "project", "p").stdout
     cleared = run(runner, "tools", "override", "--project", "p", "fs/read_file", "--clear")
     assert cleared.stdout == "project/p configured\n"
     assert "tools" not in Store().get("Project", "p")["spec"]
