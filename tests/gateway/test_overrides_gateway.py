@@ -79,6 +79,17 @@ async def test_deferred_favourites_and_call_tool_use_the_override(kit: Kit, gw: 
         assert refused.is_error and "set by the project" in text_of(refused)
 
 
+async def test_the_gate_briefs_a_session_with_the_overridden_tool(kit: Kit, gw: Harness) -> None:
+    kit.server("alpha")
+    kit.project("p", ["alpha"], tools={"overrides": OVERRIDES}, gate={"enabled": True}, search={"ranker": "bm25"})
+    async with gw.client("p", "auto") as c:
+        await wait_tools(c, {"begin_session"})
+        begun = await c.session.call_tool("begin_session", {"task": "repeat a phrase like a parrot"})
+        matches = begun.structured_content["matches"]
+        assert matches[0]["name"] == "alpha__say" and matches[0]["description"] == PARROT
+        await wait_tools(c, {"alpha__say"})
+
+
 def test_annotations_of_an_override_decide_the_read_only_profile_and_the_names_route_back() -> None:
     from mcpctl.presentation.catalogue import Catalogue
     from mcpctl.presentation.view import Route, SessionKey
