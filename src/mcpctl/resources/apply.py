@@ -111,7 +111,7 @@ def check_overrides(o: Validated, live: dict[str, Any] | None, known_tools: Know
         if listed is None:
             continue
         base = ("spec", "tools", "overrides", cid)
-        for path, message, hint in _problems(cid, override, listed, overrides):
+        for path, message, hint in _problems(o.name, cid, override, listed, overrides):
             where = f"{o.doc.where((*base, *path))}: {dotted((*base, *path))}"
             if stored.get(cid) == override:
                 warnings.append(f"{where}: {message} (stored before; this override no longer fits the tool)")
@@ -122,7 +122,7 @@ def check_overrides(o: Validated, live: dict[str, Any] | None, known_tools: Know
     return warnings
 
 
-def _problems(cid: str, override: dict[str, Any], listed: list[dict[str, Any]],
+def _problems(project: str, cid: str, override: dict[str, Any], listed: list[dict[str, Any]],
               overrides: dict[str, Any]) -> list[Problem]:
     server, _, name = cid.partition("/")
     wire = next((w for w in listed if w.get("name") == name), None)
@@ -131,7 +131,7 @@ def _problems(cid: str, override: dict[str, Any], listed: list[dict[str, Any]],
 
         names = [str(w.get("name")) for w in listed]
         return [((), f"server {server!r} lists no tool {name!r}",
-                 did_you_mean(name, names) or "mcpctl tools list --project P shows its tools")]
+                 did_you_mean(name, names) or f"its tools: mcpctl tools list --project {project}")]
     siblings: dict[str, str] = {}
     for w in listed:
         other = f"{server}/{w.get('name')}"
