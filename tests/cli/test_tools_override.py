@@ -119,3 +119,21 @@ def test_surface_prices_the_project_before_and_after_its_overrides(runner: CliRu
     text = run(runner, "surface", "-p", "p").stdout
     assert f"Overrides: 3 tool(s) reworded by tools.overrides: ≈ {o['before']:,} tokens as the servers wrote " \
            f"them, ≈ {o['after']:,} as presented ({o['before'] - o['after']:,} fewer" in text
+
+
+def test_override_edits_one_field_at_a_time_and_goes_back_to_the_servers(runner: CliRunner) -> None:
+    def stored() -> Any:
+        return (Store().get("Project", "p")["spec"].get("tools") or {}).get("overrides", {}).get("fs/read_file")
+
+    assert run(runner, "tools", "override", "--project", "p", "fs/read_file", "--name", "read", "--describe",
+               "path=Relative to the root.", "--default", "limit=20", "--not-read-only").exit_code == 0
+    assert stored() == {"name": "read", "annotations": {"readOnlyHint": False},
+                        "parameters": {"limit": {"default": 20}, "path": {"description": "Relative to the root."}}}
+    assert run(runner, "tools", "override", "--project", "p", "fs/read_file", "--reset", "limit", "--name",
+               "").exit_code == 0
+    assert stored() == {"annotations": {"readOnlyHint": False},
+                        "parameters": {"path": {"description": "Relative to the root."}}}
+    shown = json.loads(run(runner, "tools", "show", "--project", "p", "fs/read_file", "-o", "json").stdout)
+    assert shown["presentedName"] == "fs__read_file"
+    assert shown["presented"]["inputSchema"]["properties"]["path"] == {"type": "string",
+                                                                       "description": "Relative to the root."}
