@@ -316,7 +316,7 @@ def test_surface_json_keys_are_pinned(runner: Any, monkeypatch: pytest.MonkeyPat
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert list(data) == ["project", "presentation", "gate", "tokens", "window", "total", "servers", "builtins",
-                          "modes", "writeReach", "collisions", "nearDuplicates", "suspicious", "use", "numbers",
+                          "modes", "overrides", "writeReach", "collisions", "nearDuplicates", "suspicious", "use", "numbers",
                           "profiles",
                           "tools", "recommendations", "notes"]
     assert list(data["tokens"]) == ["label", "encoding", "approximate", "counted"]
@@ -326,6 +326,7 @@ def test_surface_json_keys_are_pinned(runner: Any, monkeypatch: pytest.MonkeyPat
                                         "fullTokens", "calls"]
     assert list(data["builtins"]) == ["listed", "tokens", "share"]
     assert list(data["modes"][0]) == ["mode", "current", "listed", "tokens", "bytes", "instructionsTokens"]
+    assert data["overrides"] == {"tools": 0, "before": data["total"]["tokens"], "after": data["total"]["tokens"]}
     assert list(data["writeReach"]) == ["count", "byAnnotations", "byHeuristic", "tools", "note"]
     assert list(data["collisions"][0]) == ["name", "ids"]
     assert list(data["nearDuplicates"]) == ["threshold", "method", "total", "pairs"]

@@ -39,7 +39,8 @@ def test_tools_list_from_cache(kit: Kit, runner: CliRunner) -> None:
     ]
     assert rows[0]["readOnly"] is True and rows[1]["destructive"] is True
     assert set(rows[0]) == {"server", "canonicalId", "presentedName", "state", "listed", "favouriteName", "pinned",
-                            "readOnly", "destructive", "effect", "description", "flags"}
+                            "readOnly", "destructive", "effect", "description", "flags",
+                            "overridden"}
     assert rows[0]["effect"]["class"] == "reads" and rows[0]["effect"]["source"] == "annotations"
     assert rows[1]["effect"]["class"] == "deletes"
     r = runner.invoke(app, ["tools", "list", "--project", "p"])

@@ -46,15 +46,17 @@ class ToolDoc:
     uses: int = 0
 
     @classmethod
-    def from_wire(cls, server: str, tool: Mapping[str, Any], server_about: str = "") -> ToolDoc:
-        """From a wire-format (camelCase) tool dict as listed by `server`."""
+    def from_wire(cls, server: str, tool: Mapping[str, Any], server_about: str = "",
+                  canonical_id: str | None = None) -> ToolDoc:
+        """From a wire-format (camelCase) tool dict as listed by `server` (or as a project's
+        `tools.overrides` present it: then `canonical_id` is the id it keeps)."""
         name = str(tool.get("name", ""))
         schema = tool.get("inputSchema")
         ann = tool.get("annotations")
         ann = ann if isinstance(ann, Mapping) else {}
         title = tool.get("title") or ann.get("title") or ""
         return cls(
-            id=f"{server}/{name}",
+            id=canonical_id or f"{server}/{name}",
             server=server,
             name=name,
             description=str(tool.get("description") or ""),

@@ -85,7 +85,10 @@ def _create(doc_data: dict[str, Any], *, force: bool, allow_missing: bool = Fals
     src = f"mcpctl create {doc_data['kind'].lower()}"
     doc = Document(source=src, index=1, data=doc_data)
     try:
-        change, warnings = create_object(doc, Store(), force=force, allow_missing=allow_missing)
+        from mcpctl.catalogue.cache import read_server_tools
+
+        change, warnings = create_object(doc, Store(), force=force, allow_missing=allow_missing,
+                                         known_tools=read_server_tools)
     except InvalidResource as e:
         raise InvalidResource(_flag_message(e.message, src), hint=e.hint) from None
     for w in warnings:

@@ -74,6 +74,8 @@ def _describe_project(store: Store, res: dict[str, Any]) -> None:
                                       if shown.mode == "favourite-index" and not shown.instruction else ""))
     _kv("Disabled", ", ".join(p.disabled) or "-")
     _kv("Enabled", ", ".join(p.enabled) or "-")
+    if p.overrides:          # tools.overrides: each one side by side with `tools show --project P ID`
+        _kv("Overrides", ", ".join(o.tool for o in p.overrides))
     fav = p.favourite_index
     _kv("Favourites", f"{'on' if shown.favourites else 'off'}, max {fav.max_favourites}")
     for f in fav.tools:

@@ -37,7 +37,9 @@ def register(app: typer.Typer) -> None:
             docs = load_sources(filename, stdin=sys.stdin, recursive=recursive,
                                 on_skip=lambda paths: err.print(skipped_message(paths), markup=False, highlight=False))
             store = Store()
-            objs, _warnings = validate_all(docs, store, allow_missing=True)
+            from mcpctl.catalogue.cache import read_server_tools
+
+            objs, _warnings = validate_all(docs, store, allow_missing=True, known_tools=read_server_tools)
             changes = plan(objs, store)
         except MCPCtlError as e:
             report_error(e)

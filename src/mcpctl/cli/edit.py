@@ -58,7 +58,9 @@ def register(app: typer.Typer) -> None:
                 raise InvalidResource(f"{path}: kind and metadata.name cannot be changed by edit",
                                       hint="create the new object with mcpctl apply and delete the old one")
             try:
-                changes, warnings = apply_documents(docs, store)
+                from mcpctl.catalogue.cache import read_server_tools
+
+                changes, warnings = apply_documents(docs, store, known_tools=read_server_tools)
             except MCPCtlError as e:
                 fd, kept = tempfile.mkstemp(prefix=f"mcpctl-edit-{k.name.lower()}-{name}-", suffix=".yaml")
                 keep = Path(kept)                # private (0600), never someone else's fixed path

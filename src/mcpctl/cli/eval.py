@@ -119,7 +119,7 @@ def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> 
 
     searchable = cached.view().searchable
     about = read_about({t.server for t in searchable})
-    docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server]) for t in searchable]   # what search_tools ranks
+    docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server], t.canonical_id) for t in searchable]   # what search_tools ranks
     known = {d.id for d in docs}
     evidence = [e for e in evidence if e.tool in known]
     gone = len(pairs) - len(evidence)

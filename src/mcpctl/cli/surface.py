@@ -101,6 +101,9 @@ def report_json(r: SurfaceReport) -> dict[str, Any]:
                      "share": round(r.builtins_tokens / cur.tokens, 4) if cur.tokens else 0.0},
         "modes": [{"mode": m.mode, "current": m.current, "listed": m.listed, "tokens": m.tokens, "bytes": m.bytes,
                    "instructionsTokens": m.instructions_tokens} for m in r.modes],
+        # tools.overrides: the project's presentation as the servers wrote the tools, and as reworded
+        "overrides": {"tools": r.overrides.tools if r.overrides else 0,
+                      "before": r.overrides.before if r.overrides else cur.tokens, "after": cur.tokens},
         "writeReach": {"count": len(writers), "byAnnotations": sum(t.reach.source == "annotations" for t in writers),
                        "byHeuristic": sum(t.reach.source == "heuristic" for t in writers),
                        "tools": [t.id for t in writers], "note": ANNOTATION_NOTE},
@@ -241,6 +244,15 @@ def _modes_table(r: SurfaceReport) -> None:
     out.print(t)
 
 
+def _overrides_line(r: SurfaceReport) -> str:
+    o = r.overrides
+    assert o is not None
+    saved = o.before - o.after
+    change = f"{saved:,} fewer" if saved >= 0 else f"{-saved:,} more"
+    return (f"Overrides: {o.tools} tool(s) reworded by tools.overrides: ≈ {o.before:,} tokens as the servers "
+            f"wrote them, ≈ {o.after:,} as presented ({change}, {_pct(abs(saved) / o.before if o.before else 0.0)})")
+
+
 def _reach_section(r: SurfaceReport) -> None:
     writers = r.write_reach
     _say(f"Write reach: {len(writers)} of {len(r.enabled)} enabled tools can write, delete or send outward")
@@ -335,6 +347,8 @@ def render_table(r: SurfaceReport) -> None:
     _servers_table(r)
     _say()
     _modes_table(r)
+    if r.overrides:
+        _say(_overrides_line(r))
     _say()
     _reach_section(r)
     _say()
@@ -374,6 +388,8 @@ def render_markdown(r: SurfaceReport) -> str:
     lines += ["", "| presentation | listed | ≈ tokens | instructions ≈ tokens |", "|---|--:|--:|--:|"]
     lines += [f"| {m.mode}{' (this project)' if m.current else ''} | {m.listed} | {m.tokens:,} | "
               f"{m.instructions_tokens:,} |" for m in r.modes]
+    if r.overrides:
+        lines += ["", _overrides_line(r)]
     writers = r.write_reach
     lines += ["", f"**Write reach**: {len(writers)} of {len(r.enabled)} enabled tools can write, delete or send"]
     if writers:

@@ -49,7 +49,8 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
     favourites = {f.canonical_id: f.name for f in view.favourites if f.listed}
     rows: list[dict[str, Any]] = []
     pinned = _pin_changes(cached.catalogue.tools)
-    flagged = _flags.flags_of((t.canonical_id, t.wire) for t in cached.catalogue.tools)
+    # flags read what the server wrote (an override never hides a poisoned description)
+    flagged = _flags.flags_of((t.canonical_id, t.own) for t in cached.catalogue.tools)
     for tool in cached.catalogue.tools:
         cid = tool.canonical_id
         name = table.name(slot, cid) or cid
@@ -69,6 +70,7 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
             "description": tool.description,
             "pinned": pinned.get(cid),       # changed | new since its server was pinned (tools changes)
             "flags": [{"kind": f.kind, "why": f.why, "text": f.text} for f in flagged.get(cid, [])],
+            "overridden": tool.override is not None,     # tools.overrides rewords it (tools show)
         })
     return rows, failed
 
@@ -170,6 +172,8 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
                 state += f", {r['pinned']} (tools changes)"
             if r["flags"]:
                 state += f", {_flags.MARK} flagged"
+            if r["overridden"]:
+                state += ", overridden"
             cells = [r["server"], r["canonicalId"], r["presentedName"], state,
                      "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
             if output == "wide":
@@ -215,9 +219,10 @@ def register(app: typer.Typer) -> None:
         """Disable tools: drop an exact entry from tools.enabled, else add to tools.disabled."""
         _edit_and_report(project, ids, enable=False, force=force)
 
-    from mcpctl.cli import tools_pins
+    from mcpctl.cli import tools_override, tools_pins
 
     tools_pins.register(tools_app)
+    tools_override.register(tools_app)
     try:
         from mcpctl.cli import tools_search
 

@@ -234,7 +234,7 @@ def register(tools_app: typer.Typer) -> None:
         view = cached.view()          # what search_tools ranks, under the names a session calls
         tools = {t.canonical_id: t for t in view.searchable}
         about = read_about({t.server for t in tools.values()})
-        docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server]) for t in tools.values()]
+        docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server], t.canonical_id) for t in tools.values()]
         if not docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",
                               hint=f"check its servers: mcpctl tools list --project {project} --refresh")

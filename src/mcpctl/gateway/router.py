@@ -46,11 +46,13 @@ from mcpctl.presentation.builtins import (
     text_result,
 )
 from mcpctl.presentation.envelope import strip_upstream_meta
+from mcpctl.presentation.overrides import upstream_arguments
 from mcpctl.presentation.sections import SectionError
 from mcpctl.presentation.view import GATED, Refusal, Route, View
 from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable, describe_error
 
 if TYPE_CHECKING:
+    from mcpctl.catalogue.tool import CatalogueTool
     from mcpctl.gateway.asks import Asks
     from mcpctl.gateway.calllog import CallLog
     from mcpctl.gateway.knowledge import Knowledge
@@ -106,8 +108,7 @@ class Router:
             self.log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
             return error_result(hit.message)
         meta = params.get("_meta")
-        return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
-                                      args, meta if isinstance(meta, dict) else None,
+        return await self._relay_call(caller, ts, t0, name, hit.tool, args, meta if isinstance(meta, dict) else None,
                                       params if "inputResponses" in params or "requestState" in params else None)
 
     async def _resolve_later(self, caller: Caller, name: str) -> Route | Refusal | None:
@@ -116,9 +117,14 @@ class Router:
         await self.pool.wait_for_unlisted()
         return self.views.view_for(caller).resolve(name)
 
-    async def _relay_call(self, caller: Caller, ts: float, t0: float, presented: str, server: str, tool: str,
-                          cid: str, args: dict[str, Any] | None, meta: dict[str, Any] | None,
+    async def _relay_call(self, caller: Caller, ts: float, t0: float, presented: str, route: CatalogueTool,
+                          given: dict[str, Any] | None, meta: dict[str, Any] | None,
                           mrtr: dict[str, Any] | None = None) -> dict[str, Any]:
+        server, tool, cid = route.server, route.name, route.canonical_id
+        args = upstream_arguments(route, given)          # the overrides stage, backwards
+        if isinstance(args, Refusal):
+            self.log_call(caller, ts, t0, presented, cid, args.outcome, args.error_class)
+            return error_result(args.message)
         up = self.pool.get(server)
         if up is None:
             why = self.pool.why(server)
@@ -315,8 +321,7 @@ class Router:
         if isinstance(hit, Refusal):
             self.log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
             return error_result(hit.message)
-        return await self._relay_call(caller, ts, t0, name, hit.tool.server, hit.tool.name, hit.tool.canonical_id,
-                                      tool_args, None)
+        return await self._relay_call(caller, ts, t0, name, hit.tool, tool_args, None)
 
 
 

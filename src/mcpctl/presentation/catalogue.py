@@ -18,6 +18,7 @@ from mcpctl.catalogue import cache
 from mcpctl.errors import NotFound
 from mcpctl.presentation.envelope import SERVER_INFO_KEY
 from mcpctl.presentation.names import Namer, assign, prompt_key, shared_names
+from mcpctl.presentation.overrides import reworded
 from mcpctl.presentation.view import (
     OPEN_SESSION,
     CatalogueTool,
@@ -142,6 +143,7 @@ class Catalogue:
         listed_prompts = [(server, str(wire.get("name"))) for server in self.order
                         for wire in (self.listings.get(server) or {}).get("prompts") or []]
         namer = Namer(self.project.names.style, self.project.names.max_length, shared_names(listed_prompts))
+        overrides = {o.tool: o for o in self.project.overrides}
         for server in self.order:
             listing = self.listings.get(server) or {}
             for wire in listing.get("tools") or []:
@@ -150,7 +152,8 @@ class Catalogue:
                 if not isinstance(name, str) or cid in seen:     # an upstream listing one name twice
                     continue
                 seen.add(cid)
-                tools.append(CatalogueTool(cid, server, name, wire))
+                # the overrides stage: every stage after this one sees the project's wording
+                tools.append(reworded(CatalogueTool(cid, server, name, wire), overrides.get(cid)))
             for wire in listing.get("prompts") or []:
                 name = wire.get("name")
                 if not isinstance(name, str):

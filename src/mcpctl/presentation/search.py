@@ -108,7 +108,7 @@ def _docs(tools: dict[str, CatalogueTool]) -> list[Any]:
     from mcpctl.catalogue.rank import ToolDoc
 
     about = read_about({t.server for t in tools.values()})
-    return [ToolDoc.from_wire(t.server, dict(t.wire), about[t.server]) for t in tools.values()]
+    return [ToolDoc.from_wire(t.server, dict(t.wire), about[t.server], t.canonical_id) for t in tools.values()]
 
 
 def index_listed(servers: Collection[str]) -> int:

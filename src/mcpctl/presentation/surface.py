@@ -46,6 +46,7 @@ from mcpctl.presentation.advice import FLAT, MIN_CALLS_TO_JUDGE, notes, recommen
 from mcpctl.presentation.surface_report import (
     ModeCost,
     NeighbourPair,
+    OverrideCost,
     ProfileSurface,
     Recommendation,
     ServerSurface,
@@ -86,6 +87,20 @@ def mode_catalogues(catalogue: Catalogue) -> dict[str, Catalogue]:
         cat.set_listings(catalogue.listings)
         out[mode] = cat
     return out
+
+
+def _override_cost(catalogue: Catalogue, modes: Sequence[ModeCost], count: _Pricer) -> OverrideCost | None:
+    """The project's own presentation priced without its `tools.overrides`, beside its price now."""
+    from mcpctl.presentation.catalogue import Catalogue
+
+    overridden = sum(t.override is not None for t in catalogue.tools)
+    if not overridden:
+        return None
+    bare = Catalogue(catalogue.project_name, replace(catalogue.project, overrides=()))
+    bare.set_down(catalogue.down)
+    bare.set_listings(catalogue.listings)
+    before = sum(count(definition_text(entry)) for entry in bare.view().tools)
+    return OverrideCost(overridden, before, next(m.tokens for m in modes if m.current))
 
 
 def _attribute(view: View) -> list[tuple[str | None, dict[str, object]]]:
@@ -302,7 +317,8 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
         unknown_calls=unknown,
         neighbour_pairs=[NeighbourPair(a, b, n) for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))],
         profiles=profile_rows, recommendations=[], notes=[],
-        suspicious=scan_definitions((t.canonical_id, t.wire) for t in all_tools))
+        suspicious=scan_definitions((t.canonical_id, t.own) for t in all_tools),   # what the servers wrote
+        overrides=_override_cost(catalogue, modes, count))
     report.recommendations = recommendations(report, catalogue)
     report.notes = notes(report)
     return report

@@ -81,6 +81,16 @@ class ModeCost:
 
 
 @dataclass(frozen=True)
+class OverrideCost:
+    """What `tools.overrides` change in the project's own presentation: tokens of its tools/list
+    array as the servers wrote the tools (`before`) and as the project rewords them (`after`)."""
+
+    tools: int                      # overridden tools
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
 class NeighbourPair:
     first: str
     then: str
@@ -135,6 +145,7 @@ class SurfaceReport:
     notes: list[str]
     threshold: float = NEAR_DUPLICATE_THRESHOLD
     suspicious: list[Flag] = field(default_factory=list)      # descriptions carrying tool-poisoning marks
+    overrides: OverrideCost | None = None                     # None: the project overrides no tool
 
     @property
     def current(self) -> ModeCost:

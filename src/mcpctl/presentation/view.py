@@ -3,10 +3,15 @@
 One pipeline, in DESIGN §4's order, for `tools/list`, `search_tools`, `call_tool`, the router,
 the early stdio front and the CLI (`tools list`, `favourites list`) alike:
 
-    upstream listings -> curation -> credential view -> session gate -> presentation -> names -> built-ins
+    upstream listings -> overrides -> curation -> credential view -> session gate -> presentation -> names
+    -> built-ins
 
 Each stage is a small object with one job; `build_view` here runs them in that order. Where
 each stage lives:
+
+- overrides: `presentation.overrides`, applied once per catalogue version as the catalogue makes
+  its tools (`Catalogue.rebuild`), so every stage below reads the project's wording of a tool and
+  routes by its upstream name; backwards, the router turns a call's arguments into the server's.
 
 - curation, credential view, session gate: the filters `Curation`, `CredentialView` and `Gate`
   (`presentation.filters`). They answer `check(tool)`: forward they drop what they refuse, in reverse
@@ -95,7 +100,7 @@ class NameTable:
 
     def __init__(self, tools: Sequence[CatalogueTool], project: ProjectSpec) -> None:
         self.namer = nm.Namer(project.names.style, project.names.max_length,
-                              nm.shared_names((t.server, t.name) for t in tools), reserved=BUILTIN_NAMES,
+                              nm.shared_names((t.server, t.label) for t in tools), reserved=BUILTIN_NAMES,
                               servers=frozenset(project.servers) | {t.server for t in tools})
         self.presentation = presentation_for(project.presentation, instruction=project.favourite_index.instruction)
         self.by_cid = {t.canonical_id: t for t in tools}
@@ -127,14 +132,14 @@ class NameTable:
         kinds = self.presentation.slot_kinds
         for t in tools:
             if FLAT in kinds:
-                yield FLAT, nm.flat_key(t.canonical_id), namer.flat(t.server, t.name), t.canonical_id
+                yield FLAT, nm.flat_key(t.canonical_id), namer.flat(t.server, t.label), t.canonical_id
             if nm.ALL in kinds:
-                yield nm.ALL, nm.all_key(t.canonical_id), namer.all(t.server, t.name), t.canonical_id
+                yield nm.ALL, nm.all_key(t.canonical_id), namer.all(t.server, t.label), t.canonical_id
         if nm.FAVOURITE in kinds:
             for cid in pinned:
                 t = self.by_cid[cid]
                 yield (nm.FAVOURITE, nm.favourite_key(cid),
-                       namer.favourite(t.server, t.name, qualified=t.name in self._qualified), cid)
+                       namer.favourite(t.server, t.label, qualified=t.label in self._qualified), cid)
 
     def name(self, kind: str, cid: str) -> str | None:
         return self.names.get((kind, cid))
@@ -161,11 +166,11 @@ class NameTable:
             namer = dataclasses.replace(self.namer, style=style)
             for t in self.by_cid.values():
                 cid = t.canonical_id
-                forms = [(FLAT, namer.flat(t.server, t.name), nm.flat_key(cid)),
-                         (nm.ALL, namer.all(t.server, t.name), nm.all_key(cid))]
+                forms = [(FLAT, namer.flat(t.server, t.label), nm.flat_key(cid)),
+                         (nm.ALL, namer.all(t.server, t.label), nm.all_key(cid))]
                 if cid in pinned:
-                    forms += [(nm.FAVOURITE, namer.favourite(t.server, t.name), nm.favourite_key(cid)),
-                              (nm.FAVOURITE, namer.favourite(t.server, t.name, qualified=True), nm.favourite_key(cid))]
+                    forms += [(nm.FAVOURITE, namer.favourite(t.server, t.label), nm.favourite_key(cid)),
+                              (nm.FAVOURITE, namer.favourite(t.server, t.label, qualified=True), nm.favourite_key(cid))]
                 for kind, raw, key in forms:
                     name = nm.fit(raw, key, namer.max_length, style)
                     if name in self.primary or name in self.by_cid or name in BUILTIN_NAMES:
@@ -181,7 +186,7 @@ class NameTable:
 def _shared_tool_names(tools: Sequence[CatalogueTool]) -> frozenset[str]:
     seen: dict[str, int] = {}
     for t in tools:
-        seen[t.name] = seen.get(t.name, 0) + 1
+        seen[t.label] = seen.get(t.label, 0) + 1
     return frozenset(n for n, count in seen.items() if count > 1)
 
 
@@ -346,8 +351,10 @@ def _favourites(project: ProjectSpec, table: NameTable, filters: Sequence[Filter
 def _expected_name(table: NameTable, project: ProjectSpec, cid: str) -> str:
     """The favourite name a pinned tool of a server not listed yet will most likely get (the
     names stage decides for good once the server lists it)."""
-    pinned_names = [c.split("/", 1)[1] for c in project.favourite_index.tools if "/" in c]
+    renamed = {o.tool: o.name for o in project.overrides if o.name}     # tools.overrides names it
+    pinned_names = [renamed.get(c) or c.split("/", 1)[1] for c in project.favourite_index.tools if "/" in c]
     server, _, tool = cid.partition("/")
+    tool = renamed.get(cid) or tool
     raw = table.namer.favourite(server, tool, qualified=pinned_names.count(tool) > 1)
     return nm.fit(raw, nm.favourite_key(cid), table.namer.max_length, table.namer.style)
 

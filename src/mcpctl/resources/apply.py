@@ -7,12 +7,14 @@ callers render the returned `Change`s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcpctl.errors import AlreadyExists, Conflict, InvalidResource, NotFound
 from mcpctl.resources.kinds import KIND_ORDER
+from mcpctl.resources.overrides import Problem, check_against
+from mcpctl.resources.schema import dotted
 from mcpctl.resources.store import Store
 from mcpctl.resources.validate import Validated, combined, resource_from, user_view, validate_document
 from mcpctl.resources.yamlio import Document
@@ -32,9 +34,16 @@ class Change:
         return f"{self.kind.lower()}/{self.name}"
 
 
+# A server's tools as last listed (wire dicts), or None when never listed: what `tools.overrides`
+# are checked against (the CLI passes the catalogue cache's `read_server_tools`).
+KnownTools = Callable[[str], "list[dict[str, Any]] | None"]
+
+
 def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool = False,
-                 new_tokens: bool = False) -> tuple[list[Validated], list[str]]:
-    """Validate each document and the set as a whole. Returns (objects, warnings)."""
+                 new_tokens: bool = False, known_tools: KnownTools | None = None
+                 ) -> tuple[list[Validated], list[str]]:
+    """Validate each document and the set as a whole. Returns (objects, warnings). With
+    `known_tools`, every new or changed `tools.overrides` entry is checked against its tool."""
     objs, failed = [], []
     for d in docs:               # every document's problems, not only the first document's
         try:
@@ -75,7 +84,62 @@ def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool 
                 raise InvalidResource(msg, hint=(close + " " if close else "") +
                                       "register it first (mcpctl create server …), or pass --allow-missing")
     _check_tokens(objs, store, new_tokens)
+    if known_tools is not None:
+        for o in objs:
+            if o.kind == "Project":
+                warnings += check_overrides(o, store.find("Project", o.name), known_tools)
     return objs, warnings
+
+
+def check_overrides(o: Validated, live: dict[str, Any] | None, known_tools: KnownTools) -> list[str]:
+    """A project's `tools.overrides` against the tools as their servers last listed them (a server
+    never listed is not checked). A new or changed override that does not fit its tool is an
+    error; one stored before and unchanged is a warning, so what is stored still round-trips after
+    its server changed a tool. Returns the warnings."""
+    overrides: dict[str, Any] = (o.spec.get("tools") or {}).get("overrides") or {}
+    if not overrides:
+        return []
+    stored = ((user_view(live)[1].get("tools") or {}).get("overrides") or {}) if live is not None else {}
+    listings: dict[str, list[dict[str, Any]] | None] = {}
+    errors: list[InvalidResource] = []
+    warnings: list[str] = []
+    for cid, override in overrides.items():
+        server = cid.partition("/")[0]
+        if server not in listings:
+            listings[server] = known_tools(server)
+        listed = listings[server]
+        if listed is None:
+            continue
+        base = ("spec", "tools", "overrides", cid)
+        for path, message, hint in _problems(o.name, cid, override, listed, overrides):
+            where = f"{o.doc.where((*base, *path))}: {dotted((*base, *path))}"
+            if stored.get(cid) == override:
+                warnings.append(f"{where}: {message} (stored before; this override no longer fits the tool)")
+            else:
+                errors.append(InvalidResource(f"{where}: {message}", hint=hint))
+    if errors:
+        raise combined(errors)
+    return warnings
+
+
+def _problems(project: str, cid: str, override: dict[str, Any], listed: list[dict[str, Any]],
+              overrides: dict[str, Any]) -> list[Problem]:
+    server, _, name = cid.partition("/")
+    wire = next((w for w in listed if w.get("name") == name), None)
+    if wire is None:
+        from mcpctl.errors import did_you_mean
+
+        names = [str(w.get("name")) for w in listed]
+        return [((), f"server {server!r} lists no tool {name!r}",
+                 did_you_mean(name, names) or f"its tools: mcpctl tools list --project {project}")]
+    siblings: dict[str, str] = {}
+    for w in listed:
+        other = f"{server}/{w.get('name')}"
+        if other == cid:
+            continue
+        label = (overrides.get(other) or {}).get("name") or w.get("name")
+        siblings.setdefault(str(label), other)
+    return check_against(cid, override, wire, siblings)
 
 
 def _check_tokens(objs: Sequence[Validated], store: Store, new_tokens: bool) -> None:
@@ -140,10 +204,11 @@ def plan(objs: Sequence[Validated], store: Store) -> list[Change]:
 
 
 def apply_documents(docs: Sequence[Document], store: Store, *, dry_run: bool = False,
-                    allow_missing: bool = False) -> tuple[list[Change], list[str]]:
+                    allow_missing: bool = False, known_tools: KnownTools | None = None
+                    ) -> tuple[list[Change], list[str]]:
     """Create or update every object; all or nothing at validation. Returns (changes, warnings)."""
     with store.locked():
-        objs, warnings = validate_all(docs, store, allow_missing=allow_missing)
+        objs, warnings = validate_all(docs, store, allow_missing=allow_missing, known_tools=known_tools)
         changes = plan(objs, store)
         if not dry_run:
             for c in changes:
@@ -152,11 +217,12 @@ def apply_documents(docs: Sequence[Document], store: Store, *, dry_run: bool = F
     return changes, warnings
 
 
-def create_object(doc: Document, store: Store, *, force: bool = False,
-                  allow_missing: bool = False) -> tuple[Change, list[str]]:
+def create_object(doc: Document, store: Store, *, force: bool = False, allow_missing: bool = False,
+                  known_tools: KnownTools | None = None) -> tuple[Change, list[str]]:
     """`mcpctl create`: like apply, but an existing object is an error unless `force` replaces it."""
     with store.locked():
-        objs, warnings = validate_all([doc], store, allow_missing=allow_missing, new_tokens=True)
+        objs, warnings = validate_all([doc], store, allow_missing=allow_missing, new_tokens=True,
+                                      known_tools=known_tools)
         (o,) = objs
         live = store.find(o.kind, o.name)
         if live is not None and not force:

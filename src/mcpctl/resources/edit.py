@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpctl.resources.apply import KnownTools, check_overrides
 from mcpctl.resources.kinds import API_VERSION
 from mcpctl.resources.store import Store
 from mcpctl.resources.validate import resource_from, user_view, validate_document
@@ -35,8 +36,10 @@ class Edit:
 
 
 def edit_spec(store: Store, kind: str, name: str, change: Callable[[dict[str, Any]], Any], *,
-              where: str | None = None, dry_run: bool = False) -> Edit:
-    """Apply `change` (which edits a spec dict in place) to the stored object `kind/name`."""
+              where: str | None = None, dry_run: bool = False, known_tools: KnownTools | None = None) -> Edit:
+    """Apply `change` (which edits a spec dict in place) to the stored object `kind/name`; with
+    `known_tools`, a project's changed `tools.overrides` are checked against their tools as `apply`
+    checks them."""
     with store.locked():
         live = store.get(kind, name)
         spec = copy.deepcopy(live.get("spec") or {})
@@ -45,6 +48,8 @@ def edit_spec(store: Store, kind: str, name: str, change: Callable[[dict[str, An
         doc = Document(source=where or f"{kind.lower()}/{name}", index=1,
                        data={"apiVersion": API_VERSION, "kind": kind, "metadata": meta, "spec": spec})
         v = validate_document(doc)
+        if known_tools is not None and kind == "Project":
+            v.warnings += check_overrides(v, live, known_tools)
         if user_view(live) == (v.metadata, v.spec):
             return Edit(kind, name, False, live, live, v.warnings)
         new = resource_from(v, live)

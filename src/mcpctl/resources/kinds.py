@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mcpctl.resources.overrides import ToolOverride, overrides_from, overrides_node
 from mcpctl.resources.presents import Presents, presents
 from mcpctl.resources.schema import (
     ListOf,
@@ -81,6 +82,16 @@ def check_favourite_id(value: str) -> str | None:
         return problem
     if any(c in value for c in "*?["):
         return f"{value!r} is a glob; a favourite names one tool (server/tool)"
+    return None
+
+
+def check_override_id(value: str) -> str | None:
+    """An override is of one tool: a canonical id `server/tool`, no globs."""
+    problem = check_tool_id(value)
+    if problem:
+        return problem
+    if any(c in value for c in "*?["):
+        return f"{value!r} is a glob; an override is of one tool (server/tool)"
     return None
 
 
@@ -158,6 +169,9 @@ PROJECT_SPEC: Final = Obj({
     "tools": Obj({
         "disabled": ListOf(Scalar(str, check=check_tool_id)),
         "enabled": ListOf(Scalar(str, check=check_tool_id)),
+        # a tool's own wording in this project: name, title, description, annotations, parameters
+        # (`resources.overrides`; applied by the pipeline's overrides stage)
+        "overrides": overrides_node(check_override_id),
     }),
     # `enabled` and `presentation` are left unset unless given: favouriteIndex.enabled: true alone
     # means the favourite-index presentation; `presentation` chooses favourite-index or deferred
@@ -389,6 +403,7 @@ class ProjectSpec:
     results: ResultSettings = field(default_factory=ResultSettings)
     pinning: str = DEFAULT_PINNING               # off | warn | hold: a definition changed since pinned
     ask: AskSettings = field(default_factory=AskSettings)
+    overrides: tuple[ToolOverride, ...] = ()     # tools.overrides, in the file's order
 
     @property
     def presents(self) -> Presents:
@@ -444,4 +459,5 @@ class ProjectSpec:
                                    int(results.get("keepMinutes", DEFAULT_KEEP_MINUTES))),
             pinning=s.get("pinning") or DEFAULT_PINNING,
             ask=AskSettings.from_spec(s.get("ask") or {}),
+            overrides=overrides_from(tools.get("overrides")),
         )

@@ -20,8 +20,9 @@ from mcpctl.resources.kinds import (
     METADATA,
     PORTABLE_MAX_LENGTH,
 )
+from mcpctl.resources.overrides import check_shape
 from mcpctl.resources.presents import presents
-from mcpctl.resources.schema import FieldError, FieldErrors, every, normalize
+from mcpctl.resources.schema import FieldError, FieldErrors, dotted, every, normalize
 from mcpctl.resources.secrets import looks_like_secret
 from mcpctl.resources.yamlio import Document
 
@@ -150,6 +151,7 @@ def _check_names(v: Validated) -> None:
 def _check_project(v: Validated) -> None:
     """What no single field can say: the presentation settings must agree with each other."""
     _check_names(v)
+    _check_overrides(v)
     s, doc = v.spec, v.doc
     fav = s.get("favouriteIndex") or {}
     presentation, enabled = s.get("presentation"), fav.get("enabled")
@@ -206,6 +208,33 @@ def _check_project(v: Validated) -> None:
         if server not in servers:
             v.warnings.append(f"{doc.where(('spec', 'favouriteIndex', 'tools', i))}: favourite {tool!r} names "
                               f"server {server!r}, which is not one of the project's servers; it is not presented")
+
+
+def _check_overrides(v: Validated) -> None:
+    """`tools.overrides` on their own (against the tools themselves: `apply.check_overrides`): a
+    hidden parameter has a value, two tools of one server are not given one name, and an override
+    of a server outside the project is said to have no effect."""
+    overrides = (v.spec.get("tools") or {}).get("overrides") or {}
+    problems: list[InvalidResource] = []
+    named: dict[tuple[str, str], str] = {}
+    servers = set(v.spec.get("servers") or [])
+    for cid, o in overrides.items():
+        base = ("spec", "tools", "overrides", cid)
+        for path, message, hint in check_shape(cid, o):
+            problems.append(InvalidResource(f"{v.doc.where((*base, *path))}: {dotted((*base, *path))}: {message}",
+                                            hint=hint))
+        server = cid.split("/", 1)[0]
+        name = o.get("name")
+        if isinstance(name, str):
+            first = named.setdefault((server, name), cid)
+            if first != cid:
+                problems.append(InvalidResource(f"{v.doc.where((*base, 'name'))}: {cid} and {first} are both "
+                                                f"presented as {name!r}", hint="give each its own name"))
+        if server not in servers:
+            v.warnings.append(f"{v.doc.where(base)}: override of {cid} names server {server!r}, which is not one "
+                              "of the project's servers; it has no effect")
+    if problems:
+        raise combined(problems)
 
 
 def _check_instruction(v: Validated, mode: str) -> None:
