@@ -213,10 +213,11 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
      r"you've (?:memori[sz]ed|stored|saved|got))\b", "memory knowledge"),
     (r"\b(?:where is|where's|where are|locate|somewhere|anywhere)\b", "search find"),
     (r"\b(?:relationships?|links? between|connections? between|related to)\b", "relation relations"),
-    (r"\b(?:right now|now|currently|at the moment|today)\b", "current"),
+    (r"\b(?:right now|now|currently|at the moment)\b", "current"),
     (r"\b(?:nested|recursive(?:ly)?|hierarchy|structure|tree)\b", "tree recursive"),
     (r"\b(?:how much space|biggest|largest|smallest|heaviest)\b", "sizes size"),
-    (r"\b(?:mentions?|mentioning|contains?|containing|any \w+ (?:about|on|with|that))\b", "search matching"),
+    # (not "contains": on MetaTool dev, "a recipe that contains chicken" asks no search tool)
+    (r"\b(?:mentions?|mentioning)\b|\bany \w+ (?:about|that mentions?)\b", "search matching"),
     (r"\bwhat (?:does|do|did) .{1,60}? say\b|\b(?:contents|text) of\b", "contents read"),
     (r"\b(?:put|drop|stick)\b.{1,60}\b(?:into|in|under|to)\b.{0,20}\b(?:folder|directory)\b", "move"),
     (_UNITS_PATTERN, "convert units"),
