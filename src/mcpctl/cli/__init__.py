@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcpctl import __version__
@@ -56,11 +57,44 @@ def _quiet_flag_types() -> None:
     TyperOption._mcpctl_quiet_flags = True  # type: ignore[attr-defined]
 
 
+def _coerce_without_pydantic() -> None:
+    """typer (0.29) coerces every parameter's value with a pydantic TypeAdapter built at its first
+    use, the value None (an option not given) and a plain string included: importing pydantic cost
+    a `mcpctl get servers` 0.1-0.2 s of its 0.3-0.5 s CPU. Here an option not given and a string
+    for a `str` parameter (no parser) pass as they are, exactly what the adapter returns for them;
+    any other value still gets typer's own coercion, built as before (tests/cli/test_startup.py)."""
+    from typer import _coercion, core
+
+    param = core._TyperParameter
+    if getattr(param, "_mcpctl_lazy_coercion", False):
+        return
+
+    @dataclass(frozen=True)
+    class Lazy(_coercion.RuntimeParam):
+        descriptor: _coercion.TypeDescriptor
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if isinstance(value, str) and self.annotation is str and self.parameter_info.parser is None:
+                return value
+            return _coercion.build_runtime_param(self.descriptor)._coerce_value(value, param=param, ctx=ctx)
+
+    def get_runtime_param(self: core._TyperParameter) -> _coercion.RuntimeParam:
+        if self._runtime_param is None:
+            d = self.type_descriptor
+            self._runtime_param = (Lazy(d.parameter_info, d.annotation, d) if d.file_annotation is None
+                                   else _coercion.build_runtime_param(d))
+        return self._runtime_param
+
+    param.get_runtime_param = get_runtime_param  # type: ignore[method-assign]
+    param._mcpctl_lazy_coercion = True  # type: ignore[attr-defined]
+
+
 def _build_app(modules: tuple[str, ...] = _VERB_MODULES) -> typer.Typer:
     """The app with the commands of `modules` (all of them by default)."""
     import typer
 
     _quiet_flag_types()
+    _coerce_without_pydantic()
     from mcpctl.cli import _help
 
     _help.install()
