@@ -43,6 +43,7 @@ from mcpctl.catalogue.vectors import (
     MODEL_PACKAGES,
     QUERY_CACHE_SIZE,
     VectorCache,
+    computing_elsewhere,
     embed_texts,
     find_model_dir,
     load_model,
@@ -53,8 +54,8 @@ from mcpctl.catalogue.vectors import (
 )
 
 __all__ = ["EMBED_CHUNK", "MODEL_NAME", "MODEL_PACKAGES", "QUERY_CACHE_SIZE", "HybridRanker", "MiniLM", "VectorCache",
-           "build", "embed_texts", "embed_tools", "find_model_dir", "index_texts", "load_model", "model_key",
-           "query_vectors", "readable", "server_text", "tool_text", "uncached", "warm"]
+           "build", "computing_elsewhere", "embed_texts", "embed_tools", "find_model_dir", "index_texts", "load_model", "model_key",
+           "pending", "query_vectors", "readable", "server_text", "tool_text", "uncached", "warm"]
 
 log = logging.getLogger(__name__)
 
@@ -345,6 +346,12 @@ def warm(docs: Sequence[ToolDoc], with_server: bool | None = None) -> int:
         model, key = load_model()
         embed_texts(model, key, texts)
     return todo
+
+
+def pending(docs: Sequence[ToolDoc], with_server: bool | None = None) -> int:
+    """How many texts a hybrid ranker over `docs` would still have to embed (without loading the
+    model)."""
+    return uncached(model_key(), index_texts(docs, ABOUT_WEIGHT, with_server)[0])
 
 
 def build(docs: Sequence[ToolDoc], lexical: LexicalRanker, kind: str, *, wait: bool = True) -> HybridRanker:

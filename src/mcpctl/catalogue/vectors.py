@@ -11,6 +11,7 @@ this module fails without numpy.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -18,7 +19,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -32,6 +33,11 @@ if "numpy" not in sys.modules:
 import numpy as np
 
 from mcpctl import paths
+
+try:
+    import fcntl
+except ImportError:     # (Windows: one computation at a time per process only)
+    fcntl = None  # type: ignore[assignment]
 from mcpctl.catalogue.cache import embeddings_dir
 from mcpctl.catalogue.minilm import MiniLM
 from mcpctl.catalogue.packed import Packed, open_or_pack, packed_path
@@ -222,6 +228,42 @@ def _compute_lock(path: Path) -> threading.Lock:
         return _compute_locks.setdefault(path, threading.Lock())
 
 
+@contextlib.contextmanager
+def _computing(path: Path) -> Iterator[None]:
+    """One computation at a time per cache file, in this process (threads) and on this machine (a
+    lock file: a gateway and a background `create server` indexing the same tools embed them once;
+    the second finds them in the cache)."""
+    with _compute_lock(path):
+        if fcntl is None:
+            yield
+            return
+        paths.private_dir(path.parent)
+        with open(_lock_path(path), "a+b", opener=paths.open_private) as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
+def computing_elsewhere(model_key: str) -> bool:
+    """Whether a process (this one or another) is embedding texts into this model's cache now."""
+    path = VectorCache(model_key).path
+    if fcntl is None or not _lock_path(path).is_file():
+        return False
+    with open(_lock_path(path), "rb") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return False
+
+
 def uncached(model_key: str, texts: Sequence[str], cache: VectorCache | None = None) -> int:
     """How many distinct texts of `texts` have no vector in the cache yet."""
     stored = (cache or VectorCache(model_key)).load()
@@ -244,7 +286,7 @@ def embed_texts(model: MiniLM | None, model_key: str, texts: Sequence[str], cach
     if missing and not compute:
         return None
     if missing:
-        with _compute_lock(cache.path):
+        with _computing(cache.path):
             return _compute(model or load_model()[0], texts, keys, cache, stop)
     return _normalised(model, stored, keys)
 
