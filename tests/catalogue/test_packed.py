@@ -58,9 +58,9 @@ def test_the_packed_model_embeds_as_the_float32_one(tiny_model: Path, tmp_path: 
     small, exact = MiniLM(tiny_model, weights), MiniLM(tiny_model)
     a, b = small.embed(TEXTS), exact.embed(TEXTS)
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
-    assert float((a * b).sum(1).min()) > 0.999
+    assert float((a * b).sum(1).min()) > 0.99999
     assert np.allclose(small.embed(TEXTS[:1])[0], a[0], atol=1e-5)      # padding still masked out
-    assert weights.tensors["0.qkv_w"].dtype == np.int8 and weights.tensors["word"].dtype == np.float16
+    assert weights.tensors["0.qkv_w"].dtype == np.uint16 and weights.tensors["word"].dtype == np.float16
     assert not weights.tensors["0.qkv_w"].flags.writeable
 
 
