@@ -100,14 +100,21 @@ def test_concurrent_packers_leave_one_whole_file(tiny_model: Path, tmp_path: Pat
     assert packed.Packed(packed.packed_path(tmp_path, "tiny"), "tiny").tensors["word"].shape[0] > 0
 
 
-def test_the_model_keeps_no_weights_resident_between_embeddings(tiny_model: Path, tmp_path: Path) -> None:
+def test_the_model_keeps_no_weights_resident_between_embeddings(tmp_path: Path) -> None:
+    """Its pages are dropped as each matrix is widened: what stays mapped between embeddings is
+    what the kernel maps around a fault (up to 64 kB here, or one large folio), not the model."""
     if not hasattr(mmap, "MADV_DONTNEED") or not Path("/proc/self/smaps").exists():
         pytest.skip("needs madvise and /proc")
+    try:
+        model_dir = semantic.find_model_dir()
+    except ModuleNotFoundError:
+        skip_unless_ci("no package shipping all-MiniLM-L6-v2 is installed")
     path = tmp_path / "w.bin"
-    packed.pack(tiny_model, path, "tiny")
-    model = MiniLM(tiny_model, packed.Packed(path, "tiny"))
+    packed.pack(model_dir, path, "real")
+    model = MiniLM(model_dir, packed.Packed(path, "real"))
     model.embed(TEXTS)
-    assert _mapped_kb(path) <= 8         # the header's page at most
+    model.embed(["add two numbers together"])
+    assert _mapped_kb(path) < 4096 < path.stat().st_size // 1024 // 8
 
 
 def test_load_model_packs_into_the_state_dir_and_a_ranker_maps_it_only_to_search(

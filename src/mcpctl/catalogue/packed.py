@@ -210,6 +210,8 @@ class Packed:
                                                    offset=self.base + offset).reshape(shape)
             self._regions = [(self.base + a, b - a) for a, b in header["regions"]]
             self._address = np.frombuffer(self._map, dtype=np.uint8, count=1).ctypes.data
+            if hasattr(mmap, "MADV_DONTNEED"):      # the header is read: nothing stays mapped
+                self._map.madvise(mmap.MADV_DONTNEED, 0, self.base)
         except BaseException:
             self.tensors = {}
             with contextlib.suppress(BufferError):
