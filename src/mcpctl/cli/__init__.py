@@ -152,6 +152,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _completing_in() -> str | None:
+    """The module of the command a completion is for (`mcpctl get <TAB>`: get's), or None when
+    the command's own name is being completed or cannot be told (then the whole app answers)."""
+    if "COMP_WORDS" in os.environ:           # bash: the words and the index of the one completed
+        words = os.environ["COMP_WORDS"].split()
+        try:
+            done = int(os.environ.get("COMP_CWORD", "")) > 1
+        except ValueError:
+            return None
+    else:                                    # zsh, fish, powershell: the line up to the cursor
+        line = os.environ.get("_TYPER_COMPLETE_ARGS", "")
+        words = line.split()
+        done = len(words) > 2 or (len(words) == 2 and line[-1:].isspace())
+    return _COMMANDS.get(words[1]) if done and len(words) > 1 else None
+
+
 def main() -> None:
     from mcpctl import heap
 
@@ -167,6 +183,10 @@ def main() -> None:
             print(f"error: {e.message}" + (f"\n  {e.hint}" if e.hint else ""), file=sys.stderr)
             sys.exit(2)
         sys.argv[1:] = argv
+    if os.environ.get("_MCPCTL_COMPLETE"):   # a TAB: the shell runs `mcpctl` with no arguments
+        module = _completing_in()
+        (_build_app((module,)) if module else __getattr__("app"))(prog_name="mcpctl")
+        return
     if not argv:                     # plain `mcpctl`: the help, and success (click would exit 2)
         __getattr__("app")(["--help"], prog_name="mcpctl")
         return
@@ -175,9 +195,7 @@ def main() -> None:
 
         if serve.lean_main(argv[1:]):
             return
-    if os.environ.get("_MCPCTL_COMPLETE"):
-        __getattr__("app")(prog_name="mcpctl")
-    elif argv == ["--version"]:
+    if argv == ["--version"]:
         _build_app(())(prog_name="mcpctl")
     elif (module := _COMMANDS.get(argv[0])) is not None:
         _build_app((module,))(prog_name="mcpctl")
