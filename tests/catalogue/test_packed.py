@@ -80,6 +80,9 @@ def test_a_packed_file_for_another_model_truncated_or_foreign_is_packed_again(ti
         assert path.read_bytes() == good
         assert np.array_equal(again.tensors["1.o_w"], first.tensors["1.o_w"])
     assert not list(tmp_path.glob(".*.tmp"))         # no temporary file left behind
+    (tmp_path / "tiny.minilm-int8-1.bin").write_bytes(b"an older format")
+    packed.open_or_pack(tiny_model, tmp_path, "other")
+    assert sorted(p.name for p in tmp_path.glob("*.bin")) == [packed.packed_path(tmp_path, "other").name]
 
 
 def test_concurrent_packers_leave_one_whole_file(tiny_model: Path, tmp_path: Path) -> None:

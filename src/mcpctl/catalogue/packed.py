@@ -241,4 +241,7 @@ def open_or_pack(model_dir: Path, directory: Path, model_key: str) -> Packed:
         return Packed(path, model_key)
     except (OSError, ValueError, KeyError, struct.error):
         pack(model_dir, path, model_key)
+        for old in directory.glob("*.bin"):     # another format's or model's: nothing reads it now
+            if old != path:
+                old.unlink(missing_ok=True)
         return Packed(path, model_key)
