@@ -189,9 +189,9 @@ class Packed:
     `release(region)` drops a region's pages from this process."""
 
     def __init__(self, path: Path, model_key: str | None = None) -> None:
-        with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self._file = path.open("rb")        # kept: table rows are read from it (`rows`)
+        size = os.fstat(self._file.fileno()).st_size
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         try:
             if self._map[:len(MAGIC)] != MAGIC:
                 raise ValueError(f"{path}: not a packed weights file")
@@ -216,7 +216,21 @@ class Packed:
             self.tensors = {}
             with contextlib.suppress(BufferError):
                 self._map.close()
+            self._file.close()
             raise
+
+    def rows(self, table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """`table[ids]` (a 2-D tensor of this file), read from the file rather than through the
+        mapping: the page cache here maps a file in large folios, so touching 5 rows of the word
+        table through the mapping made 2 MB resident, and a query's scattered rows several."""
+        row = table.strides[0]
+        start = table.ctypes.data - self._address
+        fd = self._file.fileno()
+        out = np.empty((*ids.shape, *table.shape[1:]), dtype=table.dtype)
+        flat = out.reshape(-1, *table.shape[1:])
+        for i, token in enumerate(ids.reshape(-1).tolist()):
+            flat[i] = np.frombuffer(os.pread(fd, row, start + token * row), dtype=table.dtype)
+        return out
 
     def drop(self, tensor: np.ndarray) -> None:
         """Drop the pages of one of `tensors` from this process, once used (the pages it shares
