@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import struct
-import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -198,18 +197,11 @@ def _layer_norm_(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.
     return x
 
 
-_scratch = threading.local()
-
-
 def _widened(w: np.ndarray) -> np.ndarray:
-    """A bfloat16 matrix (uint16) as float32, in this thread's one reused buffer: a fresh 2.4 MB
-    array per matrix made the allocator's heap grow query after query (the peak RSS rose 3 MB
-    over 20 queries); the buffer is as large as the largest matrix."""
-    buf: np.ndarray | None = getattr(_scratch, "buf", None)
-    if buf is None or buf.size < w.size:
-        buf = _scratch.buf = np.empty(w.size, dtype=np.uint32)
-    wide = buf[:w.size].reshape(w.shape)
-    np.copyto(wide, w)
+    """A bfloat16 matrix (uint16: the upper half of each float32) as float32 (a new array: at most
+    2.4 MB, freed once used; a buffer kept per thread would stay resident in every worker thread
+    that ever searched)."""
+    wide = w.astype(np.uint32)
     wide <<= np.uint32(16)
     return wide.view(np.float32)
 
