@@ -13,7 +13,8 @@ With `--baseline` every measurement runs for both executables in each round, the
 every other round; the summary gives medians (and current/baseline as the median of the
 per-round ratios). The store is the demo's (`mcpctl demo --home`, its project's `search.ranker` set to
 `auto`), copied for the baseline. The
-embedding cache is warmed (one session per target) before the rounds, as `create server` leaves it.
+embedding cache is warmed (`tools list` and one session per target) before the rounds, as a listing
+leaves it.
 """
 
 from __future__ import annotations
@@ -128,7 +129,10 @@ def main() -> None:
             if t != "current":
                 shutil.copytree(home, Path(tmp) / t)
             envs[t] = {**os.environ, "MCPCTL_HOME": str(home if t == "current" else Path(tmp) / t)}
-            one(exe, envs[t], "warm up")              # the tools' vectors, as create server leaves them
+            # the tools' vectors, as a listing leaves them (a gateway closed while embedding them would
+            # leave the next ones to embed them, a batch of the model in their peak)
+            subprocess.run([exe, "tools", "list", "--project", "demo"], env=envs[t], check=True, capture_output=True)
+            one(exe, envs[t], "warm up")
         got: dict[str, list[dict[str, float]]] = {t: [] for t in targets}
         for r in range(a.rounds):
             order = list(targets) if r % 2 == 0 else list(reversed(targets))
