@@ -13,7 +13,7 @@ With `--baseline` every measurement runs for both executables in each round, the
 every other round; the summary gives medians (and current/baseline as the median of the
 per-round ratios). The store is the demo's (`mcpctl demo --home`, its project's `search.ranker` set to
 `auto`), copied for the baseline. The
-embedding cache is warmed (`tools list` and one session per target) before the rounds, as a listing
+embedding cache is warmed (`tools list --refresh` and one session per target) before the rounds, as a listing
 leaves it.
 """
 
@@ -131,7 +131,8 @@ def main() -> None:
             envs[t] = {**os.environ, "MCPCTL_HOME": str(home if t == "current" else Path(tmp) / t)}
             # the tools' vectors, as a listing leaves them (a gateway closed while embedding them would
             # leave the next ones to embed them, a batch of the model in their peak)
-            subprocess.run([exe, "tools", "list", "--project", "demo"], env=envs[t], check=True, capture_output=True)
+            subprocess.run([exe, "tools", "list", "--project", "demo", "--refresh"], env=envs[t], check=True,
+                           capture_output=True)
             one(exe, envs[t], "warm up")
         got: dict[str, list[dict[str, float]]] = {t: [] for t in targets}
         for r in range(a.rounds):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 _DTYPES: Final = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64}
 MAX_TOKENS: Final = 256          # sentence_bert_config.json max_seq_length
+BATCH_BYTES: Final = 8 << 20     # the largest intermediate array of a batch (MiniLM.embed)
 _WORD_MAX_CHARS: Final = 100     # BERT: longer words become [UNK]
 
 
@@ -314,13 +315,27 @@ class MiniLM:
         unit: np.ndarray = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return unit
 
+    def _batches(self, order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+        """`order` (by length) cut into batches of at most `batch_size` texts whose largest
+        intermediate arrays (the attention scores and the feed-forward layer's output, per text
+        `heads x L x L` and `L x 4 dim` floats) stay within BATCH_BYTES: 32 texts of 256 tokens
+        made arrays of 100 MB each, and a gateway embedding its tools peaked 80 MB higher."""
+        out: list[list[int]] = []
+        for i in order:
+            length = lengths[i]
+            per_text = 4 * (self.heads * length * length + 4 * self.dim * length)
+            if out and len(out[-1]) < batch_size and (len(out[-1]) + 1) * per_text <= BATCH_BYTES:
+                out[-1].append(i)
+            else:
+                out.append([i])
+        return out
+
     def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         encoded = [self.tokenizer.encode(t) for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # Batches of similar length waste little on padding.
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
+        for idx in self._batches(order, [len(e) for e in encoded], batch_size):
             length = max(len(encoded[i]) for i in idx)
             ids = np.zeros((len(idx), length), dtype=np.int64)
             mask = np.zeros((len(idx), length), dtype=np.float32)
