@@ -8,7 +8,10 @@ closes. Each kind below runs end to end; the CPU it used (user + system, its chi
 a gateway's upstreams are part of its cost) and its wall time from start to exit are measured:
 
 - `--version`: the CLI's floor;
-- `get servers`: a verb that reads the store;
+- `--help`: the root's help (every command's name and summary);
+- `completion`: what the shell runs on TAB after `mcpctl get `;
+- `get servers`, `describe server calc`, `favourites list --project demo`: verbs that read the store
+  (and the catalogue cache);
 - `tools list`: a verb that reads the catalogue cache;
 - `example-server`: `mcpctl example-server calc` answering initialize and tools/list, stdin closed;
 - `gateway session`: `mcpctl serve --project demo` over the three example servers: initialize,
@@ -83,9 +86,18 @@ def kinds(exe: str) -> dict[str, Callable[[dict[str, str]], None]]:
             subprocess.run([exe, *args], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return go
 
+    def complete(env: dict[str, str]) -> None:      # what the shell runs on TAB after `mcpctl get `
+        subprocess.run([exe], env=env | {"_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": "mcpctl get ",
+                                         "COMP_CWORD": "2"}, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
     return {
         "--version": run("--version"),
+        "--help": run("--help"),
+        "completion": complete,
         "get servers": run("get", "servers"),
+        "describe server": run("describe", "server", "calc"),
+        "favourites list": run("favourites", "list", "--project", "demo"),
         "tools list": run("tools", "list", "--project", "demo"),
         "example-server": lambda env: _session([exe, "example-server", "calc"], env, None),
         "gateway session": lambda env: _session([exe, "serve", "--project", "demo"], env,
@@ -126,6 +138,8 @@ def main() -> None:
             for kind in runs["current"]:
                 for t in order:
                     got[t][kind].append(measure(runs[t][kind], envs[t]))
+    load = os.getloadavg()
+    print(f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end")
     print(f"{a.rounds} rounds, medians; cpu = user+system of the process and its children"
           f"{'; ratio = median of per-round current/baseline' if a.baseline else ''}")
     print(f"{'':18s} {'cpu s':>8s} {'wall s':>8s}" + (f" {'base cpu':>9s} {'base wall':>9s} {'cpu ratio':>9s} {'wall ratio':>10s}"

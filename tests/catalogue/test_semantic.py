@@ -44,6 +44,11 @@ def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
 
 @pytest.fixture
 def tiny_model(tmp_path: Path) -> Path:
+    return make_tiny_model(tmp_path)
+
+
+def make_tiny_model(tmp_path: Path) -> Path:
+    """A random 2-layer BERT with the model files' layout, under `tmp_path`."""
     rng = np.random.default_rng(7)
 
     def w(*shape: int) -> np.ndarray:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ci_support import SLACK
 
@@ -66,3 +70,53 @@ def test_a_command_line_imports_the_modules_of_its_command_only() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK, check=True)
     loaded = r.stderr.strip().splitlines()[-1]
     assert "mcpctl.cli.get" in loaded and "mcpctl.cli.bakeoff" not in loaded and "mcpctl.cli.create" not in loaded, loaded
+
+
+STORE = """\
+apiVersion: mcpctl/v1
+kind: Server
+metadata: {name: memory}
+spec: {command: npx, args: ["-y", "@modelcontextprotocol/server-memory"]}
+---
+apiVersion: mcpctl/v1
+kind: Project
+metadata: {name: web}
+spec:
+  servers: [memory]
+  favouriteIndex: {enabled: true, tools: [memory/read_graph]}
+  presentation: favourite-index
+"""
+SDK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "numpy")
+
+
+@pytest.mark.parametrize("argv", [
+    ["get", "servers"], ["get", "projects", "-o", "yaml"], ["describe", "server", "memory"],
+    ["favourites", "list", "--project", "web"], ["--help"], ["get", "--help"], ["--version"],
+    ["__complete", "get", ""],
+], ids=lambda a: " ".join(a))
+def test_commands_that_read_the_store_import_no_sdk(argv: list[str], tmp_path: Path) -> None:
+    """Reading and printing the store, help, completion and the version import neither the MCP SDK
+    nor pydantic (typer would, to coerce option values: `cli._coerce_without_pydantic`)."""
+    manifest = tmp_path / "store.yaml"
+    manifest.write_text(STORE)
+    subprocess.run([sys.executable, "-m", "mcpctl", "apply", "-f", str(manifest)], check=True,
+                   capture_output=True, timeout=60 * SLACK)
+    from mcpctl.catalogue.cache import write_server_entry  # listed before: read from the cache
+
+    write_server_entry("memory", {"tools": [{"name": "read_graph", "description": "Read the whole graph",
+                                             "inputSchema": {"type": "object"}}]})
+    env = dict(os.environ)
+    if argv[0] == "__complete":      # what the shell runs on TAB
+        env |= {"_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": "mcpctl " + " ".join(argv[1:]),
+                "COMP_CWORD": str(len(argv) - 1)}
+        argv = []
+    code = ("import sys, atexit\n"
+            f"atexit.register(lambda: print('LOADED', *[m for m in {SDK!r} if m in sys.modules], file=sys.stderr))\n"
+            f"sys.argv = ['mcpctl', *{argv!r}]\n"
+            "from mcpctl.cli import main\n"
+            "main()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60 * SLACK)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip(), "printed nothing"
+    loaded = [line for line in r.stderr.splitlines() if line.startswith("LOADED")]
+    assert loaded == ["LOADED"], f"{argv}: {loaded}"

@@ -15,12 +15,16 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from mcpctl.catalogue.packed import Packed
+
 _DTYPES: Final = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64}
 MAX_TOKENS: Final = 256          # sentence_bert_config.json max_seq_length
+BATCH_BYTES: Final = 8 << 20     # the largest intermediate array of a batch (MiniLM.embed)
 _WORD_MAX_CHARS: Final = 100     # BERT: longer words become [UNK]
 
 
@@ -71,12 +75,25 @@ class WordPiece:
     split punctuation) then greedy longest-match WordPiece."""
 
     def __init__(self, vocab_file: Path) -> None:
-        tokens = vocab_file.read_text(encoding="utf-8").split("\n")
-        if tokens and tokens[-1] == "":
-            tokens.pop()
-        self.vocab = {t: i for i, t in enumerate(tokens)}
-        self.cls, self.sep, self.unk = self.vocab["[CLS]"], self.vocab["[SEP]"], self.vocab["[UNK]"]
+        # The vocabulary as sorted 64-bit hashes of its tokens and their ids (0.5 MB), not a dict of
+        # 30,522 strings (4.9 MB in every process that searches); a lookup is a binary search. Read
+        # a line at a time, so no list of every token is ever held.
+        with vocab_file.open(encoding="utf-8") as fh:
+            hashes = np.fromiter((hash(line.rstrip("\n")) for line in fh), dtype=np.int64)
+        self._order = np.argsort(hashes, kind="stable")
+        self._hashes = hashes[self._order]
+        cls, sep, unk = (self.id(t) for t in ("[CLS]", "[SEP]", "[UNK]"))
+        if cls is None or sep is None or unk is None:
+            raise ValueError(f"{vocab_file}: no [CLS], [SEP] or [UNK] token")
+        self.cls, self.sep, self.unk = cls, sep, unk
         self._word = lru_cache(maxsize=50_000)(self._wordpiece)
+
+    def id(self, token: str) -> int | None:
+        """The id of `token` (its last line, as a dict of the file would say, where the file
+        repeats it), or None when it is not in the vocabulary."""
+        h = hash(token)
+        i = int(self._hashes.searchsorted(h, side="right")) - 1
+        return int(self._order[i]) if i >= 0 and int(self._hashes[i]) == h else None
 
     def _basic(self, text: str) -> list[str]:
         chars: list[str] = []
@@ -116,8 +133,8 @@ class WordPiece:
             found = None
             while start < end:
                 piece = word[start:end] if start == 0 else "##" + word[start:end]
-                if piece in self.vocab:
-                    found = self.vocab[piece]
+                found = self.id(piece)
+                if found is not None:
                     break
                 end -= 1
             if found is None:
@@ -181,15 +198,52 @@ def _layer_norm_(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.
     return x
 
 
+def _widened(w: np.ndarray) -> np.ndarray:
+    """A bfloat16 matrix (uint16: the upper half of each float32) as float32 (a new array: at most
+    2.4 MB, freed once used; a buffer kept per thread would stay resident in every worker thread
+    that ever searched)."""
+    wide = w.astype(np.uint32)
+    wide <<= np.uint32(16)
+    return wide.view(np.float32)
+
+
+def _dense(x: np.ndarray, layer: dict[str, np.ndarray], name: str, packed: Packed | None = None) -> np.ndarray:
+    """`x @ W + b` for one of a layer's linear maps. A packed W is bfloat16 (uint16: the upper
+    half of a float32), widened as it is used (`_widened`), its mapped pages dropped from this
+    process once widened."""
+    w = layer[f"{name}_w"]
+    if w.dtype == np.uint16:
+        wide = _widened(w)
+        if packed is not None:
+            packed.drop(w)
+        y: np.ndarray = x @ wide
+    else:
+        y = x @ w
+    y += layer[f"{name}_b"]
+    return y
+
+
 class MiniLM:
     """The encoder; `embed(texts)` returns L2-normalised float32 vectors, one row per text."""
 
-    def __init__(self, model_dir: Path) -> None:
-        config: dict[str, Any] = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    def __init__(self, model_dir: Path, packed: Packed | None = None) -> None:
+        """The model in `model_dir`, computing with `packed`'s mapped int8/float16 weights when
+        given (what `vectors.load_model` does), else with its float32 weights read into memory."""
+        config: dict[str, Any] = packed.config if packed is not None else json.loads(
+            (model_dir / "config.json").read_text(encoding="utf-8"))
         self.dim = int(config["hidden_size"])
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.tokenizer = WordPiece(model_dir / "vocab.txt")
+        self.packed = packed
+        self.layers: list[dict[str, np.ndarray]]
+        if packed is not None:
+            t = packed.tensors
+            self.word, self.pos, self.type0 = t["word"], t["pos"], t["type0"]
+            self.emb_ln = (t["emb_ln_w"], t["emb_ln_b"])
+            self.layers = [{k.split(".", 1)[1]: v for k, v in t.items() if k.startswith(f"{i}.")}
+                           for i in range(int(config["num_hidden_layers"]))]
+            return
         # The word-embedding table is half the model (30,522 x 384) and only ever indexed: kept
         # as float16 (rows widened on lookup), it costs half the memory, for cosines >= 0.99999.
         words = "embeddings.word_embeddings.weight"
@@ -205,7 +259,7 @@ class MiniLM:
         def linear(name: str) -> np.ndarray:
             return np.ascontiguousarray(t.pop(name).T)
 
-        self.layers: list[dict[str, np.ndarray]] = []
+        self.layers = []
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             qkv = np.concatenate([t.pop(p + f"attention.self.{n}.weight") for n in ("query", "key", "value")])
@@ -226,17 +280,18 @@ class MiniLM:
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         batch, length = ids.shape
-        h = self.word[ids].astype(np.float32)
+        h = (self.word[ids] if self.packed is None else self.packed.rows(self.word, ids)).astype(np.float32)
         h += self.pos[:length]
         h += self.type0
         h = _layer_norm_(h, *self.emb_ln, self.eps)
+        if self.packed is not None:
+            self.packed.release(0)
         hd = self.dim // self.heads
         # A single query (or a batch of equal lengths) has no padding to mask.
         bias = None if bool(mask.all()) else ((1.0 - mask[:, None, None, :]) * -1e9).astype(np.float32)
         scale = np.float32(1.0 / np.sqrt(hd))
-        for L in self.layers:
-            qkv = h @ L["qkv_w"]
-            qkv += L["qkv_b"]
+        for i, L in enumerate(self.layers):
+            qkv = _dense(h, L, "qkv", self.packed)
             qkv = qkv.reshape(batch, length, 3, self.heads, hd).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]
             scores = q @ k.transpose(0, 1, 3, 2)
@@ -247,28 +302,40 @@ class MiniLM:
             np.exp(scores, out=scores)
             scores /= scores.sum(-1, keepdims=True)
             ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, self.dim)
-            x = ctx @ L["ao_w"]
-            x += L["ao_b"]
+            x = _dense(ctx, L, "ao", self.packed)
             x += h
             h = _layer_norm_(x, L["ln1_w"], L["ln1_b"], self.eps)
-            inter = h @ L["i_w"]
-            inter += L["i_b"]
-            x = _gelu_(inter) @ L["o_w"]
-            x += L["o_b"]
+            x = _dense(_gelu_(_dense(h, L, "i", self.packed)), L, "o", self.packed)
             x += h
             h = _layer_norm_(x, L["ln2_w"], L["ln2_b"], self.eps)
+            if self.packed is not None:
+                self.packed.release(i + 1)
         m = mask[:, :, None]
         pooled = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
         unit: np.ndarray = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return unit
+
+    def _batches(self, order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+        """`order` (by length) cut into batches of at most `batch_size` texts whose largest
+        intermediate arrays (the attention scores and the feed-forward layer's output, per text
+        `heads x L x L` and `L x 4 dim` floats) stay within BATCH_BYTES: 32 texts of 256 tokens
+        made arrays of 100 MB each, and a gateway embedding its tools peaked 80 MB higher."""
+        out: list[list[int]] = []
+        for i in order:
+            length = lengths[i]
+            per_text = 4 * (self.heads * length * length + 4 * self.dim * length)
+            if out and len(out[-1]) < batch_size and (len(out[-1]) + 1) * per_text <= BATCH_BYTES:
+                out[-1].append(i)
+            else:
+                out.append([i])
+        return out
 
     def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         encoded = [self.tokenizer.encode(t) for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # Batches of similar length waste little on padding.
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
+        for idx in self._batches(order, [len(e) for e in encoded], batch_size):
             length = max(len(encoded[i]) for i in idx)
             ids = np.zeros((len(idx), length), dtype=np.int64)
             mask = np.zeros((len(idx), length), dtype=np.float32)

@@ -21,7 +21,7 @@ from mcpctl.catalogue.lexical import LexicalRanker, Ranker, ToolDoc, doc_fields,
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_KIND", "RANKER_KINDS", "LexicalRanker", "Ranker", "ToolDoc", "build_ranker", "describe",
-           "doc_fields", "docs_from_catalogue", "label", "semantic_status", "warm_index"]
+           "doc_fields", "docs_from_catalogue", "label", "pending_index", "semantic_status", "warm_index"]
 
 RANKER_KINDS: Final = ("auto", "bm25", "semantic", "hybrid")
 DEFAULT_KIND: Final = "auto"
@@ -92,6 +92,24 @@ def warm_index(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, with_server
     except Exception as e:   # a broken model must never break a listing
         log.warning("indexing %d tools for semantic search failed (%s: %s)", len(docs), type(e).__name__, e)
         return None
+
+
+def pending_index(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, with_server: bool | None = None
+                  ) -> tuple[int, bool]:
+    """(how many texts a `kind` ranker over `docs` still has to embed, whether a process is embedding
+    into the cache now); (0, False) when `kind` needs none or the model is not there."""
+    if kind == "bm25" or not docs:
+        return 0, False
+    try:
+        from mcpctl.catalogue import semantic
+
+        n = semantic.pending(docs, with_server)
+        return n, bool(n) and semantic.computing_elsewhere(semantic.model_key())
+    except ImportError:
+        return 0, False
+    except Exception as e:   # a broken model: search's fallback reports it
+        log.debug("counting the texts to embed failed (%s: %s)", type(e).__name__, e)
+        return 0, False
 
 
 def describe(ranker: Ranker, requested: str) -> str:

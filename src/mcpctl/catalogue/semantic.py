@@ -43,17 +43,19 @@ from mcpctl.catalogue.vectors import (
     MODEL_PACKAGES,
     QUERY_CACHE_SIZE,
     VectorCache,
+    computing_elsewhere,
     embed_texts,
     find_model_dir,
     load_model,
     model_key,
+    model_ready,
     query_vectors,
     uncached,
 )
 
 __all__ = ["EMBED_CHUNK", "MODEL_NAME", "MODEL_PACKAGES", "QUERY_CACHE_SIZE", "HybridRanker", "MiniLM", "VectorCache",
-           "build", "embed_texts", "embed_tools", "find_model_dir", "index_texts", "load_model", "model_key",
-           "query_vectors", "readable", "server_text", "tool_text", "uncached", "warm"]
+           "build", "computing_elsewhere", "embed_texts", "embed_tools", "find_model_dir", "index_texts", "load_model", "model_key",
+           "pending", "query_vectors", "readable", "server_text", "tool_text", "uncached", "warm"]
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +128,11 @@ class HybridRanker:
     def __init__(self, docs: Sequence[ToolDoc], lexical: LexicalRanker | None = None,
                  lexical_weight: float = LEXICAL_WEIGHT, cache: VectorCache | None = None,
                  *, wait: bool = True, about_weight: float = ABOUT_WEIGHT) -> None:
-        self.model, self.model_key = load_model()
+        # The model is mapped at the first query or the first text to embed, not here: a gateway
+        # whose tools' vectors are cached and that is never asked to search never maps it. It is
+        # loaded now only when its packed weights are not there yet (packing checks the model).
+        self.model_key = model_key()
+        self._model: MiniLM | None = None if model_ready(self.model_key) else load_model()[0]
         self.fallback: str | None = None
         self.docs = list(docs)
         self.ids = [d.id for d in docs]
@@ -155,7 +161,7 @@ class HybridRanker:
         self._stop = threading.Event()
         self.vectors: np.ndarray | None = None
         self.pending = 0              # texts still to embed when built (wait=False)
-        found = embed_texts(self.model, self.model_key, texts, cache, compute=wait)
+        found = embed_texts(self._model, self.model_key, texts, cache, compute=wait)
         if found is not None:
             self._adopt(found)
             self._done.set()
@@ -164,7 +170,7 @@ class HybridRanker:
 
         def work() -> None:
             try:
-                self._adopt(embed_texts(self.model, self.model_key, texts, cache, stop=self._stop))
+                self._adopt(embed_texts(self._model, self.model_key, texts, cache, stop=self._stop))
             except Exception as e:   # stay lexical rather than break search
                 log.warning("embedding %d tools failed; searching with bm25 only (%s: %s)",
                             len(docs), type(e).__name__, e)
@@ -211,6 +217,13 @@ class HybridRanker:
     def wait_ready(self, timeout: float | None = None) -> bool:
         self._done.wait(timeout)
         return self.ready
+
+    @property
+    def model(self) -> MiniLM:
+        """The encoder (mapped now if this process has not yet)."""
+        if self._model is None:
+            self._model = load_model()[0]
+        return self._model
 
     def _query_vector(self, query: str) -> np.ndarray:
         return query_vectors.get(self.model, self.model_key, query)
@@ -293,7 +306,7 @@ class HybridRanker:
         """Where each result's score came from: BM25F, the semantic part, the stage's factor and
         what learned queries added. Lexical alone while the vectors are not ready."""
         vectors = self.vectors
-        if vectors is None:
+        if vectors is None or not self.ids:
             return self.lexical.explain(query, top_k)
         intent = self.lexical.intent(query)
         lex, fused = self.fused(intent, vectors)
@@ -333,6 +346,12 @@ def warm(docs: Sequence[ToolDoc], with_server: bool | None = None) -> int:
         model, key = load_model()
         embed_texts(model, key, texts)
     return todo
+
+
+def pending(docs: Sequence[ToolDoc], with_server: bool | None = None) -> int:
+    """How many texts a hybrid ranker over `docs` would still have to embed (without loading the
+    model)."""
+    return uncached(model_key(), index_texts(docs, ABOUT_WEIGHT, with_server)[0])
 
 
 def build(docs: Sequence[ToolDoc], lexical: LexicalRanker, kind: str, *, wait: bool = True) -> HybridRanker:

@@ -11,6 +11,7 @@ this module fails without numpy.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -18,7 +19,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -32,8 +33,14 @@ if "numpy" not in sys.modules:
 import numpy as np
 
 from mcpctl import paths
+
+try:
+    import fcntl
+except ImportError:     # (Windows: one computation at a time per process only)
+    fcntl = None  # type: ignore[assignment]
 from mcpctl.catalogue.cache import embeddings_dir
 from mcpctl.catalogue.minilm import MiniLM
+from mcpctl.catalogue.packed import Packed, open_or_pack, packed_path
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +93,37 @@ def model_key(model_dir: Path | None = None) -> str:
     return f"{MODEL_NAME}-{digest}"
 
 
+def models_dir() -> Path:
+    """Where the model's packed weights are kept (`catalogue.packed`): one file per model that
+    every mcpctl process of this user maps."""
+    return paths.catalogue_cache_dir() / "models"
+
+
 def load_model() -> tuple[MiniLM, str]:
-    """The process-wide model and its cache key (loaded once, ~0.2 s)."""
+    """The process-wide model and its cache key (loaded once). It computes with the packed
+    weights, mapped read-only and shared by every process (`catalogue.packed`; packed by the first
+    process that needs them, ~1 s once); where they cannot be written, with the packaged float32
+    weights read into this process."""
     global _model, _model_key
     with _model_lock:
         if _model is None:
             model_dir = find_model_dir()
             key = model_key(model_dir)
-            _model = MiniLM(model_dir)
+            try:
+                weights: Packed | None = open_or_pack(model_dir, models_dir(), key)
+            except OSError as e:     # a read-only state dir: this process's own copy
+                log.warning("could not pack %s's weights in %s (%s); reading them into memory", MODEL_NAME,
+                            models_dir(), e)
+                weights = None
+            _model = MiniLM(model_dir, weights)
             _model_key = key
-            log.info("loaded %s from %s", MODEL_NAME, model_dir)
+            log.info("loaded %s from %s", MODEL_NAME, models_dir() if weights else model_dir)
         return _model, _model_key
+
+
+def model_ready(key: str) -> bool:
+    """Whether the model is loaded in this process or its packed weights are there to map."""
+    return (_model is not None and key == _model_key) or packed_path(models_dir(), key).is_file()
 
 
 class QueryVectors:
@@ -201,15 +228,52 @@ def _compute_lock(path: Path) -> threading.Lock:
         return _compute_locks.setdefault(path, threading.Lock())
 
 
+@contextlib.contextmanager
+def _computing(path: Path) -> Iterator[None]:
+    """One computation at a time per cache file, in this process (threads) and on this machine (a
+    lock file: a gateway and a background `create server` indexing the same tools embed them once;
+    the second finds them in the cache)."""
+    with _compute_lock(path):
+        if fcntl is None:
+            yield
+            return
+        paths.private_dir(path.parent)
+        with open(_lock_path(path), "a+b", opener=paths.open_private) as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
+def computing_elsewhere(model_key: str) -> bool:
+    """Whether a process (this one or another) is embedding texts into this model's cache now."""
+    path = VectorCache(model_key).path
+    if fcntl is None or not _lock_path(path).is_file():
+        return False
+    with open(_lock_path(path), "rb") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return False
+
+
 def uncached(model_key: str, texts: Sequence[str], cache: VectorCache | None = None) -> int:
     """How many distinct texts of `texts` have no vector in the cache yet."""
     stored = (cache or VectorCache(model_key)).load()
     return len({k for k in map(VectorCache.key, texts) if k not in stored})
 
 
-def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: VectorCache | None = None,
+def embed_texts(model: MiniLM | None, model_key: str, texts: Sequence[str], cache: VectorCache | None = None,
                 *, compute: bool = True, stop: threading.Event | None = None) -> np.ndarray | None:
-    """One normalised vector per text, from the disk cache where possible.
+    """One normalised vector per text, from the disk cache where possible. `model` None: the
+    process-wide model, loaded only if a text must be embedded.
 
     With `compute=False`, returns None instead of embedding when any text is not cached. Once
     `stop` is set, the computation ends after its current chunk (EMBED_CHUNK texts): the vectors
@@ -222,8 +286,8 @@ def embed_texts(model: MiniLM, model_key: str, texts: Sequence[str], cache: Vect
     if missing and not compute:
         return None
     if missing:
-        with _compute_lock(cache.path):
-            return _compute(model, texts, keys, cache, stop)
+        with _computing(cache.path):
+            return _compute(model or load_model()[0], texts, keys, cache, stop)
     return _normalised(model, stored, keys)
 
 
@@ -253,9 +317,9 @@ def _compute(model: MiniLM, texts: Sequence[str], keys: list[bytes], cache: Vect
     return None if stopped else _normalised(model, stored, keys)
 
 
-def _normalised(model: MiniLM, stored: dict[bytes, np.ndarray], keys: list[bytes]) -> np.ndarray:
-    if not keys:
-        return np.zeros((0, model.dim), dtype=np.float32)
+def _normalised(model: MiniLM | None, stored: dict[bytes, np.ndarray], keys: list[bytes]) -> np.ndarray:
+    if not keys:      # nothing to rank: no need for the model (a search of no tools answers [])
+        return np.zeros((0, model.dim if model is not None else 0), dtype=np.float32)
     matrix = np.stack([stored[k] for k in keys]).astype(np.float32)
     unit: np.ndarray = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     return unit

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcpctl import __version__
@@ -56,11 +57,44 @@ def _quiet_flag_types() -> None:
     TyperOption._mcpctl_quiet_flags = True  # type: ignore[attr-defined]
 
 
+def _coerce_without_pydantic() -> None:
+    """typer (0.29) coerces every parameter's value with a pydantic TypeAdapter built at its first
+    use, the value None (an option not given) and a plain string included: importing pydantic cost
+    a `mcpctl get servers` 0.1-0.2 s of its 0.3-0.5 s CPU. Here an option not given and a string
+    for a `str` parameter (no parser) pass as they are, exactly what the adapter returns for them;
+    any other value still gets typer's own coercion, built as before (tests/cli/test_startup.py)."""
+    from typer import _coercion, core
+
+    param = core._TyperParameter
+    if getattr(param, "_mcpctl_lazy_coercion", False):
+        return
+
+    @dataclass(frozen=True)
+    class Lazy(_coercion.RuntimeParam):
+        descriptor: _coercion.TypeDescriptor
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if isinstance(value, str) and self.annotation is str and self.parameter_info.parser is None:
+                return value
+            return _coercion.build_runtime_param(self.descriptor)._coerce_value(value, param=param, ctx=ctx)
+
+    def get_runtime_param(self: core._TyperParameter) -> _coercion.RuntimeParam:
+        if self._runtime_param is None:
+            d = self.type_descriptor
+            self._runtime_param = (Lazy(d.parameter_info, d.annotation, d) if d.file_annotation is None
+                                   else _coercion.build_runtime_param(d))
+        return self._runtime_param
+
+    param.get_runtime_param = get_runtime_param  # type: ignore[method-assign]
+    param._mcpctl_lazy_coercion = True  # type: ignore[attr-defined]
+
+
 def _build_app(modules: tuple[str, ...] = _VERB_MODULES) -> typer.Typer:
     """The app with the commands of `modules` (all of them by default)."""
     import typer
 
     _quiet_flag_types()
+    _coerce_without_pydantic()
     from mcpctl.cli import _help
 
     _help.install()
@@ -118,6 +152,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _completing_in() -> str | None:
+    """The module of the command a completion is for (`mcpctl get <TAB>`: get's), or None when
+    the command's own name is being completed or cannot be told (then the whole app answers)."""
+    if "COMP_WORDS" in os.environ:           # bash: the words and the index of the one completed
+        words = os.environ["COMP_WORDS"].split()
+        try:
+            done = int(os.environ.get("COMP_CWORD", "")) > 1
+        except ValueError:
+            return None
+    else:                                    # zsh, fish, powershell: the line up to the cursor
+        line = os.environ.get("_TYPER_COMPLETE_ARGS", "")
+        words = line.split()
+        done = len(words) > 2 or (len(words) == 2 and line[-1:].isspace())
+    return _COMMANDS.get(words[1]) if done and len(words) > 1 else None
+
+
 def main() -> None:
     from mcpctl import heap
 
@@ -133,6 +183,10 @@ def main() -> None:
             print(f"error: {e.message}" + (f"\n  {e.hint}" if e.hint else ""), file=sys.stderr)
             sys.exit(2)
         sys.argv[1:] = argv
+    if os.environ.get("_MCPCTL_COMPLETE"):   # a TAB: the shell runs `mcpctl` with no arguments
+        module = _completing_in()
+        (_build_app((module,)) if module else __getattr__("app"))(prog_name="mcpctl")
+        return
     if not argv:                     # plain `mcpctl`: the help, and success (click would exit 2)
         __getattr__("app")(["--help"], prog_name="mcpctl")
         return
@@ -141,9 +195,7 @@ def main() -> None:
 
         if serve.lean_main(argv[1:]):
             return
-    if os.environ.get("_MCPCTL_COMPLETE"):
-        __getattr__("app")(prog_name="mcpctl")
-    elif argv == ["--version"]:
+    if argv == ["--version"]:
         _build_app(())(prog_name="mcpctl")
     elif (module := _COMMANDS.get(argv[0])) is not None:
         _build_app((module,))(prog_name="mcpctl")

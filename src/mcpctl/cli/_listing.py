@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+import subprocess
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ._common import err, warn
 
@@ -51,16 +52,49 @@ def list_now(servers: Mapping[str, ServerSpec | str], what: str) -> dict[str, Li
     return results
 
 
+# Up to this many texts to embed (about 2-8 s on one core of a shared 2-core machine), a listing
+# embeds them before it returns; more are embedded by a process of their own in the background,
+# so that `create server` of a large upstream returns once its tools are listed and stored.
+FOREGROUND_TEXTS: Final = 128
+
+
 def index_for_search(servers: list[str]) -> None:
     """Embed the listed tools for semantic search now (with the catalogue, not at the first
-    search: a fresh gateway's first `search_tools` then ranks by meaning). Nothing to do without
-    the model or for projects whose ranker is bm25."""
-    from mcpctl.presentation.search import index_listed
+    search: a fresh gateway's first `search_tools` then ranks by meaning), or, for more than
+    FOREGROUND_TEXTS texts, in a background process. Nothing to do without the model or for
+    projects whose ranker is bm25."""
+    from mcpctl.presentation.search import index_listed, pending_listed
 
     if not servers:
         return
-    with err.status("indexing the tools for semantic search…") if err.is_terminal else nullcontext():
+    todo = pending_listed(servers)
+    if not todo:
+        return
+    if todo > FOREGROUND_TEXTS:
+        index_in_background(servers, todo)
+        return
+    with err.status(f"indexing {todo} tool texts for semantic search…") if err.is_terminal else nullcontext():
         index_listed(servers)
+
+
+def index_in_background(servers: Collection[str], todo: int) -> subprocess.Popen[bytes]:
+    """Embed what listing `servers` needs in a process of its own (it outlives this command; its
+    stderr goes to a log file), and say so on stderr. Searches rank by keyword until it is done,
+    and say so."""
+    import sys
+
+    from mcpctl import paths
+
+    log_path = paths.log_dir() / "indexing.log"
+    paths.private_dir(log_path.parent)
+    code = "import sys\nfrom mcpctl.presentation.search import index_listed\nindex_listed(sys.argv[1:])\n"
+    with open(log_path, "ab", opener=paths.open_private) as log:
+        proc = subprocess.Popen([sys.executable, "-c", code, *servers], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    err.print(f"  indexing {todo} tool texts for semantic search in the background (pid {proc.pid}, log "
+              f"{log_path}); until it is done, searches rank by keyword (BM25F) and say so", highlight=False,
+              markup=False)
+    return proc
 
 
 def list_project_now(project: str, which: Callable[[str], bool], what: str) -> dict[str, Listed]:

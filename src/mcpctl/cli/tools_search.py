@@ -96,11 +96,25 @@ def _check_semantic() -> None:
               "(mcpctl serve) to pick it up.", highlight=False, markup=False)
 
 
-def _ranker(docs: list[ToolDoc], kind: str) -> Ranker:
-    from mcpctl.catalogue.rank import build_ranker
+def _ranker(docs: list[ToolDoc], kind: str, servers: list[str]) -> Ranker:
+    """The ranker for one search. Up to `_listing.FOREGROUND_TEXTS` texts still to embed are embedded
+    now; more are left to a background process (started here unless one is at it), and this
+    search ranks by keyword (BM25F) and says so."""
+    from mcpctl.catalogue.rank import build_ranker, pending_index
 
-    if kind != "bm25" and err.is_terminal:   # a first embedding takes a while
-        with err.status(f"indexing {len(docs)} tools for the {kind} ranker…"):
+    from ._listing import FOREGROUND_TEXTS, index_in_background
+
+    todo, elsewhere = pending_index(docs, kind)
+    if todo > FOREGROUND_TEXTS or elsewhere:
+        if not elsewhere:
+            index_in_background(servers, todo)
+        warn(f"this answer is keyword-only (BM25F): semantic search is still indexing this project's {len(docs)} "
+             f"tools ({todo} texts to embed); search again once that is done")
+        ranker = build_ranker(docs, kind, wait=False)
+        getattr(ranker, "close", lambda: None)()     # this process does not embed: the background one does
+        return ranker
+    if todo and err.is_terminal:   # a first embedding takes a while
+        with err.status(f"indexing {todo} tool texts for the {kind} ranker…"):
             return build_ranker(docs, kind)
     return build_ranker(docs, kind)
 
@@ -240,7 +254,7 @@ def register(tools_app: typer.Typer) -> None:
                               hint=f"check its servers: mcpctl tools list --project {project} --refresh")
         docs, learned = _learned(project, spec, docs)
         kind = ranker_kind or spec.search.ranker
-        ranker = _ranker(docs, kind)
+        ranker = _ranker(docs, kind, sorted({d.server for d in docs}))
         hits = ranker.search(query, top_k or spec.search.top_k)
         said = describe(ranker, kind)
 

@@ -116,24 +116,38 @@ def index_listed(servers: Collection[str]) -> int:
     with any of them (searchable in its open view, under its `search.ranker`), and of each server
     no project has yet (with its name in the text, as in a project of several servers). Returns
     how many texts were embedded (0 without the model, or when all were cached)."""
+    from mcpctl.catalogue.rank import warm_index
+
+    return sum(warm_index(docs, kind, with_server=with_server) or 0 for docs, kind, with_server in _to_index(servers))
+
+
+def pending_listed(servers: Collection[str]) -> int:
+    """How many texts `index_listed(servers)` would embed (without loading the model)."""
+    from mcpctl.catalogue.rank import pending_index
+
+    return sum(pending_index(docs, kind, with_server=with_server)[0] for docs, kind, with_server in _to_index(servers))
+
+
+def _to_index(servers: Collection[str]) -> list[tuple[list[Any], str, bool | None]]:
+    """(docs, ranker kind, with_server) of each index that listing `servers` concerns."""
     from mcpctl.catalogue.cache import read_about, read_server_tools
-    from mcpctl.catalogue.rank import ToolDoc, warm_index
+    from mcpctl.catalogue.rank import DEFAULT_KIND, ToolDoc
     from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.resources.kinds import ProjectSpec
     from mcpctl.resources.store import Store
 
-    store, done, covered = Store(), 0, set()
+    store, out, covered = Store(), [], set()
     for res in store.list("Project"):
         spec = ProjectSpec.from_resource(res)
         if not spec.search.enabled or spec.search.ranker == "bm25" or not set(spec.servers) & set(servers):
             continue
         covered |= set(spec.servers)
         view = cached_catalogue(res["metadata"]["name"], store).view()
-        done += warm_index(_docs({t.canonical_id: t for t in view.searchable}), spec.search.ranker) or 0
+        out.append((_docs({t.canonical_id: t for t in view.searchable}), spec.search.ranker, None))
     alone = [s for s in servers if s not in covered]
     about = read_about(alone)
     docs = [ToolDoc.from_wire(s, tool, about[s]) for s in alone for tool in read_server_tools(s) or []]
-    return done + (warm_index(docs, with_server=True) or 0)
+    return [*out, (docs, DEFAULT_KIND, True)]
 
 
 def _close(ranker: Ranker | None) -> None:

@@ -1,0 +1,163 @@
+"""A gateway's memory with semantic search active, alone and five at once (not a test).
+
+    .venv/bin/python benchmarks/bench_memory.py [--rounds 3] [--baseline MCPCTL_EXE] [--json out.jsonl]
+
+Each round starts `mcpctl serve --project demo` (the three example servers, `search.ranker: auto`
+with the model installed) and, over stdio with a raw client: initialize, tools/list, one
+`search_tools` call (a query never asked before, so the model runs) and one tools/call. Then it
+reads the gateway process's peak RSS (VmHWM), its RSS and its PSS (`/proc/PID/smaps_rollup`:
+shared pages divided among the processes that map them). Then five gateways on the same project,
+each after the same session and all alive at once: the sum of their PSS, against one's.
+
+With `--baseline` every measurement runs for both executables in each round, the order reversed
+every other round; the summary gives medians (and current/baseline as the median of the
+per-round ratios). The store is the demo's (`mcpctl demo --home`, its project's `search.ranker` set to
+`auto`), copied for the baseline. The
+embedding cache is warmed (`tools list --refresh` and one session per target) before the rounds, as a listing
+leaves it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MCPCTL = str(Path(sys.executable).parent / "mcpctl")
+HANDSHAKE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "bench", "version": "1"}}}
+QUERIES = ("add two numbers together", "write down a note about the meeting", "turn a title into a url slug",
+           "find notes that mention groceries", "multiply seven by six", "count the words in a text")
+
+
+class Gateway:
+    """One `mcpctl serve --project demo` with a raw newline-delimited JSON-RPC client."""
+
+    def __init__(self, exe: str, env: dict[str, str]) -> None:
+        self.p = subprocess.Popen([exe, "serve", "--project", "demo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env=env)
+        self._id = 0
+
+    def ask(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        assert self.p.stdin is not None and self.p.stdout is not None
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method} | ({"params": params} if params is not None else {})
+        if not method.startswith("notifications/"):
+            self._id += 1
+            msg["id"] = self._id
+        self.p.stdin.write((json.dumps(msg) + "\n").encode())
+        self.p.stdin.flush()
+        if "id" not in msg:
+            return {}
+        while line := self.p.stdout.readline():
+            got = json.loads(line)
+            if got.get("id") == msg["id"]:
+                return dict(got)
+        raise SystemExit(f"the gateway closed stdout before answering {method}")
+
+    def session(self, query: str) -> None:
+        self.ask("initialize", HANDSHAKE["params"])   # type: ignore[arg-type]
+        self.ask("notifications/initialized")
+        tools = [t["name"] for t in self.ask("tools/list")["result"]["tools"]]
+        search = next(n for n in tools if n.endswith("search_tools"))
+        got = self.ask("tools/call", {"name": search, "arguments": {"query": query, "top_k": 5}})
+        if got.get("result", {}).get("isError") is not False:
+            raise SystemExit(f"search_tools failed: {got}")
+        add = next(n for n in tools if n.endswith("add") and "calc" in n)
+        self.ask("tools/call", {"name": add, "arguments": {"a": 1, "b": 2}})
+
+    def memory_mb(self) -> dict[str, float]:
+        status = Path(f"/proc/{self.p.pid}/status").read_text()
+        rollup = Path(f"/proc/{self.p.pid}/smaps_rollup").read_text()
+
+        def kb(text: str, field: str) -> float:
+            return int(text.split(f"\n{field}:")[1].split()[0]) / 1024 if f"\n{field}:" in text else 0.0
+
+        return {"peak_rss": kb("\n" + status, "VmHWM"), "rss": kb("\n" + status, "VmRSS"), "pss": kb("\n" + rollup, "Pss")}
+
+    def close(self) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.close()
+        self.p.wait(timeout=60)
+
+
+def one(exe: str, env: dict[str, str], query: str) -> dict[str, float]:
+    g = Gateway(exe, env)
+    try:
+        g.session(query)
+        return g.memory_mb()
+    finally:
+        g.close()
+
+
+def five(exe: str, env: dict[str, str], queries: list[str]) -> dict[str, float]:
+    gateways = [Gateway(exe, env) for _ in range(5)]
+    try:
+        for g, q in zip(gateways, queries, strict=True):
+            g.session(q)
+        mems = [g.memory_mb() for g in gateways]
+        return {"pss_sum": sum(m["pss"] for m in mems), "rss_sum": sum(m["rss"] for m in mems)}
+    finally:
+        for g in gateways:
+            g.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--baseline", metavar="MCPCTL_EXE", help="another installation's mcpctl, measured in the same rounds")
+    ap.add_argument("--json", type=Path, help="append the per-round numbers to this file")
+    a = ap.parse_args()
+    targets = {"current": MCPCTL} | ({"baseline": a.baseline} if a.baseline else {})
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        subprocess.run([MCPCTL, "demo", "--home", str(home)], check=True, stdout=subprocess.DEVNULL)
+        env = {**os.environ, "MCPCTL_HOME": str(home)}
+        spec = subprocess.run([MCPCTL, "get", "project", "demo", "-o", "yaml"], env=env, check=True,
+                              capture_output=True, text=True).stdout
+        subprocess.run([MCPCTL, "apply", "-f", "-"], input=spec.replace("ranker: bm25", "ranker: auto"), env=env,
+                       check=True, capture_output=True, text=True)
+        envs = {}
+        for t, exe in targets.items():
+            if t != "current":
+                shutil.copytree(home, Path(tmp) / t)
+            envs[t] = {**os.environ, "MCPCTL_HOME": str(home if t == "current" else Path(tmp) / t)}
+            # the tools' vectors, as a listing leaves them (a gateway closed while embedding them would
+            # leave the next ones to embed them, a batch of the model in their peak)
+            subprocess.run([exe, "tools", "list", "--project", "demo", "--refresh"], env=envs[t], check=True,
+                           capture_output=True)
+            one(exe, envs[t], "warm up")
+        got: dict[str, list[dict[str, float]]] = {t: [] for t in targets}
+        for r in range(a.rounds):
+            order = list(targets) if r % 2 == 0 else list(reversed(targets))
+            qs = [f"{q} (round {r})" for q in QUERIES]
+            for t in order:
+                got[t].append(one(targets[t], envs[t], qs[0]) | five(targets[t], envs[t], qs[1:6]))
+    load = os.getloadavg()
+    print(f"{a.rounds} rounds, medians, MB; load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    fields = ("peak_rss", "rss", "pss", "pss_sum")
+    summary: dict[str, Any] = {}
+    for t in targets:
+        row = {f: statistics.median(x[f] for x in got[t]) for f in fields}
+        row["five_over_one"] = statistics.median(x["pss_sum"] / x["pss"] for x in got[t])
+        summary[t] = row
+        print(f"{t:9s} peak RSS {row['peak_rss']:6.1f}  RSS {row['rss']:6.1f}  PSS {row['pss']:6.1f}  "
+              f"five gateways' PSS {row['pss_sum']:6.1f} ({row['five_over_one']:.2f}x one)")
+    if a.baseline:
+        for f in fields:
+            ratio = statistics.median(c[f] / b[f] for c, b in zip(got["current"], got["baseline"], strict=True))
+            print(f"  {f}: current/baseline {ratio:.3f}x")
+    if a.json:
+        with a.json.open("a") as f:
+            f.write(json.dumps({"rounds": a.rounds, "summary": summary, "per_round": got}) + "\n")
+
+
+if __name__ == "__main__":
+    main()

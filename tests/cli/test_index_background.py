@@ -1,0 +1,79 @@
+"""A large catalogue's embedding off the command's path: `create server` (and any listing) returns
+once the tools are listed and stored, a background process embeds them, and a search meanwhile
+ranks by keyword and says so (issue 37)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ci_support import SLACK, skip_unless_ci
+from mcpctl.catalogue import cache
+from mcpctl.cli import _listing, app
+
+PROJECT = """\
+apiVersion: mcpctl/v1
+kind: Server
+metadata: {name: cal}
+spec: {command: /bin/true}
+---
+apiVersion: mcpctl/v1
+kind: Project
+metadata: {name: p}
+spec: {servers: [cal]}
+"""
+TOOLS = [{"name": f"{verb}_event_{i}", "description": f"{verb.title()} a calendar event number {i}",
+          "inputSchema": {"type": "object"}} for i in range(3) for verb in ("create", "delete")]
+
+
+@pytest.fixture
+def project(runner: CliRunner, tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text(PROJECT)
+    r = runner.invoke(app, ["apply", "-f", str(f)])
+    assert r.exit_code == 0, r.output
+    cache.write_server_entry("cal", {"tools": TOOLS})
+
+
+def _model() -> None:
+    from mcpctl.catalogue.rank import semantic_status
+
+    if not semantic_status()[0]:
+        skip_unless_ci("semantic search is not installed")
+
+
+def test_more_than_the_foreground_limit_is_embedded_in_the_background(
+    project: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _model()
+    from mcpctl.presentation.search import pending_listed
+
+    started: list[Any] = []
+    real = _listing.index_in_background
+    monkeypatch.setattr(_listing, "index_in_background", lambda s, n: started.append(real(s, n)) or started[-1])
+    monkeypatch.setattr(_listing, "FOREGROUND_TEXTS", 3)
+    assert pending_listed(["cal"]) == len(TOOLS)
+    _listing.index_for_search(["cal"])          # returns at once
+    assert len(started) == 1
+    assert started[0].wait(timeout=120 * SLACK) == 0
+    assert pending_listed(["cal"]) == 0         # what the background computed is what search reads
+    monkeypatch.setattr(_listing, "FOREGROUND_TEXTS", 100)
+    _listing.index_for_search(["cal"])
+    assert len(started) == 1                    # nothing left to embed
+
+
+def test_a_search_before_the_vectors_are_there_is_keyword_only_and_says_so(
+    project: None, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _model()
+    started: list[int] = []
+    monkeypatch.setattr(_listing, "FOREGROUND_TEXTS", 3)
+    monkeypatch.setattr(_listing, "index_in_background", lambda s, n: started.append(n))
+    r = runner.invoke(app, ["tools", "search", "--project", "p", "create a calendar event"])
+    assert r.exit_code == 0, r.output
+    assert "keyword-only (BM25F)" in r.stderr and f"({len(TOOLS)} texts to embed)" in r.stderr
+    assert started == [len(TOOLS)]
+    assert "create_event" in r.stdout.splitlines()[1]
