@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway",),
     ("presentation", "upstream", "evaluation"),
     ("ask", "auth"),
+    ("storage",),
     ("catalogue",),
     ("resources", "audit", "examples"),
     ("db",),

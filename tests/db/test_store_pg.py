@@ -15,8 +15,8 @@ from ci_support import SLACK
 from mcpctl.errors import Conflict
 from mcpctl.resources import tokens
 from mcpctl.resources.apply import apply_documents
-from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import parse_text, to_yaml
+from mcpctl.storage import Storage
 
 SERVER = "apiVersion: mcpctl/v1\nkind: Server\nmetadata: {{name: {name}{extra}}}\nspec: {{command: {cmd}}}\n"
 
@@ -29,12 +29,12 @@ def _server(name: str, cmd: str = "a", extra: str = "") -> str:
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "postgres":
         request.getfixturevalue("pg_db")
-        assert type(Store()).__name__ == "PgStore"
+        assert Storage.open().backend == "postgres"
     return str(request.param)
 
 
 def test_resource_version_on_every_object_and_it_grows(backend: str) -> None:
-    store = Store()
+    store = Storage.open().store
     apply_documents(parse_text(_server("a") + "---\n" + _server("b"), "<t>"), store)
     rv_a = int(store.get("Server", "a")["metadata"]["resourceVersion"])
     assert all(o["metadata"].get("resourceVersion") for o in store.list("Server"))
@@ -43,7 +43,7 @@ def test_resource_version_on_every_object_and_it_grows(backend: str) -> None:
 
 
 def test_apply_of_a_stale_resource_version_conflicts(backend: str) -> None:
-    store = Store()
+    store = Storage.open().store
     apply_documents(parse_text(_server("a"), "<t>"), store)
     read = store.get("Server", "a")
     apply_documents(parse_text(_server("a", "theirs"), "<t>"), store)          # another writer
@@ -58,7 +58,7 @@ def test_apply_of_a_stale_resource_version_conflicts(backend: str) -> None:
 
 
 def test_apply_carrying_a_version_of_a_deleted_object_conflicts(backend: str) -> None:
-    store = Store()
+    store = Storage.open().store
     apply_documents(parse_text(_server("a"), "<t>"), store)
     read = store.get("Server", "a")
     store.delete("Server", "a")
@@ -67,11 +67,11 @@ def test_apply_carrying_a_version_of_a_deleted_object_conflicts(backend: str) ->
 
 
 def test_apply_is_all_or_nothing_in_one_transaction(pg_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Store()
+    store = Storage.open().store
     real_put = type(store).put
     calls = []
 
-    def failing_put(self: Store, res: dict[str, object]) -> None:
+    def failing_put(self: object, res: dict[str, object]) -> None:
         calls.append(res)
         if len(calls) == 3:
             raise RuntimeError("the disk fell off")
@@ -83,11 +83,11 @@ def test_apply_is_all_or_nothing_in_one_transaction(pg_db: str, monkeypatch: pyt
         apply_documents(parse_text(docs, "<t>"), store)
     monkeypatch.undo()
     assert len(calls) == 3
-    assert Store().names("Server") == []             # the two written before the failure rolled back
+    assert Storage.open().store.names("Server") == []             # the two written before the failure rolled back
 
 
 def test_token_hashes_live_in_the_store(backend: str, tmp_home: Path) -> None:
-    store = Store()
+    store = Storage.open().store
     apply_documents(parse_text("apiVersion: mcpctl/v1\nkind: Project\nmetadata: {name: p}\nspec: {servers: []}\n",
                                "<t>"), store)
     secret = tokens.new_secret()
@@ -99,7 +99,7 @@ def test_token_hashes_live_in_the_store(backend: str, tmp_home: Path) -> None:
     with store.locked():
         create_object(doc, store)
         tokens.write_hash("ci", secret, store)
-    index = tokens.TokenIndex("p")
+    index = tokens.TokenIndex("p", Storage.open().store)
     assert index.lookup(secret.encode()) is not None
     if backend == "postgres":
         assert not (tmp_home / "state" / "credentials").exists()       # nothing on this host's disk
@@ -120,10 +120,10 @@ WRITER = textwrap.dedent("""
     import sys, time
     from mcpctl.errors import Conflict
     from mcpctl.resources.apply import apply_documents
-    from mcpctl.resources.store import Store
+    from mcpctl.storage import Storage
     from mcpctl.resources.yamlio import parse_text, to_yaml
     tag, n, bound = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-    store, conflicts, done = Store(), 0, 0
+    store, conflicts, done = Storage.open().store, 0, 0
     deadline = time.monotonic() + bound
     while done < n and time.monotonic() < deadline:
         res = store.get("Server", "shared")             # read, outside any lock, then write back
@@ -151,7 +151,7 @@ EDITOR = textwrap.dedent("""
 def test_four_concurrent_writers_lose_no_update(backend: str, tmp_path: Path) -> None:
     """Two processes apply manifests carrying resourceVersion, two run `mcpctl edit` with an
     editor that increments a label: every success is counted, each failure is a reported conflict."""
-    apply_documents(parse_text(_server("shared", extra=", labels: {count: '0'}"), "<t>"), Store())
+    apply_documents(parse_text(_server("shared", extra=", labels: {count: '0'}"), "<t>"), Storage.open().store)
     (tmp_path / "writer.py").write_text(WRITER)
     (tmp_path / "editor.py").write_text(EDITOR)
     # an edit refused as a conflict is kept for the user in the temp directory: this test's, not the system's
@@ -181,7 +181,7 @@ def test_four_concurrent_writers_lose_no_update(backend: str, tmp_path: Path) ->
         results += [f.result(timeout=300 * SLACK) for f in editors]
     assert all(p.returncode == 0 for p in appliers)
     successes = sum(r[0] for r in results)
-    count = int(Store().get("Server", "shared")["metadata"]["labels"]["count"])
+    count = int(Storage.open().store.get("Server", "shared")["metadata"]["labels"]["count"])
     assert count == successes, (count, results)             # no success was overwritten
     assert results[0][0] == n and results[1][0] == n         # the appliers retried until done
     print(f"{backend}: {successes} writes, {sum(r[1] for r in results)} conflicts reported")

@@ -12,8 +12,9 @@ import pytest
 
 from ci_support import SLACK
 from mcpctl.resources.apply import apply_documents
-from mcpctl.resources.store import Store, atomic_write
+from mcpctl.resources.store import atomic_write
 from mcpctl.resources.yamlio import parse_text
+from mcpctl.storage import Storage
 from pg_support import pg_cluster, pg_db, pg_url
 
 __all__ = ["pg_cluster", "pg_db", "pg_url"]
@@ -24,17 +25,17 @@ def backend(request: pytest.FixtureRequest) -> str:
     """Each test below runs on the files backend and on PostgreSQL (tests/pg_support.py)."""
     if request.param == "postgres":
         request.getfixturevalue("pg_db")
-        assert type(Store()).__name__ == "PgStore"
+        assert Storage.open().backend == "postgres"
     return str(request.param)
 
 
 WRITER = textwrap.dedent("""
     import sys
     from mcpctl.resources.apply import apply_documents
-    from mcpctl.resources.store import Store
+    from mcpctl.storage import Storage
     from mcpctl.resources.yamlio import parse_text
     tag, n = sys.argv[1], int(sys.argv[2])
-    store = Store()
+    store = Storage.open().store
     for i in range(n):
         doc = f"apiVersion: mcpctl/v1\\nkind: Server\\nmetadata: {{name: {tag}-{i}}}\\nspec: {{command: a}}\\n"
         apply_documents(parse_text(doc, "<gen>"), store)
@@ -49,14 +50,14 @@ WRITER = textwrap.dedent("""
 
 def test_two_processes_applying_50_objects_each_lose_nothing(tmp_home: Path, tmp_path: Path, backend: str) -> None:
     apply_documents(parse_text("apiVersion: mcpctl/v1\nkind: Server\nmetadata: {name: shared}\nspec: {command: a}\n",
-                               "<t>"), Store())
+                               "<t>"), Storage.open().store)
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     env = {**os.environ, "MCPCTL_HOME": str(tmp_home)}
     procs = [subprocess.Popen([sys.executable, str(script), tag, "50"], env=env) for tag in ("a", "b")]
     for p in procs:
         assert p.wait(timeout=120 * SLACK) == 0
-    store = Store()
+    store = Storage.open().store
     names = store.names("Server")
     assert len(names) == 101
     assert {f"a-{i}" for i in range(50)} | {f"b-{i}" for i in range(50)} | {"shared"} == set(names)
@@ -78,7 +79,7 @@ def test_two_cli_apply_processes_at_once(tmp_home: Path, tmp_path: Path, backend
     outs = [p.communicate(timeout=120 * SLACK)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert sum(line.endswith(" created") for o in outs for line in o.splitlines()) == 100
-    assert len(Store().names("Server")) == 100
+    assert len(Storage.open().store.names("Server")) == 100
 
 
 def test_atomic_write_replaces_whole_file_and_sets_mode(tmp_path: Path) -> None:
@@ -91,7 +92,7 @@ def test_atomic_write_replaces_whole_file_and_sets_mode(tmp_path: Path) -> None:
 
 
 def test_status_is_kept_apart_from_the_spec(tmp_home: Path, backend: str) -> None:
-    store = Store()
+    store = Storage.open().store
     apply_documents(parse_text("apiVersion: mcpctl/v1\nkind: Server\nmetadata: {name: s}\nspec: {command: a}\n", "<t>"), store)
     before = store.get("Server", "s")
     store.set_status("Server", "s", {"state": "up", "tools": 3})

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
-from ._common import err, warn
+from ._common import err, the_store, warn
 
 if TYPE_CHECKING:
     from mcpctl.gateway.refresh import Listed
@@ -42,7 +42,7 @@ def list_now(servers: Mapping[str, ServerSpec | str], what: str) -> dict[str, Li
         def done(r: Listed) -> None:
             bar.update(task, advance=1, description=f"{what}: {r.server} {'listed' if r.ok else 'failed'}")
 
-        results = refresh(servers, done)
+        results = refresh(servers, the_store(), done)
     for name in servers:
         r = results.get(name)
         if r is not None and not r.ok:
@@ -60,13 +60,13 @@ def index_for_search(servers: list[str]) -> None:
     if not servers:
         return
     with err.status("indexing the tools for semantic search…") if err.is_terminal else nullcontext():
-        index_listed(servers)
+        index_listed(servers, the_store())
 
 
 def list_project_now(project: str, which: Callable[[str], bool], what: str) -> dict[str, Listed]:
     from mcpctl.presentation.catalogue import load_gateway_config
 
-    _, servers = load_gateway_config(project)
+    _, servers = load_gateway_config(project, the_store())
     return list_now({n: s for n, s in servers.items() if which(n)}, what)
 
 
@@ -78,14 +78,14 @@ def listed_catalogue(project: str, *, refresh: bool = False, progress: bool = Fa
     from mcpctl.presentation.catalogue import cached_catalogue
 
     with working(f"reading project {project}'s catalogue") if progress else nullcontext():
-        cached = cached_catalogue(project)
+        cached = cached_catalogue(project, the_store())
     failed: list[str] = []
     if refresh or cached.unlisted:
         todo = set(cached.project.servers) if refresh else set(cached.unlisted)
         what = "listing servers" if refresh else "listing servers never listed"
         results = list_project_now(project, lambda n: n in todo, what)
         failed = [n for n, r in results.items() if not r.ok]
-        cached = cached_catalogue(project)
+        cached = cached_catalogue(project, the_store())
     return cached, failed
 
 

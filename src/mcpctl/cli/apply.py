@@ -8,10 +8,9 @@ from typing import Annotated
 import typer
 
 from mcpctl.resources.apply import apply_documents
-from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import load_sources, skipped_message
 
-from ._common import cli_errors, err, warn, write_stdout
+from ._common import cli_errors, err, the_store, warn, write_stdout
 
 
 def register(app: typer.Typer) -> None:
@@ -26,7 +25,7 @@ def register(app: typer.Typer) -> None:
         """Create or update resources from YAML/JSON manifests. All documents are validated first: one bad document changes nothing."""
         docs = load_sources(filename, stdin=sys.stdin, recursive=recursive,
                             on_skip=lambda paths: err.print(skipped_message(paths), markup=False, highlight=False))
-        changes, warnings = apply_documents(docs, Store(), dry_run=dry_run, allow_missing=allow_missing)
+        changes, warnings = apply_documents(docs, the_store(), dry_run=dry_run, allow_missing=allow_missing)
         for w in warnings:
             warn(w)
         suffix = " (dry run)" if dry_run else ""

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from mcpctl.catalogue.tool import CatalogueTool
     from mcpctl.presentation.view import View
     from mcpctl.resources.settings import LearnSettings
+    from mcpctl.resources.store import ResourceStore
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -111,7 +112,7 @@ def _docs(tools: dict[str, CatalogueTool]) -> list[Any]:
     return [ToolDoc.from_wire(t.server, dict(t.wire), about[t.server]) for t in tools.values()]
 
 
-def index_listed(servers: Collection[str]) -> int:
+def index_listed(servers: Collection[str], store: ResourceStore) -> int:
     """Embed now the tools a search will rank after `servers` were listed: those of every project
     with any of them (searchable in its open view, under its `search.ranker`), and of each server
     no project has yet (with its name in the text, as in a project of several servers). Returns
@@ -120,9 +121,8 @@ def index_listed(servers: Collection[str]) -> int:
     from mcpctl.catalogue.rank import ToolDoc, warm_index
     from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.resources.kinds import ProjectSpec
-    from mcpctl.resources.store import Store
 
-    store, done, covered = Store(), 0, set()
+    done, covered = 0, set()
     for res in store.list("Project"):
         spec = ProjectSpec.from_resource(res)
         if not spec.search.enabled or spec.search.ranker == "bm25" or not set(spec.servers) & set(servers):

@@ -13,7 +13,7 @@ from typing import Any
 
 from mcpctl.errors import AlreadyExists, Conflict, InvalidResource, NotFound
 from mcpctl.resources.kinds import KIND_ORDER
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 from mcpctl.resources.validate import Validated, combined, resource_from, user_view, validate_document
 from mcpctl.resources.yamlio import Document
 
@@ -32,7 +32,7 @@ class Change:
         return f"{self.kind.lower()}/{self.name}"
 
 
-def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool = False,
+def validate_all(docs: Sequence[Document], store: ResourceStore, *, allow_missing: bool = False,
                  new_tokens: bool = False) -> tuple[list[Validated], list[str]]:
     """Validate each document and the set as a whole. Returns (objects, warnings)."""
     objs, failed = [], []
@@ -78,7 +78,7 @@ def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool 
     return objs, warnings
 
 
-def _check_tokens(objs: Sequence[Validated], store: Store, new_tokens: bool) -> None:
+def _check_tokens(objs: Sequence[Validated], store: ResourceStore, new_tokens: bool) -> None:
     """A token names a project and a profile of it, and only `create token` makes one (its secret
     is generated then and shown once)."""
     from mcpctl.resources.kinds import ProjectSpec
@@ -122,7 +122,7 @@ def check_version(o: Validated, live: dict[str, Any] | None) -> None:
                         "it, or drop metadata.resourceVersion to overwrite")
 
 
-def plan(objs: Sequence[Validated], store: Store) -> list[Change]:
+def plan(objs: Sequence[Validated], store: ResourceStore) -> list[Change]:
     changes: list[Change] = []
     order = {k: i for i, k in enumerate(KIND_ORDER)}
     for o in sorted(objs, key=lambda o: order[o.kind]):
@@ -139,7 +139,7 @@ def plan(objs: Sequence[Validated], store: Store) -> list[Change]:
     return changes
 
 
-def apply_documents(docs: Sequence[Document], store: Store, *, dry_run: bool = False,
+def apply_documents(docs: Sequence[Document], store: ResourceStore, *, dry_run: bool = False,
                     allow_missing: bool = False) -> tuple[list[Change], list[str]]:
     """Create or update every object; all or nothing at validation. Returns (changes, warnings)."""
     with store.locked():
@@ -152,7 +152,7 @@ def apply_documents(docs: Sequence[Document], store: Store, *, dry_run: bool = F
     return changes, warnings
 
 
-def create_object(doc: Document, store: Store, *, force: bool = False,
+def create_object(doc: Document, store: ResourceStore, *, force: bool = False,
                   allow_missing: bool = False) -> tuple[Change, list[str]]:
     """`mcpctl create`: like apply, but an existing object is an error unless `force` replaces it."""
     with store.locked():
@@ -171,11 +171,11 @@ def create_object(doc: Document, store: Store, *, force: bool = False,
     return change, warnings
 
 
-def projects_using(store: Store, server: str) -> list[str]:
+def projects_using(store: ResourceStore, server: str) -> list[str]:
     return [p["metadata"]["name"] for p in store.list("Project") if server in (p.get("spec") or {}).get("servers", [])]
 
 
-def delete_object(store: Store, kind: str, name: str, *, force: bool = False) -> list[str]:
+def delete_object(store: ResourceStore, kind: str, name: str, *, force: bool = False) -> list[str]:
     """Delete one object. Returns warnings. A server still used by a project needs `force`."""
     warnings: list[str] = []
     with store.locked():
