@@ -382,6 +382,9 @@ class InvocationLog:
             p = self.path.with_name(self.path.name + suffix)
             if p.exists():
                 size += p.stat().st_size
+        if str(self.path) == MEMORY:           # no file: the pages it holds
+            (pages, page_size), = self._read("SELECT * FROM pragma_page_count(), pragma_page_size()")
+            size = _int(pages) * _int(page_size)
         with self._lock:
             applied = tuple(migrations.applied(self._db))
         return LogSummary(
