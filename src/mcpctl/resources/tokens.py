@@ -16,10 +16,8 @@ import logging
 import re
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
-from mcpctl import paths
 from mcpctl.errors import InvalidResource, MCPCtlError
 from mcpctl.resources.kinds import TokenSpec
 from mcpctl.resources.store import ResourceStore
@@ -37,14 +35,6 @@ def new_secret() -> str:
 def digest(secret: str | bytes) -> str:
     data = secret.encode("utf-8") if isinstance(secret, str) else secret
     return hashlib.sha256(data).hexdigest()
-
-
-def credentials_dir() -> Path:
-    return paths.state_dir() / "credentials"
-
-
-def hash_path(name: str) -> Path:
-    return credentials_dir() / f"{name}.json"
 
 
 def write_hash(name: str, secret: str, store: ResourceStore) -> None:
