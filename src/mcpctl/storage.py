@@ -7,15 +7,15 @@ places, the CLI's root (`mcpctl.cli`) and the gateway's start (`mcpctl.gateway.r
 the commands and to the gateway's parts; tests use `Storage.in_memory()` or a Storage of their own.
 
 Each member is opened on first use (a command that reads no log opens none; psycopg is imported
-only when the database is used): `store` (`ResourceStore`), `log` (the invocation log). Children
-that mcpctl starts get the URL explicitly (`child_env`); nothing here writes `os.environ`.
+only when the database is used): `store` (`ResourceStore`), `log` (the invocation log), and
+`writer()`, the gateway's writer of that log. Nothing here writes `os.environ`: the processes
+mcpctl starts read no store of the user's (`serve` runs in the process; the demo's gateway and
+the bake-off's arms have files of their own).
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -111,15 +111,6 @@ class Storage:
         if not isinstance(pg, PgInvocationLog):
             raise TypeError(f"a PostgreSQL Storage holds a PostgreSQL log, not {type(pg).__name__}")
         return SpoolingWriter(pg)
-
-    def child_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment of a child mcpctl (a gateway, a helper) that must use this storage."""
-        from mcpctl.db.config import ENV_URL
-
-        out = dict(os.environ if env is None else env)
-        if self.url is not None:
-            out[ENV_URL] = self.url
-        return out
 
     def close(self) -> None:
         """Close the log if it was opened (the store holds nothing to close)."""

@@ -3,7 +3,7 @@
 
 The flag is taken out of argv by `mcpctl.cli.main` before any verb runs (`mcpctl --database-url URL
 get projects`) and given to the `mcpctl.storage.Storage` the CLI's root opens; it changes no
-environment variable (a child that must use the same database gets it from `Storage.child_env`).
+environment variable.
 `database_url()` is called only where a Storage is opened.
 """
 
