@@ -2,9 +2,12 @@
 
 The backend is decided here and nowhere else: `Storage.open(url)` is PostgreSQL when a database URL
 is in effect (`url`, the `--database-url` flag, else `mcpctl.db.config.database_url()`: the
-environment, then the `database.url` setting), else files and SQLite. It is opened in exactly two
-places, the CLI's root (`mcpctl.cli`) and the gateway's start (`mcpctl.gateway.run`), and given to
-the commands and to the gateway's parts; tests use `Storage.in_memory()` or a Storage of their own.
+environment, then the `database.url` setting), else files and SQLite. It is opened in one function,
+`mcpctl.cli._storage.open_storage`, from the CLI's root in its two forms: the typer root callback
+(each command line) and `main()` for a plain `mcpctl serve` (the gateway's start, which runs without
+typer); the commands get it from there (`cli._common.storage()`) and the gateway's parts get what
+they use of it (`gateway.run.serve(project, storage)`). Tests use `Storage.in_memory()` or a Storage
+of their own. `tests/test_storage_seam.py` checks that nothing else decides the backend.
 
 Each member is opened on first use (a command that reads no log opens none; psycopg is imported
 only when the database is used): `store` (`ResourceStore`), `log` (the invocation log), and
