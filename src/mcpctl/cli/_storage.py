@@ -8,32 +8,31 @@ line and hands it down to the command as the command's storage (`current()`, whi
 
 from __future__ import annotations
 
-from contextvars import ContextVar
-
 from mcpctl.storage import Storage
 
-_current: ContextVar[Storage | None] = ContextVar("mcpctl_cli_storage", default=None)
+# The command line's (a process runs one; a test's CliRunner runs one after another). Not a
+# ContextVar: a command's worker threads must see it too.
+_current: Storage | None = None
 
 
 def open_storage(url: str | None = None) -> Storage:
     """The command line's storage: `url` (the `--database-url` flag), else the environment's or
     the setting's database, else files and SQLite. Opens nothing until a command uses it."""
-    storage = Storage.open(url)
-    _current.set(storage)
+    global _current
+    storage = _current = Storage.open(url)
     return storage
 
 
 def current() -> Storage:
     """The storage the root opened for this command line (shell completion, which runs no
     callback, gets one of its own the same way)."""
-    storage = _current.get()
-    return storage if storage is not None else Storage.open()
+    return _current if _current is not None else Storage.open()
 
 
 def close() -> None:
     """The command line is done: close what its storage opened, and forget it."""
-    storage = _current.get()
-    _current.set(None)
+    global _current
+    storage, _current = _current, None
     if storage is not None:
         storage.close()
 
