@@ -35,18 +35,26 @@ def rec(ts: float, cid: str | None = "calc/add", **kw: object) -> CallRecord:
 
 @pytest.fixture
 def log(request: pytest.FixtureRequest, tmp_path: Path) -> InvocationLog:
-    """The SQLite log; `@both` runs a test on PostgreSQL too (the same queries, the same answers)."""
+    """The SQLite log; `@both` runs a test on every backend of `AuditLog` (the contract: the same
+    queries, the same answers): PostgreSQL and the in-memory log too."""
     if getattr(request, "param", "sqlite") == "postgresql":
         from mcpctl.audit.pglog import PgInvocationLog
 
         yield PgInvocationLog(request.getfixturevalue("pg_db"))  # type: ignore[misc]
+        return
+    if getattr(request, "param", "sqlite") == "memory":
+        from mcpctl.audit.memlog import MemoryLog
+
+        mem = MemoryLog()
+        yield mem  # type: ignore[misc]
+        mem.close()
         return
     lg = InvocationLog(tmp_path / "log.db")
     yield lg
     lg.close()
 
 
-both = pytest.mark.parametrize("log", ["sqlite", "postgresql"], indirect=True)
+both = pytest.mark.parametrize("log", ["sqlite", "postgresql", "memory"], indirect=True)
 
 
 def test_default_path_follows_mcpctl_home(tmp_home: Path) -> None:

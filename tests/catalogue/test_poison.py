@@ -24,6 +24,7 @@ from mcpctl.catalogue.poison import (
     scan_definition,
     shown,
 )
+from mcpctl.resources.store import Store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -237,7 +238,7 @@ def test_the_npm_reference_servers_cached_listings_raise_no_flag(tmp_path: Path)
     specs = {n: ServerSpec.from_resource({"metadata": {"name": n}, "spec": {
         "command": str(npm / f"mcp-server-{n}"), "args": a, "timeouts": {"connect": 60},
         "env": {"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}}}) for n, a in args.items()}
-    results = refresh(specs)
+    results = refresh(specs, Store())
     assert all(r.ok for r in results.values()), {n: r.error for n, r in results.items()}
     tools = [(f"{n}/{t['name']}", t) for n in args for t in cache.read_server_tools(n) or []]
     assert len(tools) > 20

@@ -40,7 +40,7 @@ def _project(presentation: str | None = None, ranker: str = "bm25") -> str:
 
 def _search(kind: str, query: str, presentation: str | None = None) -> SearchPayload:
     _project(presentation, kind)
-    view = cached_catalogue("p").view()
+    view = cached_catalogue("p", Store()).view()
 
     async def go() -> dict[str, Any]:
         return await ToolSearch(kind).search(1, view, query, 5)
@@ -111,7 +111,7 @@ def test_the_upstream_captures_the_servers_instructions_into_the_listing_and_the
 
     spec = ServerSpec.from_resource({"metadata": {"name": "calc"},
                                      "spec": {"command": sys.executable, "args": ["-m", "mcpctl.examples.calc"]}})
-    results = refresh({"calc": spec})
+    results = refresh({"calc": spec}, Store())
     assert results["calc"].ok, results["calc"].error
     entry = cache.read_server_entry("calc")
     assert entry is not None

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from mcpctl.catalogue import cache
 from mcpctl.cli import app
 from mcpctl.presentation.catalogue import cached_catalogue
+from mcpctl.resources.store import Store
 
 TOOLS = [{"name": n, "description": f"{n.replace('_', ' ')} a note", "inputSchema": {"type": "object"}}
          for n in ("create_note", "search_notes", "read_note")]
@@ -66,7 +67,7 @@ def test_every_place_says_the_presentation_the_gateway_presents(runner: CliRunne
         said = [c["message"] for c in doctor["checks"] if c["scope"] == f"project/{name}" and c["check"] == "tokens"]
         assert said and said[0].endswith(f"({mode} presentation)"), said
         # the gateway's tools/list, from the same pipeline
-        listed = [t["name"] for t in cached_catalogue(name).view().tools]
+        listed = [t["name"] for t in cached_catalogue(name, Store()).view().tools]
         assert any(n.startswith("favourite__") for n in listed) == favourites, (name, listed)
         assert any(n.startswith("all__") for n in listed) == (mode == "favourite-index"), (name, listed)
 

@@ -78,7 +78,7 @@ def test_search_table_and_unlisted_server_warning(app: typer.Typer, runner: CliR
 def _presented(cid: str) -> str:
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    return cached_catalogue("p").view().present(cid) or cid
+    return cached_catalogue("p", Store()).view().present(cid) or cid
 
 
 def test_presented_names_are_what_the_gateway_presents(

@@ -236,7 +236,7 @@ def test_file_option_reads_a_workspace_file_and_resolves_workspace_folder(env: E
 
 def test_core_report_carries_the_mapping_and_the_reasons(env: Env) -> None:
     env.write("claude-code")
-    report = import_client("claude-code", project="work")
+    report = import_client("claude-code", project="work", store=Store())
     by_entry = {s.entry: s for s in report.servers}
     assert by_entry["calc"].scope == f"local {env.work}" and by_entry["calc"].server == "calc"
     assert by_entry["linear"].transport == "sse" and "linear" not in {k.name for k in report.skipped}

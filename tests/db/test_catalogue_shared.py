@@ -12,16 +12,16 @@ import pytest
 
 from ci_support import SLACK
 from mcpctl.catalogue import cache
-from mcpctl.resources.store import Store
+from mcpctl.storage import Storage
 
 TOOLS = [{"name": "echo", "description": "Echo the text back.", "inputSchema": {"type": "object"}},
          {"name": "shout", "description": "Echo it loudly.", "inputSchema": {"type": "object"}}]
 
 
 def test_a_new_host_starts_from_the_shared_listing(pg_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    Store().put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "alpha"},
+    Storage.open().store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "alpha"},
                  "spec": {"command": "/nonexistent/alpha-server"}})       # cannot start: only the cache can answer
-    Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
+    Storage.open().store.put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
                  "spec": {"servers": ["alpha"]}})
     assert cache.write_server_tools("alpha", TOOLS)                       # host A listed it
 

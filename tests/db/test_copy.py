@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ci_support import SLACK
-from mcpctl.resources.store import Store
+from mcpctl.storage import Storage
 
 MANIFEST = """apiVersion: mcpctl/v1
 kind: Server
@@ -47,14 +47,14 @@ def test_files_to_database_and_back(pg_db: str, tmp_path: Path, monkeypatch: pyt
 
     r = cli("db", "copy", "--from", "files", "--to", pg_db, "--dry-run", home=laptop)
     assert r.returncode == 0 and "would copy" in r.stdout, r.stderr
-    assert Store().names("Server") == []
+    assert Storage.open().store.names("Server") == []
     r = cli("db", "copy", "--from", "files", "--to", pg_db, home=laptop)
     assert r.returncode == 0, r.stderr
     assert "2 servers, 1 project, 1 token and 1 token hash" in r.stdout
-    assert Store().names("Server") == ["alpha", "beta"]
+    assert Storage.open().store.names("Server") == ["alpha", "beta"]
     from mcpctl.resources.tokens import TokenIndex
 
-    assert TokenIndex("p").lookup(secret.encode()) is not None        # the secret still works
+    assert TokenIndex("p", Storage.open().store).lookup(secret.encode()) is not None        # the secret still works
     r = cli("db", "copy", "--from", "files", "--to", pg_db, home=laptop)
     assert ": copied nothing and 0 token hashes; unchanged: 2 servers, 1 project, 1 token" in r.stdout
 
@@ -62,10 +62,10 @@ def test_files_to_database_and_back(pg_db: str, tmp_path: Path, monkeypatch: pyt
     assert cli("apply", "-f", "-", home=laptop, stdin=MANIFEST.replace("run-alpha", "run-alpha2")).returncode == 0
     r = cli("db", "copy", "--from", "files", "--to", pg_db, home=laptop)
     assert r.returncode == 4 and "server/alpha" in r.stderr and "--overwrite" in r.stderr
-    assert Store().get("Server", "alpha")["spec"]["command"] == "run-alpha"
+    assert Storage.open().store.get("Server", "alpha")["spec"]["command"] == "run-alpha"
     r = cli("db", "copy", "--from", "files", "--to", pg_db, "--overwrite", home=laptop)
     assert r.returncode == 0 and "copied 1 server" in r.stdout
-    assert Store().get("Server", "alpha")["spec"]["command"] == "run-alpha2"
+    assert Storage.open().store.get("Server", "alpha")["spec"]["command"] == "run-alpha2"
 
     # and back, onto another machine's empty files store
     r = cli("db", "copy", "--from", pg_db, "--to", "files", home=other)
@@ -74,7 +74,7 @@ def test_files_to_database_and_back(pg_db: str, tmp_path: Path, monkeypatch: pyt
     assert sorted(p.name for p in (other / "config" / "resources" / "servers").iterdir()) == ["alpha.yaml", "beta.yaml"]
     monkeypatch.delenv("MCPCTL_DATABASE_URL")
     monkeypatch.setenv("MCPCTL_HOME", str(other))
-    assert TokenIndex("p", Store()).lookup(secret.encode()) is not None
+    assert TokenIndex("p", Storage.open().store).lookup(secret.encode()) is not None
 
 
 def test_copy_names_what_it_cannot_do(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from gwkit import MCPCTL, SRC_ENV
 
 from ci_support import SLACK
-from mcpctl.resources.store import Store
+from mcpctl.storage import Storage
 
 REFUSE_AT_COMMIT = """
 CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -92,4 +92,4 @@ def test_the_same_deletes_commit_and_report_without_the_trigger(applied: str) ->
     r = mcpctl("delete", "-f", "-", stdin=MANIFEST)
     assert (r.returncode, r.stdout) == (0, "project/web deleted\nserver/alpha deleted\n"), r.stderr
     assert names(applied) == set()
-    assert Store().find("Server", "alpha") is None
+    assert Storage.open().store.find("Server", "alpha") is None

@@ -95,7 +95,7 @@ async def test_an_apply_is_served_by_every_gateway_within_a_second(pg_db: str, k
                     await e.wait()
             from mcpctl.db.pool import connection
 
-            with connection() as conn:                   # when the apply's transaction wrote the project
+            with connection(pg_db) as conn:                   # when the apply's transaction wrote the project
                 row = conn.execute("SELECT extract(epoch FROM updated_at) FROM resources "
                                    "WHERE kind = 'Project' AND name = 'p'").fetchone()
             took = [s - float(row[0]) for s in seen]

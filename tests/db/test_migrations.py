@@ -28,9 +28,10 @@ def test_url_precedence(tmp_home: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert config.database_url() == "postgresql://setting@/a"
     monkeypatch.setenv(config.ENV_URL, "postgresql://env@/b")
     assert config.database_url() == "postgresql://env@/b"
-    assert config.take_flag(["--database-url", "postgresql://flag@/c", "get", "projects"]) == ["get", "projects"]
-    assert config.database_url() == "postgresql://flag@/c"
-    assert config.take_flag(["get", "x", "--database-url", "y"]) == ["get", "x", "--database-url", "y"]
+    assert config.take_flag(["--database-url", "postgresql://flag@/c", "get", "projects"]) == (
+        ["get", "projects"], "postgresql://flag@/c")
+    assert os.environ[config.ENV_URL] == "postgresql://env@/b"          # the flag writes no environment
+    assert config.take_flag(["get", "x", "--database-url", "y"]) == (["get", "x", "--database-url", "y"], None)
 
 
 def test_bad_setting_is_named(tmp_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

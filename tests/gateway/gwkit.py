@@ -56,9 +56,9 @@ class Kit:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.mark = uuid.uuid4().hex
-        from mcpctl.resources.store import Store
+        from mcpctl.storage import Storage
 
-        self.store = Store()
+        self.store = Storage.open().store      # the store in effect: PostgreSQL under pg_db
 
     # -- resources ------------------------------------------------------------------------------
 

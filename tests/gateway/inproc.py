@@ -278,8 +278,8 @@ def build_gateway(project_name: str, open_transport: MemoryUpstreams, *,
     from mcpctl.gateway.early import known_capabilities
     from mcpctl.gateway.run import _failed_before
 
-    project, servers = load_gateway_config(project_name)
     store = Store()
+    project, servers = load_gateway_config(project_name, store)
     extra: dict[str, Any] = {} if first_contact_cap is None else {"first_contact_cap": first_contact_cap}
     return Gateway(project_name, project, servers, record=record, on_status=on_status,
                    failed_before=_failed_before(store, servers), page_size=page_size,
@@ -332,7 +332,7 @@ class Running:
         self.changes = upstreams.changes
         self.statuses: dict[str, dict[str, Any]] = {}
         self.token = load_or_create_token(token_path(gateway.project_name))
-        self._auth = BearerAuth(_no_app, self.token, TokenIndex(gateway.project_name))
+        self._auth = BearerAuth(_no_app, self.token, TokenIndex(gateway.project_name, store))
         self._clients = 0
         # a list changed for every session (what a 2026 client hears only through a listen stream)
         gateway.add_notifier(lambda method: self.changes.fire())
@@ -510,8 +510,9 @@ class Harness:
             yield None
             return
         from mcpctl.gateway.run import _recorder
+        from mcpctl.storage import Storage
 
-        rec = _recorder()
+        rec = _recorder(Storage())      # files and SQLite, as `mcpctl serve` without a database
         assert rec is not None
         try:
             yield rec

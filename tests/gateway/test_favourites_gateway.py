@@ -16,6 +16,7 @@ from inproc import Harness
 
 from ci_support import SLACK
 from mcpctl.presentation.builtins import ALWAYS_LOAD
+from mcpctl.resources.store import Store
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +49,7 @@ def listings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
         kit = Kit(home)
         _servers(kit)
         kit.project("p", ["alpha", "beta"])
-        assert all(r.ok for r in refresh_project("p").values())
+        assert all(r.ok for r in refresh_project("p", Store()).values())
         entries = {name: cache.read_server_entry(name) for name in ("alpha", "beta")}
         assert kit.leftovers() == []
     return {name: entry for name, entry in entries.items() if entry is not None}
@@ -138,7 +139,7 @@ async def test_a_call_through_favourite_and_all_reaches_the_same_tool(
     plain = [f"all{s}{server}{s}{name}" for server, name in listed_ids if name.isidentifier()]
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    pipeline = cached_catalogue(project).view()           # what `mcpctl tools list` shows
+    pipeline = cached_catalogue(project, Store()).view()           # what `mcpctl tools list` shows
     async with _client(kit, gw, front, project, mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         # the instructions the client received: the PREFER line in this style, naming the favourites

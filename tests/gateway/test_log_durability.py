@@ -267,6 +267,7 @@ def test_a_recorded_call_is_committed_within_the_window(tmp_home: Any) -> None:
 
     from mcpctl import paths
     from mcpctl.gateway.run import _Recorder
+    from mcpctl.storage import Storage
 
     recorded: dict[str, float] = {}
     seen: dict[str, float] = {}
@@ -290,7 +291,7 @@ def test_a_recorded_call_is_committed_within_the_window(tmp_home: Any) -> None:
             await asyncio.sleep(0.0025)
         await asyncio.sleep(0.2)      # the loop runs on, as a gateway's does (this is not a shutdown)
 
-    recorder = _Recorder()
+    recorder = _Recorder(Storage())
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:

@@ -49,13 +49,13 @@ def project(tmp_path: Path) -> str:
                      "spec": {"command": command, "args": args, "env": env}})
     Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "demo"},
                  "spec": {"servers": list(servers)}})
-    listed = refresh_project("demo")
+    listed = refresh_project("demo", Store())
     assert all(r.ok for r in listed.values()), {n: r.error for n, r in listed.items()}
     return "demo"
 
 
 def _search(kind: str, query: str) -> SearchPayload:
-    view = cached_catalogue("demo").view()
+    view = cached_catalogue("demo", Store()).view()
 
     async def go() -> dict[str, Any]:
         return await ToolSearch(kind).search(1, view, query, 5)
@@ -81,7 +81,7 @@ def test_with_the_model_a_memory_tool_comes_first(project: str, monkeypatch: pyt
         payload = _search("auto", query)
         first = payload["tools"][0]["name"]
         assert first.startswith("memory__"), (query, [t["name"] for t in payload["tools"]])
-        assert payload.note is None and payload["total_searched"] == len(cached_catalogue("demo").view().searchable)
+        assert payload.note is None and payload["total_searched"] == len(cached_catalogue("demo", Store()).view().searchable)
 
 
 def test_with_bm25_alone_a_request_naming_memory_reaches_the_memory_server_and_none_is_a_dead_end(
@@ -95,7 +95,7 @@ def test_with_bm25_alone_a_request_naming_memory_reaches_the_memory_server_and_n
     assert sum(n.startswith("memory__") for n in names) >= 4, names
     # No word of this request is in any tool: the result says so, and how to find tools.
     payload = _search("bm25", "remember a fact about a person")
-    assert dict(payload) == {"tools": [], "total_searched": len(cached_catalogue("demo").view().searchable)}
+    assert dict(payload) == {"tools": [], "total_searched": len(cached_catalogue("demo", Store()).view().searchable)}
     assert payload.note is not None and "No tool matched 'remember a fact about a person'" in payload.note
     assert "search.ranker: bm25" in payload.note
     assert "tools/list" in payload.note and "memory, fs, time" in payload.note

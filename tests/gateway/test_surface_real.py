@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 
 from ci_support import SLACK, skip_unless_ci
 from mcpctl.cli import app
+from mcpctl.resources.store import Store
 
 SLICE = REPO / "tests" / "fixtures" / "livemcpbench_slice" / "tools.jsonl"
 DATASET_SERVER = REPO / "tests" / "servers" / "dataset_server.py"
@@ -91,7 +92,7 @@ def test_surface_of_examples_and_livemcpbench_servers(kit: Kit, runner: CliRunne
     from mcpctl.catalogue.judge import near_duplicates
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    closest = near_duplicates(cached_catalogue("p").catalogue.tools, threshold=0.5)
+    closest = near_duplicates(cached_catalogue("p", Store()).catalogue.tools, threshold=0.5)
     assert [(p.a, p.b) for p in closest[:2]] == [("filesystem/move_file", "desktop-commander/move_file"),
                                                  ("arxiv-mcp-server/search_papers", "mcp-simple-arxiv/list_categories")]
     assert closest[0].score < report["nearDuplicates"]["threshold"]

@@ -35,9 +35,9 @@ def backend(request: pytest.FixtureRequest, tmp_home: Path) -> str:
 
 def _project() -> None:
     from mcpctl.catalogue import cache
-    from mcpctl.resources.store import Store
+    from mcpctl.storage import Storage
 
-    store = Store()
+    store = Storage.open().store
     for server, tools in (("a", ["add", "search"]), ("b", ["sum"])):
         store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": server},
                    "spec": {"command": "true"}})
@@ -50,15 +50,14 @@ def _project() -> None:
 def _write_calls() -> None:
     """The calls of CALLS in project p in the last hour, and some the breakdowns must leave out:
     another project's, and p's from 40 days ago (outside every window used here)."""
-    from mcpctl.audit.log import open_log
-    from mcpctl.audit.writer import open_writer
+    from mcpctl.storage import Storage
 
     def rec(i: int, cred: str | None, host: str, cid: str, project: str = "p", ago: float = 60.0) -> CallRecord:
         return CallRecord(NOW - ago - i, 5.0, project, cid.replace("/", "__"), cid, "ok" if i % 4 else "tool_error",
                           session_id=f"s{i % 3}", credential=cred, host=host)
 
-    log = open_log()
-    writer = open_writer(log)
+    storage = Storage.open()
+    log, writer = storage.log, storage.writer()
     i = 0
     for cred, host, cid, n in CALLS:
         for _ in range(n):

@@ -1,5 +1,7 @@
 """The invocation log: one row per tool call the gateway routes, in SQLite (or, with a database URL
-in effect, in PostgreSQL: `mcpctl.audit.pglog`, the same queries; `open_log()` picks).
+in effect, in PostgreSQL: `mcpctl.audit.pglog`, the same queries; both are an
+`mcpctl.audit.records.AuditLog`, and which one a process uses is decided where its
+`mcpctl.storage.Storage` is opened).
 
 What is recorded: when, how long, which project, client, session and profile, the presented
 name and canonical `server/tool` id, the outcome and an error class, and the size of the result
@@ -26,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import astuple, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
 from mcpctl import paths
 from mcpctl.audit import migrations
@@ -45,13 +47,11 @@ from mcpctl.audit.records import (
     Usage,
 )
 
-if TYPE_CHECKING:
-    from mcpctl.audit.pglog import PgInvocationLog
-
 log = logging.getLogger(__name__)
 
 
 BUSY_TIMEOUT_S: Final = 10.0
+MEMORY: Final = ":memory:"      # the path of a log in memory (`audit.memlog`)
 RETRY_DEADLINE_S: Final = 30.0
 
 T = TypeVar("T")
@@ -94,9 +94,10 @@ class InvocationLog:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else paths.invocation_log_path()
-        paths.private_file(self.path)     # before SQLite: its -wal and -shm take the db's mode
-        for companion in ("-wal", "-shm"):
-            paths.tighten(f"{self.path}{companion}")
+        if str(self.path) != MEMORY:
+            paths.private_file(self.path)     # before SQLite: its -wal and -shm take the db's mode
+            for companion in ("-wal", "-shm"):
+                paths.tighten(f"{self.path}{companion}")
         self._lock = threading.RLock()
         self._db = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -381,6 +382,9 @@ class InvocationLog:
             p = self.path.with_name(self.path.name + suffix)
             if p.exists():
                 size += p.stat().st_size
+        if str(self.path) == MEMORY:           # no file: the pages it holds
+            (pages, page_size), = self._read("SELECT * FROM pragma_page_count(), pragma_page_size()")
+            size = _int(pages) * _int(page_size)
         with self._lock:
             applied = tuple(migrations.applied(self._db))
         return LogSummary(
@@ -445,17 +449,3 @@ def _glob(pattern: str | None, value: str | None) -> bool:
 
 __all__ = ["BREAKDOWNS", "OUTCOMES", "SEARCH_TOOL_ID", "SEARCH_TOOL_NAME", "Breakdown", "CallRecord", "InvocationLog",
            "LogSummary", "ToolStats", "Transition", "Usage"]
-
-
-def open_log(path: Path | None = None) -> InvocationLog | PgInvocationLog:
-    """The log in effect: PostgreSQL when a database URL is set (and no SQLite `path` is asked
-    for), else the SQLite file (`path`, default `paths.invocation_log_path()`)."""
-    if path is None:
-        from mcpctl.db.config import database_url
-
-        url = database_url()
-        if url is not None:
-            from mcpctl.audit.pglog import PgInvocationLog
-
-            return PgInvocationLog(url)
-    return InvocationLog(path)

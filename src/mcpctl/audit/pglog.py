@@ -284,20 +284,17 @@ class PgInvocationLog:
 
     def backup(self, dest: Path) -> int:
         """Write every row to `dest`, a new SQLite log file; return how many."""
-        from mcpctl.audit.copy import copy_log
         from mcpctl.audit.log import InvocationLog
 
         dest = Path(dest)
         if dest.exists():
             raise FileExistsError(f"{dest} already exists")
+        n = 0
         with InvocationLog(dest) as target:
-            return copy_log(self, target)
-
-    def set_autocheckpoint(self, pages: int, *, wal_size_limit: int = -1) -> None:
-        """SQLite's WAL tuning: nothing to do in PostgreSQL."""
-
-    def checkpoint(self) -> tuple[int, int]:
-        return (0, 0)
+            for batch in self.iter_batches():
+                target.record_many(batch)
+                n += len(batch)
+        return n
 
     def close(self) -> None:
         """The pool is the process's (`mcpctl.db.pool.close()`); nothing of the log's own to close."""

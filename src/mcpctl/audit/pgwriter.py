@@ -1,8 +1,8 @@
 """The gateway's writer of the PostgreSQL log: batches off the call path, a local spool when the
 database is unreachable, drained when it returns.
 
-`SpoolingWriter` has the interface of `audit.writer.BackgroundWriter` (`submit`, `flush`,
-`close`, `write_now`, `written`, `dropped`). Its thread takes what the event loop handed over
+`SpoolingWriter` is a `audit.queued.QueuedWriter`, as SQLite's `audit.writer.BackgroundWriter`
+(`submit`, `flush`, `close`, `write_now`, `written`, `dropped`). Its thread takes what the event loop handed over
 (group commit: whatever queued while the previous batch was written goes into the next one) and
 writes it in one transaction (COPY; from the spool, `executemany` skipping uids already there) on a
 connection of its own. When that
@@ -20,16 +20,15 @@ disk and the next gateway on this host drains it.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
-import queue
 import threading
 import time
 import uuid
 from typing import Any, Final
 
 from mcpctl.audit.pglog import COPY, INSERT, PgInvocationLog
+from mcpctl.audit.queued import QueuedWriter
 from mcpctl.audit.records import CallRecord
 from mcpctl.audit.spool import Row, Spool
 
@@ -43,46 +42,28 @@ CONNECT_TIMEOUT_S: Final = 3      # a connection attempt (then the batch is spoo
 STATEMENT_TIMEOUT_MS: Final = 10_000
 
 
-class SpoolingWriter:
+class SpoolingWriter(QueuedWriter):
     """Batches records into PostgreSQL on one thread; spools them to disk while it is unreachable."""
 
     def __init__(self, log_: PgInvocationLog, *, spool: Spool | None = None, max_batch: int = 1000,
                  max_queue: int = 200_000, drain_timeout: float = 20.0) -> None:
+        super().__init__(max_batch=max_batch, max_queue=max_queue, thread_name="mcpctl-invocation-log-pg")
         self.log = log_
         self.spool = spool if spool is not None else Spool()
-        self.max_batch = max(1, max_batch)
         self.drain_timeout = drain_timeout
-        self.written = 0                # rows committed to the database (straight or from the spool)
-        self.dropped = 0                # rows lost: the queue was full, or the spool over its cap
         self.spooled = 0                # rows that went through the spool
         self.down = False               # the last attempt failed: rows go to the spool
         self._conn: Any = None
         self._next_try = 0.0
         self._last_write = 0.0
-        self._queue: queue.Queue[Row | threading.Event | None] = queue.Queue(maxsize=max_queue)
-        self._closed = False
-        self._close_lock = threading.Lock()
         self._io = threading.Lock()     # the connection and the spool: the thread, or write_now after close
         self._pending = self.spool.has_pending()    # rows a previous gateway here left behind
-        self._thread = threading.Thread(target=self._run, name="mcpctl-invocation-log-pg", daemon=True)
-        self._thread.start()
-        atexit.register(self.close)
+        self._start()
 
     # -- the event loop's side --------------------------------------------------------------
 
-    def submit(self, rec: CallRecord) -> None:
-        """Queue `rec`; never blocks, never raises."""
-        try:
-            if self._closed:
-                self.write_now(rec)
-                return
-            self._queue.put_nowait((uuid.uuid4(), rec))
-        except queue.Full:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.warning("invocation log queue full; %d record(s) dropped", self.dropped)
-        except Exception:  # pragma: no cover - submit must never raise into the gateway
-            self.dropped += 1
+    def _submit_closed(self, rec: CallRecord) -> None:
+        self.write_now(rec)
 
     def write_now(self, rec: CallRecord) -> None:
         """Write `rec` before returning (to the database, else the spool): after `close`."""
@@ -91,31 +72,8 @@ class SpoolingWriter:
             if self._closed:
                 self.spool.seal()      # no thread drains it now: leave it to the next gateway here
 
-    def flush(self, timeout: float | None = 10.0) -> bool:
-        """Block until everything submitted before is in the database or the spool; False on timeout."""
-        if self._closed or not self._thread.is_alive():
-            return False
-        done = threading.Event()
-        self._queue.put(done)
-        return done.wait(timeout)
-
-    def drain_spool(self, timeout: float = 10.0) -> bool:
-        """Try the database now and write the spool into it; True when nothing is left spooled."""
-        with self._io:
-            self._next_try = 0.0
-            self._try_drain(time.monotonic() + timeout)
-            return not self.spool.has_pending()
-
-    def close(self, timeout: float = 30.0) -> None:
-        """Write what is queued, drain the spool (at most `drain_timeout` s), stop the thread."""
-        with self._close_lock:
-            if self._closed:
-                return
-            self._closed = True
-        atexit.unregister(self.close)
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join(timeout)
+    def _closed_down(self, timeout: float) -> None:
+        """Drain the spool (at most `drain_timeout` s) once the queue is written."""
         with self._io:
             self._next_try = 0.0
             self._try_drain(time.monotonic() + self.drain_timeout)
@@ -127,45 +85,24 @@ class SpoolingWriter:
 
     # -- the writer thread ------------------------------------------------------------------
 
-    def _run(self) -> None:
-        stop = False
-        while not stop:
-            try:
-                item = self._queue.get(timeout=RETRY_S if self._pending else None)
-            except queue.Empty:
-                with self._io:
-                    self._try_drain(time.monotonic() + RETRY_S)
-                continue
-            batch, events, stop = self._gather(item)
-            with self._io:
-                self._last_write = time.monotonic()
-                self._write(batch)
-                if self._pending and not self.down:
-                    self._try_drain(time.monotonic() + RETRY_S)
-            for ev in events:
-                ev.set()
+    def _idle_timeout(self) -> float | None:
+        return RETRY_S if self._pending else None
 
-    def _gather(self, item: Row | threading.Event | None) -> tuple[list[Row], list[threading.Event], bool]:
-        """`item` and what else comes until MIN_INTERVAL_S after the previous write began (or a
-        flush or close asks, or max_batch is reached): one transaction per interval at most."""
-        batch: list[Row] = []
-        events: list[threading.Event] = []
-        stop = False
-        not_before = self._last_write + MIN_INTERVAL_S
-        while True:
-            if item is None:
-                stop = True
-            elif isinstance(item, threading.Event):
-                events.append(item)
-            else:
-                batch.append(item)
-            if stop or events or len(batch) >= self.max_batch:
-                return batch, events, stop
-            wait = not_before - time.monotonic()
-            try:
-                item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
-            except queue.Empty:
-                return batch, events, stop
+    def _idle(self) -> None:
+        with self._io:
+            self._try_drain(time.monotonic() + RETRY_S)
+
+    def _gather_deadline(self) -> float:
+        """MIN_INTERVAL_S after the previous write began: one transaction per interval at most."""
+        return self._last_write + MIN_INTERVAL_S
+
+    def _commit(self, batch: list[CallRecord]) -> None:
+        """Each call gets its uid here, and keeps it in the spool: written twice, it is one row."""
+        with self._io:
+            self._last_write = time.monotonic()
+            self._write([(uuid.uuid4(), rec) for rec in batch])
+            if self._pending and not self.down:
+                self._try_drain(time.monotonic() + RETRY_S)
 
     def _write(self, batch: list[Row]) -> None:
         if not batch:

@@ -1,24 +1,22 @@
-"""The gateway's writer of the invocation log: a thread that commits what the event loop hands it.
+"""The gateway's writer of the SQLite invocation log: a thread that commits what the event loop
+hands it (the skeleton: `audit.queued.QueuedWriter`; which writer a gateway uses:
+`mcpctl.storage.Storage.writer`).
 
 `BackgroundWriter.submit` never blocks the loop; batches are group-committed, WAL checkpoints run
-on a helper thread (docs/internals.md, "Guarantees: the invocation log and manifests").
+on a helper thread (docs/internals.md, "Guarantees: the invocation log and manifests"). They are
+SQLite's alone: the PostgreSQL log has none.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
-import queue
 import sqlite3
 import threading
 import time
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from mcpctl.audit.log import BUSY_TIMEOUT_S, CallRecord, InvocationLog
-
-if TYPE_CHECKING:
-    from mcpctl.audit.pglog import PgInvocationLog
-    from mcpctl.audit.pgwriter import SpoolingWriter
+from mcpctl.audit.queued import QueuedWriter
 
 log = logging.getLogger("mcpctl.audit.log")   # the log module's logger, as before the split
 
@@ -33,8 +31,8 @@ WAL_SIZE_CAP: Final = 16 * 1024 * 1024
 WAL_SIZE_LIMIT: Final = 4 * 1024 * 1024
 
 
-class BackgroundWriter:
-    """Batches records from any thread into `record_many` on one writer thread.
+class BackgroundWriter(QueuedWriter):
+    """Batches records from any thread into SQLite's `record_many` on one writer thread.
 
     `submit` never blocks and never raises: the gateway's event loop must not wait on disk.
     If the queue is full (the disk is stuck) records are dropped and counted in `dropped`.
@@ -53,14 +51,9 @@ class BackgroundWriter:
 
     def __init__(self, log: InvocationLog, *, flush_interval: float = 0.0, max_batch: int = 512,
                  max_queue: int = 100_000) -> None:
+        super().__init__(max_batch=max_batch, max_queue=max_queue, thread_name="mcpctl-invocation-log")
         self.log = log
         self.flush_interval = flush_interval
-        self.max_batch = max(1, max_batch)
-        self.written = 0
-        self.dropped = 0
-        self._queue: queue.Queue[CallRecord | threading.Event | None] = queue.Queue(maxsize=max_queue)
-        self._closed = False
-        self._close_lock = threading.Lock()
         self.checkpoints = 0
         self._since_checkpoint = 0
         self._checkpoint_requested = False
@@ -69,88 +62,28 @@ class BackgroundWriter:
         self._checkpointing = threading.Lock()    # one checkpoint at a time (helper or writer)
         self._stopping = False
         log.set_autocheckpoint(0, wal_size_limit=WAL_SIZE_LIMIT)
-        self._thread = threading.Thread(target=self._run, name="mcpctl-invocation-log", daemon=True)
-        self._thread.start()
         self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="mcpctl-log-checkpoint",
                                               daemon=True)
+        self._start()
         self._checkpointer.start()
-        atexit.register(self.close)
-
-    def submit(self, rec: CallRecord) -> None:
-        try:
-            if self._closed:
-                self.dropped += 1
-                return
-            self._queue.put_nowait(rec)
-        except queue.Full:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.warning("invocation log queue full; %d record(s) dropped", self.dropped)
-        except Exception:  # pragma: no cover - submit must never raise into the gateway
-            self.dropped += 1
 
     def write_now(self, rec: CallRecord) -> None:
         """Write `rec` before returning (the recorder's path once the gateway is stopping)."""
         self.log.record(rec)
 
-    def flush(self, timeout: float | None = 10.0) -> bool:
-        """Block until everything submitted before this call is written; False on timeout."""
-        if self._closed or not self._thread.is_alive():
-            return False
-        done = threading.Event()
-        self._queue.put(done)
-        return done.wait(timeout)
+    def _gather_deadline(self) -> float:
+        return time.monotonic() + self.flush_interval
 
-    def close(self, timeout: float = 30.0) -> None:
-        with self._close_lock:
-            if self._closed:
-                return
-            self._closed = True
-        atexit.unregister(self.close)
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join(timeout)
+    def _closed_down(self, timeout: float) -> None:
         self._stopping = True
         self._checkpoint_wake.set()
         self._checkpointer.join(min(timeout, 10.0))
 
-    def _run(self) -> None:
-        stop = False
-        while not stop:
-            item = self._queue.get()
-            batch: list[CallRecord] = []
-            events: list[threading.Event] = []
-            deadline = time.monotonic() + self.flush_interval
-            while True:
-                if item is None:
-                    stop = True
-                elif isinstance(item, threading.Event):
-                    events.append(item)
-                else:
-                    batch.append(item)
-                if stop or events or len(batch) >= self.max_batch:
-                    break
-                remaining = deadline - time.monotonic()
-                try:
-                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            if stop:  # drain what was queued before close()
-                while True:
-                    try:
-                        extra = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if isinstance(extra, CallRecord):
-                        batch.append(extra)
-                    elif isinstance(extra, threading.Event):
-                        events.append(extra)
-            self._write(batch)
-            for ev in events:
-                ev.set()
-            if self._check_wal:
-                self._check_wal = False
-                self._cap_wal()
+    def _commit(self, batch: list[CallRecord]) -> None:
+        self._write(batch)
+        if self._check_wal:
+            self._check_wal = False
+            self._cap_wal()
 
     def _write(self, batch: list[CallRecord]) -> None:
         for start in range(0, len(batch), self.max_batch):
@@ -209,13 +142,3 @@ class BackgroundWriter:
         finally:
             if db is not None:
                 db.close()
-
-
-def open_writer(log_: InvocationLog | PgInvocationLog) -> BackgroundWriter | SpoolingWriter:
-    """The gateway's writer for `log_`: SQLite's BackgroundWriter, or PostgreSQL's SpoolingWriter
-    (batches, a local spool while the database is unreachable)."""
-    if isinstance(log_, InvocationLog):
-        return BackgroundWriter(log_)
-    from mcpctl.audit.pgwriter import SpoolingWriter
-
-    return SpoolingWriter(log_)

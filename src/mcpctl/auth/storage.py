@@ -250,9 +250,3 @@ class FileTokenStorage:
             self._write(record)
 
 
-def stored_servers() -> list[str]:
-    with contextlib.suppress(OSError):
-        return sorted(p.stem for p in auth_dir().glob("*.json"))
-    return []
-
-

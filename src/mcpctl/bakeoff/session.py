@@ -70,7 +70,8 @@ async def open_session(ws: Workspace, arm: Arm, *, ready_timeout: float = 120.0)
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = {**os.environ, "MCPCTL_HOME": str(arm.home)}
+    env = {k: v for k, v in os.environ.items() if k != "MCPCTL_DATABASE_URL"}    # the arm's files
+    env["MCPCTL_HOME"] = str(arm.home)
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcpctl", "serve", "--project", arm.project],
                                    env=env)
     with open(arm.home / "gateway-stderr.log", "a", encoding="utf-8") as errlog:

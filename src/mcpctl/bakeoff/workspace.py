@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from mcpctl.bakeoff.data import Catalogue
     from mcpctl.catalogue.tool import CatalogueTool
     from mcpctl.presentation.view import NameTable
+    from mcpctl.resources.store import ResourceStore
 
 FLAT: Final = "flat"
 FAVOURITE_INDEX: Final = "favourite-index"
@@ -145,7 +146,7 @@ def _populate(ws: Workspace, project: str, base_spec: dict[str, Any], presentati
         arm_home = ws.root / presentation
         spec = project_spec(base_spec, presentation, favourites, ranker)
         with home(arm_home):
-            store = Store()
+            store = Store(paths.resources_dir())     # each arm's own files, whatever the user's backend
             for server in ws.servers:
                 store.put(copy.deepcopy(server))
             store.put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": project}, "spec": spec})
@@ -171,12 +172,11 @@ def for_catalogue(cat: Catalogue, presentations: Sequence[str], favourites: Sequ
         raise
 
 
-def for_project(name: str, presentations: Sequence[str], favourites: Sequence[str] | None,
+def for_project(name: str, store: ResourceStore, presentations: Sequence[str], favourites: Sequence[str] | None,
                 ranker: str | None) -> Workspace:
+    """A workspace of one arm per presentation, each with the project `name` of `store` (the user's)."""
     from mcpctl.catalogue import cache
-    from mcpctl.resources.store import Store
 
-    store = Store()
     try:
         project = store.get("Project", name)
     except NotFound as e:

@@ -40,6 +40,7 @@ _COMMANDS: dict[str, str] = {
 }
 
 _app: typer.Typer | None = None
+_flag_url: str | None = None        # `--database-url`, which main() takes out of argv
 
 
 def _quiet_flag_types() -> None:
@@ -114,8 +115,8 @@ def _build_app(modules: tuple[str, ...] = _VERB_MODULES) -> typer.Typer:
             typer.echo(f"mcpctl {__version__}")
             raise typer.Exit()
 
-    @app.callback()
     def _root(
+        ctx: typer.Context,
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                      help="Print the version and exit."),
         database_url: str | None = typer.Option(
@@ -127,10 +128,17 @@ def _build_app(modules: tuple[str, ...] = _VERB_MODULES) -> typer.Typer:
         from mcpctl import heap
 
         heap.settle()                         # the command runs with the collector on
-        if database_url is not None:          # main() takes it out of argv; this is for app([...]) callers
-            from mcpctl.db.config import set_cli_url
+        from mcpctl.cli import _storage
 
-            set_cli_url(database_url)
+        if database_url is not None:          # main() takes it out of argv; this is for app([...]) callers
+            from mcpctl.db.config import check_flag
+
+            database_url = check_flag(database_url)
+        _storage.open_storage(database_url or _flag_url)     # the command line's storage, opened once
+        ctx.call_on_close(_storage.close)
+
+    _root.__annotations__["ctx"] = typer.Context     # (typer is imported here only: its name, resolved)
+    app.callback()(_root)
 
     for name in modules:
         try:
@@ -173,16 +181,19 @@ def main() -> None:
 
     heap.start()            # the collector is off until the command line is parsed (heap.py)
     argv = sys.argv[1:]
+    url = None
     if any(a.startswith("--database-url") for a in argv):
         from mcpctl.db.config import take_flag
         from mcpctl.errors import MCPCtlError
 
         try:
-            argv = take_flag(argv)
+            argv, url = take_flag(argv)
         except MCPCtlError as e:
             print(f"error: {e.message}" + (f"\n  {e.hint}" if e.hint else ""), file=sys.stderr)
             sys.exit(2)
         sys.argv[1:] = argv
+    global _flag_url
+    _flag_url = url                  # for the root callback, which opens the command line's storage
     if os.environ.get("_MCPCTL_COMPLETE"):   # a TAB: the shell runs `mcpctl` with no arguments
         module = _completing_in()
         (_build_app((module,)) if module else __getattr__("app"))(prog_name="mcpctl")
@@ -192,8 +203,9 @@ def main() -> None:
         return
     if argv[:1] == ["serve"]:
         from mcpctl.cli import serve
+        from mcpctl.cli._storage import open_storage
 
-        if serve.lean_main(argv[1:]):
+        if serve.lean_main(argv[1:], open_storage(url)):    # the gateway's storage, opened here once
             return
     if argv == ["--version"]:
         _build_app(())(prog_name="mcpctl")

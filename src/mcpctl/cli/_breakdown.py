@@ -40,9 +40,9 @@ def check_by(by: str | None) -> str | None:
 
 def usage_by(by: str, *, project: str | None, since: float | None, until: float | None = None) -> list[Breakdown]:
     """The calls in [since, until) of `project` (every project: None) per value of `by`, most first."""
-    from .logs import open_log
+    from ._common import invocation_log
 
-    with open_log() as log:
+    with invocation_log() as log:
         return list(log.breakdown(by, project=project, since=since, until=until))
 
 

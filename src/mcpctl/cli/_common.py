@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
-from collections.abc import Callable
-from typing import Annotated, Any, ParamSpec, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
 from mcpctl.errors import MCPCtlError
 from mcpctl.terminal import json_escaped, visible
+
+if TYPE_CHECKING:
+    from mcpctl.audit.records import AuditLog
+    from mcpctl.resources.store import ResourceStore
+    from mcpctl.storage import Storage
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,6 +40,25 @@ def safe(text: object, *, markup: bool = True) -> str:
     from rich.markup import escape
 
     return escape(shown)
+
+
+def storage() -> Storage:
+    """The command's `Storage`, opened by the CLI's root (`mcpctl.cli`) for this command line."""
+    from ._storage import current
+
+    return current()
+
+
+def the_store() -> ResourceStore:
+    """The command's resource store (`storage().store`)."""
+    return storage().store
+
+
+@contextlib.contextmanager
+def invocation_log() -> Iterator[AuditLog]:
+    """The command's invocation log (the team database's when a database URL is in effect, else
+    the SQLite file); an MCPCtlError names what cannot be opened. The root closes it."""
+    yield storage().log
 
 
 def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -99,10 +124,8 @@ def complete_names(kind_name: str) -> Callable[[str], list[tuple[str, str]]]:
     """Autocompletion for resource names of one kind."""
 
     def complete(incomplete: str) -> list[tuple[str, str]]:
-        from mcpctl.resources.store import Store
-
         try:
-            names = Store().names(kind_name)
+            names = the_store().names(kind_name)
         except OSError:
             return []
         return [(n, f"{kind_name.lower()} {n}") for n in names if n.startswith(incomplete)]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Final
 
-from ._common import err, warn
+from ._common import err, storage, the_store, warn
 
 if TYPE_CHECKING:
     from mcpctl.gateway.refresh import Listed
@@ -43,7 +43,7 @@ def list_now(servers: Mapping[str, ServerSpec | str], what: str) -> dict[str, Li
         def done(r: Listed) -> None:
             bar.update(task, advance=1, description=f"{what}: {r.server} {'listed' if r.ok else 'failed'}")
 
-        results = refresh(servers, done)
+        results = refresh(servers, the_store(), done)
     for name in servers:
         r = results.get(name)
         if r is not None and not r.ok:
@@ -67,14 +67,15 @@ def index_for_search(servers: list[str]) -> None:
 
     if not servers:
         return
-    todo = pending_listed(servers)
+    store = the_store()
+    todo = pending_listed(servers, store)
     if not todo:
         return
     if todo > FOREGROUND_TEXTS:
         index_in_background(servers, todo)
         return
     with err.status(f"indexing {todo} tool texts for semantic search…") if err.is_terminal else nullcontext():
-        index_listed(servers)
+        index_listed(servers, store)
 
 
 def index_in_background(servers: Collection[str], todo: int) -> subprocess.Popen[bytes]:
@@ -87,9 +88,9 @@ def index_in_background(servers: Collection[str], todo: int) -> subprocess.Popen
 
     log_path = paths.log_dir() / "indexing.log"
     paths.private_dir(log_path.parent)
-    code = "import sys\nfrom mcpctl.presentation.search import index_listed\nindex_listed(sys.argv[1:])\n"
+    code = "import sys\nfrom mcpctl.cli._listing import index_child\nindex_child(sys.argv[1], sys.argv[2:])\n"
     with open(log_path, "ab", opener=paths.open_private) as log:
-        proc = subprocess.Popen([sys.executable, "-c", code, *servers], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-c", code, storage().url or "", *servers], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     err.print(f"  indexing {todo} tool texts for semantic search in the background (pid {proc.pid}, log "
               f"{log_path}); until it is done, searches rank by keyword (BM25F) and say so", highlight=False,
@@ -97,10 +98,22 @@ def index_in_background(servers: Collection[str], todo: int) -> subprocess.Popen
     return proc
 
 
+def index_child(url: str, servers: list[str]) -> None:
+    """The background indexing process (`index_in_background`): its own storage, on the database
+    its parent command used (`url`, "" for files)."""
+    from mcpctl.cli._storage import close, open_storage
+    from mcpctl.presentation.search import index_listed
+
+    try:
+        index_listed(servers, open_storage(url or None).store)
+    finally:
+        close()
+
+
 def list_project_now(project: str, which: Callable[[str], bool], what: str) -> dict[str, Listed]:
     from mcpctl.presentation.catalogue import load_gateway_config
 
-    _, servers = load_gateway_config(project)
+    _, servers = load_gateway_config(project, the_store())
     return list_now({n: s for n, s in servers.items() if which(n)}, what)
 
 
@@ -112,14 +125,14 @@ def listed_catalogue(project: str, *, refresh: bool = False, progress: bool = Fa
     from mcpctl.presentation.catalogue import cached_catalogue
 
     with working(f"reading project {project}'s catalogue") if progress else nullcontext():
-        cached = cached_catalogue(project)
+        cached = cached_catalogue(project, the_store())
     failed: list[str] = []
     if refresh or cached.unlisted:
         todo = set(cached.project.servers) if refresh else set(cached.unlisted)
         what = "listing servers" if refresh else "listing servers never listed"
         results = list_project_now(project, lambda n: n in todo, what)
         failed = [n for n, r in results.items() if not r.ok]
-        cached = cached_catalogue(project)
+        cached = cached_catalogue(project, the_store())
     return cached, failed
 
 

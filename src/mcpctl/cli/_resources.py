@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from mcpctl.errors import MCPCtlError, did_you_mean
 from mcpctl.resources.kinds import API_VERSION, KINDS, Kind, all_aliases, kind_for_alias
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 from mcpctl.resources.yamlio import to_yaml
 
 from ._common import print_json, safe, write_stdout
@@ -27,7 +27,7 @@ def complete_kind(incomplete: str) -> list[tuple[str, str]]:
     return [(a, f"{k.name} resources") for k in KINDS.values() for a in k.aliases if a.startswith(incomplete)]
 
 
-def live_view(store: Store, res: dict[str, Any]) -> dict[str, Any]:
+def live_view(store: ResourceStore, res: dict[str, Any]) -> dict[str, Any]:
     """A stored resource plus its observed status, in the fixed key order; its spec canonical, every
     default filled in (one stored before a field had its default shows it too)."""
     from mcpctl.resources.validate import canonical_or_raw

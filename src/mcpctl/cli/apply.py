@@ -8,10 +8,9 @@ from typing import Annotated
 import typer
 
 from mcpctl.resources.apply import apply_documents
-from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import load_sources, skipped_message
 
-from ._common import cli_errors, err, warn, write_stdout
+from ._common import cli_errors, err, the_store, warn, write_stdout
 
 
 def register(app: typer.Typer) -> None:
@@ -28,7 +27,7 @@ def register(app: typer.Typer) -> None:
                             on_skip=lambda paths: err.print(skipped_message(paths), markup=False, highlight=False))
         from mcpctl.catalogue.cache import read_server_tools
 
-        changes, warnings = apply_documents(docs, Store(), dry_run=dry_run, allow_missing=allow_missing,
+        changes, warnings = apply_documents(docs, the_store(), dry_run=dry_run, allow_missing=allow_missing,
                                             known_tools=read_server_tools)
         for w in warnings:
             warn(w)

@@ -12,7 +12,17 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, output_option, print_json, warn
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    err,
+    out,
+    output_option,
+    print_json,
+    the_store,
+    warn,
+)
 
 _FORMATS = ("table", "json")
 
@@ -27,11 +37,11 @@ def _retrieve(project: str, question: str, top_k: int | None, profile: str | Non
     from mcpctl.presentation.catalogue import cached_catalogue, load_gateway_config
     from mcpctl.presentation.view import SessionKey
 
-    spec, servers = load_gateway_config(project)
+    spec, servers = load_gateway_config(project, the_store())
     if profile is not None and spec.profile(profile) is None:
         raise MCPCtlError(f"project {project!r} has no profile {profile!r}",
                           hint=f"its profiles: {', '.join(spec.profile_names())}")
-    view = cached_catalogue(project).view(SessionKey(False, profile))
+    view = cached_catalogue(project, the_store()).view(SessionKey(False, profile))
     allowed = {s for s in servers if view.admit(s, "resources") is None}
     if not spec.ask.enabled:
         warn(f"ask is not enabled in project {project!r}: its agents do not get the ask tool "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, write_stdout
+from ._common import check_format, cli_errors, complete_projects, err, the_store, write_stdout
 from .import_cmd import complete_clients
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
         from mcpctl.clients.connect import connect
 
         r = connect(client, project, file=file, transport=transport, host=host, port=port, name=name,
-                    replace_imported=replace_imported, dry_run=dry_run)
+                    replace_imported=replace_imported, dry_run=dry_run, store=the_store())
         _emit(r, output, render_connect(r))
 
     @app.command("disconnect", rich_help_panel="Getting started")
@@ -139,5 +139,5 @@ def register(app: typer.Typer) -> None:
         check_format(output, ("text", "json"))
         from mcpctl.clients.connect import disconnect
 
-        r = disconnect(client, file=file, name=name, dry_run=dry_run)
+        r = disconnect(client, file=file, name=name, dry_run=dry_run, store=the_store())
         _emit(r, output, render_disconnect(r))

@@ -10,11 +10,10 @@ from mcpctl.errors import InvalidResource
 from mcpctl.resources.apply import create_object
 from mcpctl.resources.kinds import API_VERSION
 from mcpctl.resources.settings import DEFAULT_MAX_RESULT_TOKENS
-from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import Document
 
 from . import token
-from ._common import cli_errors, complete_names, warn, write_stdout
+from ._common import cli_errors, complete_names, the_store, warn, write_stdout
 
 
 def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
@@ -87,7 +86,7 @@ def _create(doc_data: dict[str, Any], *, force: bool, allow_missing: bool = Fals
     try:
         from mcpctl.catalogue.cache import read_server_tools
 
-        change, warnings = create_object(doc, Store(), force=force, allow_missing=allow_missing,
+        change, warnings = create_object(doc, the_store(), force=force, allow_missing=allow_missing,
                                          known_tools=read_server_tools)
     except InvalidResource as e:
         raise InvalidResource(_flag_message(e.message, src), hint=e.hint) from None
@@ -210,7 +209,7 @@ def _check_listing(name: str) -> None:
     from ._common import err
     from ._listing import list_now
 
-    spec = ServerSpec.from_resource(Store().get("Server", name))
+    spec = ServerSpec.from_resource(the_store().get("Server", name))
     result = list_now({name: spec}, f"listing {name}").get(name)
     if result is not None and result.ok:
         err.print(f"  listed: {result.tools} tools (protocol {result.protocol})", markup=False)
@@ -236,13 +235,12 @@ def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, st
     """Canonical ids `server/tool` from the catalogue cache: of the servers named on the command
     line (--server) or the project's (--project), else of every cached server."""
     from mcpctl.catalogue import cache
-    from mcpctl.resources.store import Store
 
     servers = [s for s in (ctx.params.get("server") or []) if isinstance(s, str)]
     project = ctx.params.get("project")
     if not servers and isinstance(project, str):
         try:
-            servers = list((Store().get("Project", project).get("spec") or {}).get("servers") or [])
+            servers = list((the_store().get("Project", project).get("spec") or {}).get("servers") or [])
         except Exception:
             servers = []
     if not servers:

@@ -25,7 +25,9 @@ def register(app: typer.Typer) -> None:
         from mcpctl.db.config import redacted
         from mcpctl.db.pool import require_url
 
-        url = require_url()
+        from ._common import storage
+
+        url = require_url(storage().url)
         done = migrations.migrate(url)
         for name, m in done:
             err.print(f"applied {name} {m.version}: {m.description}", markup=False)
@@ -46,7 +48,9 @@ def register(app: typer.Typer) -> None:
         from mcpctl.db.config import redacted
         from mcpctl.db.pool import require_url
 
-        url = require_url()
+        from ._common import storage
+
+        url = require_url(storage().url)
         rows = migrations.status(url)
         if output == "json":
             out.print(json.dumps({"database": redacted(url), "components": [

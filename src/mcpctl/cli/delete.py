@@ -9,9 +9,9 @@ import typer
 
 from mcpctl.errors import MCPCtlError
 from mcpctl.resources.apply import delete_object
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 
-from ._common import cli_errors, warn, write_stdout
+from ._common import cli_errors, the_store, warn, write_stdout
 from ._resources import complete_kind, resolve_kind
 from .get import _complete_name
 
@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
                 raise MCPCtlError("what to delete?", hint="mcpctl delete server NAME, mcpctl delete project NAME, or mcpctl delete -f FILE")
             k = resolve_kind(kind)
             targets = [(k.name, n) for n in names]
-        store = Store()
+        store = the_store()
         deleted: list[tuple[str, str]] = []
         warnings: list[str] = []
         with store.locked():    # one transaction on PostgreSQL: nothing is reported before it commits
@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
             write_stdout(f"{k_name.lower()}/{n} deleted\n")
 
 
-def _refuse_servers_in_use(store: Store, targets: list[tuple[str, str]]) -> None:
+def _refuse_servers_in_use(store: ResourceStore, targets: list[tuple[str, str]]) -> None:
     from mcpctl.errors import Conflict
     from mcpctl.resources.apply import projects_using
 

@@ -358,7 +358,7 @@ def register(app: typer.Typer) -> None:
             raise MCPCtlError("the gateway (mcpctl serve) is not part of this build yet",
                               hint="update mcpctl; the demo starts `mcpctl serve --project demo`")
         with _home(home.expanduser().resolve() if home else None):
-            store = Store()
+            store = Store(paths.resources_dir())      # the demo's own files, whatever the database
             registered = register_demo(store)
             started = time.time()
             errlog = paths.log_dir() / "demo-gateway.stderr"

@@ -8,9 +8,9 @@ import typer
 
 from mcpctl.resources.apply import projects_using
 from mcpctl.resources.kinds import ProjectSpec
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 
-from ._common import cli_errors, out, safe
+from ._common import cli_errors, out, safe, the_store
 from ._resources import age, complete_kind, resolve_kind
 from .get import _complete_name
 
@@ -21,7 +21,7 @@ def _kv(label: str, value: Any, *, markup: str | None = None) -> None:
               highlight=False)
 
 
-def _describe_server(store: Store, res: dict[str, Any]) -> None:
+def _describe_server(store: ResourceStore, res: dict[str, Any]) -> None:
     s = res.get("spec", {})
     st = store.status("Server", res["metadata"]["name"])
     _kv("Transport", s.get("transport", "stdio"))
@@ -62,7 +62,7 @@ def _describe_server(store: Store, res: dict[str, Any]) -> None:
         _kv("Last error", st.get("lastError") or "-")
 
 
-def _describe_project(store: Store, res: dict[str, Any]) -> None:
+def _describe_project(store: ResourceStore, res: dict[str, Any]) -> None:
     p = ProjectSpec.from_resource(res)        # what the project presents: resources.presents
     if p.description:
         _kv("Description", p.description)
@@ -89,7 +89,7 @@ def _describe_project(store: Store, res: dict[str, Any]) -> None:
         f"cut over {rs.max_tokens} tokens (read_result), kept {rs.keep_minutes} min, {rs.keep_megabytes} MB in all")
 
 
-def _describe_token(store: Store, res: dict[str, Any]) -> None:
+def _describe_token(store: ResourceStore, res: dict[str, Any]) -> None:
     from mcpctl.resources import tokens
     from mcpctl.resources.kinds import TokenSpec
 
@@ -97,7 +97,7 @@ def _describe_token(store: Store, res: dict[str, Any]) -> None:
     _kv("Project", tok.project)
     _kv("Profile", tok.profile or "(none: the full view)")
     _kv("Expires", (tok.expires or "never") + (" (expired)" if tokens.expired(tok) else ""))
-    _kv("Secret", "a hash is stored" if tokens.has_hash(tok.name) else "missing: recreate the token "
+    _kv("Secret", "a hash is stored" if tokens.has_hash(tok.name, store) else "missing: recreate the token "
         f"(mcpctl create token {tok.name} --project {tok.project} --force)")
     if res.get("spec", {}).get("description"):
         _kv("Description", res["spec"]["description"])
@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show one object in detail, with its observed status and what uses it."""
         k = resolve_kind(kind)
-        store = Store()
+        store = the_store()
         res = store.get(k.name, name)
         m = res["metadata"]
         _kv("Name", m["name"])

@@ -10,10 +10,9 @@ import typer
 
 from mcpctl.errors import MCPCtlError
 from mcpctl.resources.apply import plan, validate_all
-from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import load_sources, skipped_message, to_yaml
 
-from ._common import err, report_error, write_stdout
+from ._common import err, report_error, the_store, write_stdout
 
 EXIT_DIFFERENT = 1
 EXIT_ERROR = 2
@@ -36,7 +35,7 @@ def register(app: typer.Typer) -> None:
         try:
             docs = load_sources(filename, stdin=sys.stdin, recursive=recursive,
                                 on_skip=lambda paths: err.print(skipped_message(paths), markup=False, highlight=False))
-            store = Store()
+            store = the_store()
             from mcpctl.catalogue.cache import read_server_tools
 
             objs, _warnings = validate_all(docs, store, allow_missing=True, known_tools=read_server_tools)

@@ -13,10 +13,9 @@ import typer
 
 from mcpctl.errors import InvalidResource, MCPCtlError
 from mcpctl.resources.apply import apply_documents
-from mcpctl.resources.store import Store
 from mcpctl.resources.yamlio import parse_text, to_yaml
 
-from ._common import cli_errors, err, warn, write_stdout
+from ._common import cli_errors, err, the_store, warn, write_stdout
 from ._resources import complete_kind, live_view, resolve_kind
 from .get import _complete_name
 
@@ -34,7 +33,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Edit an object in $VISUAL / $EDITOR; it is validated and applied when you save."""
         k = resolve_kind(kind)
-        store = Store()
+        store = the_store()
         original = HEADER + to_yaml(live_view(store, store.get(k.name, name)))
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
         with tempfile.TemporaryDirectory(prefix="mcpctl-edit-") as tmp:

@@ -23,7 +23,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, output_option, print_json, warn
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    err,
+    out,
+    output_option,
+    print_json,
+    the_store,
+    warn,
+)
 
 if TYPE_CHECKING:
     from mcpctl.catalogue.rank import ToolDoc
@@ -94,11 +104,11 @@ def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> 
     from mcpctl.evaluation.datasets import Query
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    from .logs import open_log
+    from ._common import invocation_log
     from .tools_search import load_project
 
     spec = load_project(project)
-    with open_log() as log:             # the team database's log when a database URL is set
+    with invocation_log() as log:             # the team database's log when a database URL is set
         evidence = [e for e in log.search_evidence(project) if e.ok]
     pairs = [(e.query, e.tool) for e in evidence]
     if not pairs:
@@ -112,7 +122,7 @@ def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> 
             hint=("turn it on with `search: {recordQueries: true}` in the project's spec "
                   f"(mcpctl edit project {project}), then " + use),
         )
-    cached = cached_catalogue(project)
+    cached = cached_catalogue(project, the_store())
     for server in cached.unlisted:
         warn(f"server {server!r} has not been listed yet; its tools are not in the catalogue")
     from mcpctl.catalogue.cache import read_about

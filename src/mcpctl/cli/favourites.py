@@ -29,6 +29,7 @@ from ._common import (
     output_option,
     print_json,
     safe,
+    the_store,
     warn,
     write_stdout,
 )
@@ -42,11 +43,10 @@ _now = time.time            # the clock the window is measured from (a test can 
 
 
 def _complete_pinned(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
-    from mcpctl.resources.store import Store
 
     project = ctx.params.get("project")
     try:
-        spec = Store().get("Project", str(project)).get("spec") or {}
+        spec = the_store().get("Project", str(project)).get("spec") or {}
     except Exception:
         return []
     pinned = (spec.get("favouriteIndex") or {}).get("tools") or []
@@ -145,10 +145,10 @@ def _flagged(message: str) -> str:
 def _edit(project: str, change: Any, verb: str) -> Any:
     from mcpctl.errors import InvalidResource
     from mcpctl.resources.edit import edit_spec
-    from mcpctl.resources.store import Store
+
 
     try:
-        return edit_spec(Store(), "Project", project, change, where=f"favourites {verb}")
+        return edit_spec(the_store(), "Project", project, change, where=f"favourites {verb}")
     except InvalidResource as e:
         raise InvalidResource(f"project {project!r}: {_flagged(e.message)}", hint=e.hint) from None
 
@@ -169,9 +169,9 @@ def set_command(project: str, ids: list[str]) -> str:
 
 def _warn_unknown(project: str, ids: list[str]) -> None:
     from mcpctl.catalogue.idcheck import check_against_cache
-    from mcpctl.resources.store import Store
 
-    servers = list((Store().get("Project", project).get("spec") or {}).get("servers") or [])
+
+    servers = list((the_store().get("Project", project).get("spec") or {}).get("servers") or [])
     for finding in check_against_cache(ids, servers, where=f"project {project!r}"):
         warn(f"{finding.message} (a favourite is presented only once its server lists it)")
 
@@ -191,10 +191,10 @@ def suggestions(project: str, top: int, since: float, floor: Floor | None = None
     from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.presentation.view import Refusal
 
-    from .logs import open_log
+    from ._common import invocation_log
 
-    cached = cached_catalogue(project)
-    with open_log() as log:
+    cached = cached_catalogue(project, the_store())
+    with invocation_log() as log:
         rows = log.usage(project, since=since)
         ever = log.count(project) if not rows else -1
     view = cached.view()
@@ -253,7 +253,7 @@ def _report_cost(project: str, before: CachedCatalogue) -> None:
     from mcpctl.presentation.catalogue import cached_catalogue
 
     (n0, t0), _ = _list_cost(before)
-    after = cached_catalogue(project)
+    after = cached_catalogue(project, the_store())
     (n1, t1), (nf, tf) = _list_cost(after)
     mode = after.project.presentation
     err.print(f"{mode} list: {n0} tools ≈{t0:,} tokens -> {n1} tools ≈{t1:,} tokens (flat: {nf} tools "

@@ -6,9 +6,7 @@ from typing import Annotated
 
 import typer
 
-from mcpctl.resources.store import Store
-
-from ._common import check_format, cli_errors, output_option
+from ._common import check_format, cli_errors, output_option, the_store
 from ._resources import TABLES, complete_kind, live_view, render_objects, resolve_kind
 
 
@@ -19,7 +17,7 @@ def _complete_name(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]
     if kind is None:
         return []
     try:
-        names = Store().names(kind.name)
+        names = the_store().names(kind.name)
     except OSError:
         return []
     return [(n, f"{kind.name.lower()} {n}") for n in names if n.startswith(incomplete)]
@@ -38,7 +36,7 @@ def register(app: typer.Typer) -> None:
         """Show resources: a table, or their full YAML/JSON (which `apply -f -` accepts back)."""
         check_format(output)
         k = resolve_kind(kind)
-        store = Store()
+        store = the_store()
         objs = [store.get(k.name, n) for n in names] if names else store.list(k.name)
         views = [live_view(store, o) for o in objs]
         if output in ("table", "wide"):

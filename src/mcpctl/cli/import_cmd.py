@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, write_stdout
+from ._common import check_format, cli_errors, complete_projects, err, the_store, write_stdout
 
 if TYPE_CHECKING:
     from mcpctl.clients.importer import ImportReport
@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
         check_format(output, ("text", "json"))
         from mcpctl.clients.importer import import_client
 
-        report = import_client(client, file=file, project=project, dry_run=dry_run)
+        report = import_client(client, file=file, project=project, dry_run=dry_run, store=the_store())
         for w in report.warnings:
             err.print(f"warning: {w}", markup=False)
         if output == "json":

@@ -30,9 +30,10 @@ def register(app: typer.Typer) -> None:
 
         from mcpctl.cli.login_flow import login as run_login
         from mcpctl.resources.kinds import ServerSpec
-        from mcpctl.resources.store import Store
 
-        spec = ServerSpec.from_resource(Store().get("Server", server))
+        from ._common import the_store
+
+        spec = ServerSpec.from_resource(the_store().get("Server", server))
         result = anyio.run(lambda: run_login(spec, port=port, open_browser=not no_browser,
                                              timeout=timeout, say=_say))
         _say(f"server/{result.server}: {result.state}")
@@ -44,9 +45,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Forget a server's tokens and client registration."""
         from mcpctl.auth.storage import forget
-        from mcpctl.resources.store import Store
 
-        Store().get("Server", server)
+        from ._common import the_store
+
+        the_store().get("Server", server)
         if forget(server):
             _say(f"server/{server}: signed out (tokens and registration removed)")
         else:

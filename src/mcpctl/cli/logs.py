@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._common import cli_errors, complete_projects, err, json_text, out, print_json, safe, write_stdout
+from ._common import (
+    cli_errors,
+    complete_projects,
+    err,
+    invocation_log,
+    json_text,
+    out,
+    print_json,
+    safe,
+    write_stdout,
+)
 
 if TYPE_CHECKING:
     from mcpctl.audit.log import LogSummary, ToolStats
@@ -59,23 +69,6 @@ def _time_option(value: str | None, flag: str) -> float | None:
         return parse_time(value)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint=f"'{flag}'") from None
-
-
-def open_log() -> Any:
-    """The invocation log in effect (the team database's when a database URL is set, else the
-    SQLite file), or an MCPCtlError naming what cannot be opened."""
-    import sqlite3
-
-    from mcpctl import paths
-    from mcpctl.audit.log import open_log as open_in_effect
-    from mcpctl.errors import MCPCtlError
-
-    path = paths.invocation_log_path()
-    try:
-        return open_in_effect()
-    except (OSError, sqlite3.Error) as e:
-        raise MCPCtlError(f"cannot open the invocation log {path}: {e}",
-                          hint="check the file's permissions, or move it aside to start a new log") from None
 
 
 def _iso_utc(ts: float) -> str:
@@ -146,7 +139,7 @@ def _follow(filters: dict[str, Any], limit: int, output: str, interval: float, m
         else:
             write_stdout("".join(_line(r) + "\n" for r in records))
 
-    with open_log() as log:
+    with invocation_log() as log:
         cursor = log.cursor()
         emit(log.query(**filters, upto_cursor=cursor, limit=limit or None))
         polls = 0
@@ -316,7 +309,7 @@ def register(app: typer.Typer) -> None:
         if follow:
             _follow(filters, limit, output, interval, max_polls)
             return
-        with open_log() as log:
+        with invocation_log() as log:
             # one extra row tells whether older calls were left out
             records = log.query(**filters, limit=limit + 1 if limit else None)
         _print_calls(records, output, limit, filtered=any((project, since, until, tool, outcome)))
@@ -336,7 +329,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Rows, size on disk, oldest and newest call, applied migrations."""
         _check_format(output)
-        with open_log() as log:
+        with invocation_log() as log:
             s = log.summary()
         _print_status(s, output)
 
@@ -352,7 +345,7 @@ def register(app: typer.Typer) -> None:
         """Per tool: calls, errors, error rate, p50/p95 latency and the last call. Most called first."""
         _check_format(output)
         since_ts = _time_option(since, "--since")
-        with open_log() as log:
+        with invocation_log() as log:
             stats = log.tool_stats(project=project, since=since_ts)
         _print_stats(stats, output, filtered=bool(project or since))
 
@@ -365,7 +358,7 @@ def register(app: typer.Typer) -> None:
         from mcpctl.errors import MCPCtlError
 
         dest = dest.expanduser()
-        with open_log() as log:
+        with invocation_log() as log:
             try:
                 rows = log.backup(dest)   # the rows of the copy: gateways may have written more since
             except FileExistsError:
@@ -386,7 +379,7 @@ def register(app: typer.Typer) -> None:
         """Delete old calls from the invocation log (favourites and evaluation use what is left)."""
         cutoff = _time_option(older_than, "--older-than")
         assert cutoff is not None
-        with open_log() as log:
+        with invocation_log() as log:
             if dry_run:
                 n = log.count(project, until=cutoff)
                 write_stdout(f"{n} calls older than {_local(cutoff)} would be deleted\n")

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import typer
 
+    from mcpctl.resources.store import ResourceStore
+    from mcpctl.storage import Storage
+
 TRANSPORTS = ("stdio", "http")
 MAX_PAGE_SIZE = 10_000      # `--page-size` at most
 
@@ -124,7 +127,9 @@ def register(app: typer.Typer) -> None:
         if not _page_size_ok(page_size):
             raise typer.BadParameter(f"{page_size}: must be between 0 (one page) and {MAX_PAGE_SIZE}",
                                      param_hint="'--page-size'")
-        _serve(project, transport, host, port, token_file, verbose, header_timeout=header_timeout,
+        from ._common import storage
+
+        _serve(storage(), project, transport, host, port, token_file, verbose, header_timeout=header_timeout,
                body_timeout=body_timeout, idle_timeout=idle_timeout, max_connections=max_connections,
                max_sessions=max_sessions, session_idle_timeout=session_idle_timeout,
                max_connections_per_credential=max_connections_per_credential,
@@ -173,15 +178,14 @@ def _check_limits(limits: dict[str, Any]) -> None:
                               exit_code=EXIT_USAGE)
 
 
-def _check_profile(project: str, transport: str, profile: str) -> None:
+def _check_profile(store: ResourceStore, project: str, transport: str, profile: str) -> None:
     from mcpctl.errors import EXIT_USAGE, MCPCtlError
     from mcpctl.resources.kinds import ProjectSpec
-    from mcpctl.resources.store import Store
 
     if transport == "http":
         raise MCPCtlError("--profile is for stdio: over HTTP each token selects its profile", exit_code=EXIT_USAGE,
                           hint=f"mcpctl create token NAME --project {project} --profile {profile}")
-    spec = ProjectSpec.from_resource(Store().get("Project", project))
+    spec = ProjectSpec.from_resource(store.get("Project", project))
     if spec.profile(profile) is None:
         raise MCPCtlError(f"--profile {profile!r}: project {project!r} has no such profile", exit_code=EXIT_USAGE,
                           hint=f"profiles: {', '.join(spec.profile_names())} (declare more under spec.profiles)")
@@ -209,12 +213,12 @@ def allowed_hosts(given: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(n.lower() for n in names)
 
 
-def _serve(project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
+def _serve(storage: Storage, project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
            profile: str | None = None, page_size: int = 0, allow_host: tuple[str, ...] = (), **limits: Any) -> None:
     early = None
     http_limits = None
     if profile is not None:
-        _check_profile(project, transport, profile)
+        _check_profile(storage.store, project, transport, profile)
     if allow_host and transport != "http":
         from mcpctl.errors import EXIT_USAGE, MCPCtlError
 
@@ -229,7 +233,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
         # the client's first messages meanwhile when the last run left what they need.
         from mcpctl.gateway import early as early_front
 
-        early = early_front.start(project, profile, page_size)
+        early = early_front.start(storage.store, project, profile, page_size)
     from mcpctl.gateway import http, http_guard, run
 
     if transport == "http":
@@ -245,7 +249,7 @@ def _serve(project: str, transport: str, host: str, port: int, token_file: Path 
             err.print(f"  header: Authorization: Bearer $(cat {tpath})", markup=False)
             err.print(f"  log: {log_path}", markup=False)
 
-    run.run(project, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready,
+    run.run(project, storage, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready,
             early=early, http_limits=http_limits, profile=profile, page_size=page_size, allow_hosts=allow_host)
 
 
@@ -284,8 +288,9 @@ def parse_lean(argv: list[str]) -> dict[str, Any] | None:
     return values
 
 
-def lean_main(argv: list[str]) -> bool:
-    """Run `serve` with `argv` (after the verb) without typer; False if typer should parse it."""
+def lean_main(argv: list[str], storage: Storage) -> bool:
+    """Run `serve` with `argv` (after the verb) without typer, on the `storage` the CLI's root
+    opened; False if typer should parse it."""
     if os.environ.get("_MCPCTL_COMPLETE"):
         return False
     values = parse_lean(argv)
@@ -294,7 +299,7 @@ def lean_main(argv: list[str]) -> bool:
     from mcpctl.errors import MCPCtlError
 
     try:
-        _serve(**values)
+        _serve(storage, **values)
     except MCPCtlError as e:    # the same report as _common.cli_errors
         from ._common import report_error
 

@@ -46,14 +46,14 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
     from mcpctl.catalogue.tokens import token_counter
     from mcpctl.presentation.surface import NEIGHBOUR_WINDOW_S, build_report
 
+    from ._common import invocation_log
     from ._listing import listed_catalogue, warn_unservable, working
-    from .logs import open_log
 
     cached, failed = listed_catalogue(project, refresh=refresh, progress=True)
     failed = warn_unservable(cached, failed)
     now = _now() if now is None else now
     with working("reading the invocation log") as stage:
-        with open_log() as log:
+        with invocation_log() as log:
             rows = log.transitions(project, since=now - window_days * 86400.0, until=now,
                                    within=NEIGHBOUR_WINDOW_S)
         spec = cached.project

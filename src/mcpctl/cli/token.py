@@ -15,10 +15,11 @@ from ._common import cli_errors, complete_projects, err, write_stdout
 
 def _complete_profiles(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     from mcpctl.resources.kinds import ProjectSpec
-    from mcpctl.resources.store import Store
+
+    from ._common import the_store
 
     try:
-        spec = ProjectSpec.from_resource(Store().get("Project", str(ctx.params.get("project"))))
+        spec = ProjectSpec.from_resource(the_store().get("Project", str(ctx.params.get("project"))))
     except Exception:
         return []
     return [(n, "profile") for n in spec.profile_names() if n.startswith(incomplete)]
@@ -46,8 +47,9 @@ def add_command(create_app: typer.Typer) -> None:
         from mcpctl.resources import tokens
         from mcpctl.resources.apply import create_object
         from mcpctl.resources.kinds import API_VERSION
-        from mcpctl.resources.store import Store
         from mcpctl.resources.yamlio import Document
+
+        from ._common import the_store
 
         spec: dict[str, Any] = {"project": project}
         if profile is not None:
@@ -58,7 +60,7 @@ def add_command(create_app: typer.Typer) -> None:
             spec["description"] = description
         doc = Document("mcpctl create token", 1, {"apiVersion": API_VERSION, "kind": "Token",
                                                  "metadata": {"name": name}, "spec": spec})
-        store = Store()
+        store = the_store()
         secret = tokens.new_secret()
         with store.locked():
             try:

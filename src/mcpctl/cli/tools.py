@@ -26,7 +26,7 @@ from .create import complete_tool_ids
 _FORMATS = ("table", "wide", "json", "yaml", "name")
 _Ids = Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).",
                                             autocompletion=complete_tool_ids)]
-_Force = Annotated[bool, typer.Option("--force", help="Store ids or globs that match no tool the project's servers "
+_Force = Annotated[bool, typer.Option("--force", help="ResourceStore ids or globs that match no tool the project's servers "
                                       "last listed (they are refused otherwise).")]
 
 
@@ -104,12 +104,13 @@ def _edit(project_name: str, ids: list[str], *, enable: bool) -> bool:
     from mcpctl.catalogue import curation
     from mcpctl.errors import InvalidResource
     from mcpctl.resources.edit import edit_spec
-    from mcpctl.resources.store import Store
+
+    from ._common import the_store
 
     change = curation.enable if enable else curation.disable
     verb = "enable" if enable else "disable"
     try:
-        return edit_spec(Store(), "Project", project_name, lambda spec: change(spec, ids), where=f"tools {verb}").changed
+        return edit_spec(the_store(), "Project", project_name, lambda spec: change(spec, ids), where=f"tools {verb}").changed
     except InvalidResource as e:
         raise InvalidResource(f"project {project_name!r}: {e.message}", hint=e.hint) from None
 
@@ -132,9 +133,10 @@ def _check_matches(project_name: str, ids: list[str], *, enable: bool, force: bo
     `force`; an exact entry of the opposite list is a removal and always goes through."""
     from mcpctl.catalogue.idcheck import check_against_cache
     from mcpctl.errors import InvalidResource
-    from mcpctl.resources.store import Store
 
-    spec = Store().get("Project", project_name).get("spec") or {}
+    from ._common import the_store
+
+    spec = the_store().get("Project", project_name).get("spec") or {}
     opposite = set((spec.get("tools") or {}).get("disabled" if enable else "enabled") or [])
     findings = check_against_cache([i for i in ids if i not in opposite], list(spec.get("servers") or []),
                                    where=f"project {project_name!r}")

@@ -19,6 +19,7 @@ from ._common import (
     output_option,
     print_json,
     safe,
+    the_store,
     warn,
     write_stdout,
 )
@@ -58,13 +59,12 @@ def override(project: str, cid: str, edit: Any) -> tuple[bool, list[str]]:
     from mcpctl.resources.edit import edit_spec
     from mcpctl.resources.kinds import check_override_id
     from mcpctl.resources.overrides import edit_override
-    from mcpctl.resources.store import Store
 
     problem = check_override_id(cid)
     if problem:
         raise InvalidResource(f"ID: {problem}")
     try:
-        done = edit_spec(Store(), "Project", project, lambda spec: edit_override(spec, cid, edit),
+        done = edit_spec(the_store(), "Project", project, lambda spec: edit_override(spec, cid, edit),
                          where="tools override", known_tools=read_server_tools)
     except InvalidResource as e:
         raise InvalidResource(f"project {project!r}: {e.message}", hint=e.hint) from None
@@ -76,10 +76,10 @@ def shown(project: str, cid: str) -> dict[str, Any]:
     (the presented name and definition; None where the project does not present it)."""
     from mcpctl.errors import NotFound, did_you_mean
     from mcpctl.presentation.catalogue import cached_catalogue
-    from mcpctl.resources.store import Store
 
-    cached = cached_catalogue(project)
-    spec = Store().get("Project", project).get("spec") or {}
+    store = the_store()
+    cached = cached_catalogue(project, store)
+    spec = store.get("Project", project).get("spec") or {}
     override = ((spec.get("tools") or {}).get("overrides") or {}).get(cid)
     tool = cached.catalogue.table.by_cid.get(cid)
     if tool is None:

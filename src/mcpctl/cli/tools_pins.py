@@ -22,6 +22,7 @@ from ._common import (
     output_option,
     print_json,
     safe,
+    the_store,
     write_stdout,
 )
 
@@ -36,7 +37,7 @@ def _changes(project: str, refresh: bool) -> tuple[list[str], dict[str, list[dic
 
     from ._listing import list_project_now
 
-    servers = list(cached_catalogue(project).project.servers)
+    servers = list(cached_catalogue(project, the_store()).project.servers)
     if refresh:
         list_project_now(project, lambda _n: True, "listing servers")
     return servers, {s: cache.read_server_tools(s) or [] for s in servers}

@@ -40,9 +40,10 @@ _FORMATS = ("table", "json")
 def load_project(name: str) -> Any:
     """The typed spec of project `name` (raises NotFound with did-you-mean)."""
     from mcpctl.resources.kinds import ProjectSpec
-    from mcpctl.resources.store import Store
 
-    return ProjectSpec.from_resource(Store().get("Project", name))
+    from ._common import the_store
+
+    return ProjectSpec.from_resource(the_store().get("Project", name))
 
 
 def _first_line(text: str, width: int = 90) -> str:
@@ -127,9 +128,9 @@ def _learned(project: str, spec: Any, docs: list[ToolDoc]) -> tuple[list[ToolDoc
         return docs, NOTHING
     from mcpctl.presentation.search import read_learned
 
-    from .logs import open_log
+    from ._common import invocation_log
 
-    with open_log() as log:             # the team database's log when a database URL is set
+    with invocation_log() as log:             # the team database's log when a database URL is set
         learned = read_learned(log.search_evidence, project, spec.search.learn, {d.id for d in docs})
     return learned.apply(docs), learned
 

@@ -32,7 +32,7 @@ from mcpctl.clients.importer import resolve_path
 from mcpctl.clients.registry import get_client
 from mcpctl.errors import Conflict, MCPCtlError, NotFound
 from mcpctl.resources.kinds import SECRET_REF_RE, ProjectSpec, ServerSpec
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 
 __all__ = ["ConnectReport", "connect", "disconnect", "gateway_settings", "is_gateway_entry"]
 
@@ -63,7 +63,7 @@ def store_env() -> dict[str, str]:
     return {k: os.environ[k] for k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME") if os.environ.get(k)}
 
 
-def env_references(store: Store, project: ProjectSpec) -> tuple[str, ...]:
+def env_references(store: ResourceStore, project: ProjectSpec) -> tuple[str, ...]:
     """The variables the project's servers read through `${env:NAME}`, in order."""
     names: dict[str, None] = {}
     for server in project.servers:
@@ -80,8 +80,7 @@ def env_references(store: Store, project: ProjectSpec) -> tuple[str, ...]:
 
 
 def gateway_settings(project: str, transport: str, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                     store: Store | None = None, create_token: bool = True) -> GatewaySettings:
-    store = store or Store()
+                     store: ResourceStore, create_token: bool = True) -> GatewaySettings:
     spec = ProjectSpec.from_resource(store.get("Project", project))
     command, prefix = mcpctl_command()
     url = token_file = None
@@ -101,11 +100,10 @@ def gateway_settings(project: str, transport: str, *, host: str = "127.0.0.1", p
 
 def connect(client: str, project: str, *, file: str | Path | None = None, transport: str = "stdio",
             host: str = "127.0.0.1", port: int = DEFAULT_PORT, name: str = DEFAULT_NAME,
-            replace_imported: bool = False, dry_run: bool = False, store: Store | None = None) -> ConnectReport:
+            replace_imported: bool = False, dry_run: bool = False, store: ResourceStore) -> ConnectReport:
     fmt = get_client(client)
     if transport not in TRANSPORTS:
         raise MCPCtlError(f"--transport {transport!r}: must be stdio or http", exit_code=2)
-    store = store or Store()
     spec = ProjectSpec.from_resource(store.get("Project", project))
     settings = gateway_settings(project, transport, host=host, port=port, store=store, create_token=not dry_run)
     value, warnings = fmt.gateway_entry(settings)
@@ -130,7 +128,7 @@ def connect(client: str, project: str, *, file: str | Path | None = None, transp
     return report
 
 
-def _connect_cli(claude: str, fmt: ClientFormat, path: Path, value: Any, store: Store, project: ProjectSpec,
+def _connect_cli(claude: str, fmt: ClientFormat, path: Path, value: Any, store: ResourceStore, project: ProjectSpec,
                  replace_imported: bool, report: ConnectReport) -> None:
     report.method = "claude"
     snap = fileio.read(fmt, path)
@@ -180,10 +178,10 @@ def _connect_cli(claude: str, fmt: ClientFormat, path: Path, value: Any, store: 
 
 
 def disconnect(client: str, *, file: str | Path | None = None, name: str = DEFAULT_NAME,
-               dry_run: bool = False) -> ConnectReport:
+               dry_run: bool = False, store: ResourceStore) -> ConnectReport:
     fmt = get_client(client)
     path = resolve_path(fmt, file)
-    with Store().locked():
+    with store.locked():
         return _disconnect(fmt, path, name, dry_run, default_file=file is None)
 
 

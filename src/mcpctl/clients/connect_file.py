@@ -31,7 +31,7 @@ from mcpctl.clients.jsonc import JsoncError
 from mcpctl.clients.tomledit import TomlEditError
 from mcpctl.errors import Conflict, NotFound
 from mcpctl.resources.kinds import ProjectSpec
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 
 ATTEMPTS = 8
 
@@ -78,7 +78,7 @@ def _write(snap: fileio.Snapshot, data: bytes | None, *, before: Callable[[], No
 # -- connect ------------------------------------------------------------------------------------------
 
 
-def connect_file(fmt: ClientFormat, path: Path, value: Any, store: Store, project: ProjectSpec,
+def connect_file(fmt: ClientFormat, path: Path, value: Any, store: ResourceStore, project: ProjectSpec,
                  replace_imported: bool, report: ConnectReport) -> None:
     warnings = list(report.warnings)
     _, prior = find_record(state.load(state.connections_path()), fmt, path, report.name)
@@ -101,7 +101,7 @@ def connect_file(fmt: ClientFormat, path: Path, value: Any, store: Store, projec
     raise _busy(path)
 
 
-def _plan(fmt: ClientFormat, snap: fileio.Snapshot, value: Any, record: dict[str, Any] | None, store: Store,
+def _plan(fmt: ClientFormat, snap: fileio.Snapshot, value: Any, record: dict[str, Any] | None, store: ResourceStore,
           project: ProjectSpec, replace_imported: bool, report: ConnectReport) -> tuple[str, list[dict[str, Any]]] | None:
     """The new text and the entries it removes; None when nothing is to be written."""
     check_container(fmt, snap.path, snap.doc)

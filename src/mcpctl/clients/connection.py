@@ -19,7 +19,7 @@ from mcpctl.clients import fileio, state
 from mcpctl.clients.base import TOKEN_ENV, ClientFormat, RawEntry
 from mcpctl.errors import MCPCtlError
 from mcpctl.resources.kinds import ProjectSpec
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 
 
 @dataclass
@@ -113,7 +113,7 @@ def _imported(fmt: ClientFormat, path: Path, entries: list[RawEntry]) -> list[tu
     return out
 
 
-def replaceable(fmt: ClientFormat, path: Path, doc: Any, name: str, store: Store, project: ProjectSpec,
+def replaceable(fmt: ClientFormat, path: Path, doc: Any, name: str, store: ResourceStore, project: ProjectSpec,
                 report: ConnectReport) -> list[tuple[RawEntry, str]]:
     """The imported entries `--replace-imported` removes; the report says which stay and why."""
     entries, _ = fmt.entries(doc, path)

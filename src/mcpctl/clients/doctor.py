@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from mcpctl import __version__, paths
 from mcpctl.errors import MCPCtlError, SecretError
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 
 from .doctor_listing import listing as _listing
 from .doctor_report import (
@@ -57,7 +57,7 @@ Progress = Callable[[str, int, int], None]     # (server just finished, done, to
 # -- install ------------------------------------------------------------------------------------------
 
 
-def _install(report: DoctorReport, store: Store) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _install(report: DoctorReport, store: ResourceStore) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     report.add("install", "mcpctl", "ok", f"mcpctl {__version__}, Python {platform.python_version()} ({sys.executable})")
     on_path = shutil.which("mcpctl")
     if on_path:
@@ -219,7 +219,7 @@ def _sign_in(report: DoctorReport, spec: ServerSpec, refused_at: str | None) -> 
     return False
 
 
-def _probe(specs: dict[str, ServerSpec], on_progress: Progress | None) -> dict[str, Listed]:
+def _probe(specs: dict[str, ServerSpec], store: ResourceStore, on_progress: Progress | None) -> dict[str, Listed]:
     """Connect to and list every server once, in parallel, each within its connect timeout (the
     gateway's refresh machinery, which also updates the catalogue cache and `get servers`)."""
     from mcpctl.gateway.refresh import refresh
@@ -232,7 +232,7 @@ def _probe(specs: dict[str, ServerSpec], on_progress: Progress | None) -> dict[s
         if on_progress is not None:
             on_progress(result.server, done, len(specs))
 
-    return refresh(dict(specs), on_done)
+    return refresh(dict(specs), store, on_done)
 
 
 # -- projects ---------------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def _fewer_hint(name: str, project: ProjectSpec) -> str:
             f"{name}), or {disable}")
 
 
-def _project(report: DoctorReport, store: Store, name: str, entry: str, budget: int,
+def _project(report: DoctorReport, store: ResourceStore, name: str, entry: str, budget: int,
              semantic: tuple[bool, str] | None) -> None:
     from mcpctl.presentation.catalogue import cached_catalogue
 
@@ -341,8 +341,7 @@ def _clients(report: DoctorReport) -> None:
 
 def run_doctor(project: str | None = None, *, connect: bool = True, entry: str = "mcpctl",
                tool_budget: int = DEFAULT_TOOL_BUDGET, budget: int = DEFAULT_BUDGET,
-               on_progress: Progress | None = None, store: Store | None = None) -> DoctorReport:
-    store = store or Store()
+               on_progress: Progress | None = None, store: ResourceStore) -> DoctorReport:
     report = DoctorReport()
     servers, projects = _install(report, store)
     by_name = {s["metadata"]["name"]: s for s in servers}
@@ -357,7 +356,7 @@ def run_doctor(project: str | None = None, *, connect: bool = True, entry: str =
     for name, spec in specs.items():
         if _static(report, spec, store.status("Server", name).get("signInRefused")):
             startable[name] = spec
-    results = _probe(startable, on_progress) if connect and startable else {}
+    results = _probe(startable, store, on_progress) if connect and startable else {}
     using = {n: [p["metadata"]["name"] for p in projects if n in ProjectSpec.from_resource(p).servers] for n in specs}
     for name, spec in specs.items():
         _listing(report, spec, results.get(name), connect and name in startable, name in startable, tool_budget,

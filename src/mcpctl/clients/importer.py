@@ -25,7 +25,7 @@ from mcpctl.errors import InvalidResource, MCPCtlError, NotFound
 from mcpctl.resources.apply import Change, apply_documents
 from mcpctl.resources.kinds import API_VERSION
 from mcpctl.resources.schema import FieldError
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 from mcpctl.resources.validate import canonical_or_raw, canonical_spec, validate_document
 from mcpctl.resources.yamlio import Document
 
@@ -120,7 +120,7 @@ class _Namer:
     """Server names for one import: recorded names first, then the entry's DNS label, bumped past
     names that are taken by a different server."""
 
-    def __init__(self, store: Store, records: dict[str, Any]) -> None:
+    def __init__(self, store: ResourceStore, records: dict[str, Any]) -> None:
         self.store = store
         self.records = records
         self.stored = set(store.names("Server"))
@@ -159,13 +159,12 @@ class _Namer:
 
 
 def import_client(client: str, *, file: str | Path | None = None, project: str | None = None,
-                  dry_run: bool = False, store: Store | None = None) -> ImportReport:
+                  dry_run: bool = False, store: ResourceStore) -> ImportReport:
     """Import every entry of a client's configuration; see the module docstring."""
     fmt = get_client(client)
     path = resolve_path(fmt, file)
     _, doc = read_client_file(fmt, path)
     entries, skipped = fmt.entries(doc, path)
-    store = store or Store()
     report = ImportReport(fmt.name, path, dry_run, skipped=list(skipped))
     with store.locked():
         records = state.load(state.imports_path())
@@ -216,7 +215,7 @@ def import_client(client: str, *, file: str | Path | None = None, project: str |
     return report
 
 
-def _project_doc(store: Store, project: str, servers: list[str]) -> Document:
+def _project_doc(store: ResourceStore, project: str, servers: list[str]) -> Document:
     live = store.find("Project", project)
     if live is None:
         spec: dict[str, Any] = {"servers": []}

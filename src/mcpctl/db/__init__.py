@@ -7,11 +7,12 @@ state in PostgreSQL through psycopg 3 (the `postgres` extra).
 
 The API, small on purpose:
 
-- `mcpctl.db.config.database_url()`: the URL in effect, or None (no psycopg import).
+- `mcpctl.db.config.database_url()`: the URL in effect, or None (no psycopg import); called only
+  where `mcpctl.storage.Storage` is opened, which decides the backend once per process.
 - `mcpctl.db.pool.connection()`: a context manager lending a connection from the process's pool,
   created lazily on first use (`psycopg_pool.ConnectionPool`); `pool.close()` closes it.
 - `mcpctl.db.migrations`: `Migration(version, description, sql)`; `register(component, [..])`
-  registers a component's versioned migrations (the store's: `mcpctl.db.store_schema`; a log or
+  registers a component's versioned migrations (the store's: `mcpctl.resources.pg_schema`; a log or
   cache adds its own the same way, or names its module in `migrations.COMPONENTS`);
   `migrate()` applies what is pending (`mcpctl db migrate`), `status()` reports each component,
   `require(component)` is what a gateway or command calls before using its tables: an older
@@ -23,6 +24,6 @@ component's migrations are numbered 1, 2, 3 independently of the others'.
 
 from __future__ import annotations
 
-from mcpctl.db.config import ENV_URL, database_url, set_cli_url
+from mcpctl.db.config import ENV_URL, check_flag, database_url
 
-__all__ = ["ENV_URL", "database_url", "set_cli_url"]
+__all__ = ["ENV_URL", "check_flag", "database_url"]

@@ -2,8 +2,9 @@
 `database.url` setting (`config_dir()/settings.yaml`), the first one set wins. Imports nothing heavy.
 
 The flag is taken out of argv by `mcpctl.cli.main` before any verb runs (`mcpctl --database-url URL
-get projects`) and exported as `MCPCTL_DATABASE_URL`, so a gateway or helper process that mcpctl
-starts uses the same database.
+get projects`) and given to the `mcpctl.storage.Storage` the CLI's root opens; it changes no
+environment variable.
+`database_url()` is called only where a Storage is opened.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ def settings_path() -> Path:
     return paths.config_dir() / "settings.yaml"
 
 
-def set_cli_url(url: str) -> None:
-    """The `--database-url` flag: it overrides the environment and the setting, here and in children."""
+def check_flag(url: str) -> str:
+    """The `--database-url` flag's value, checked: it overrides the environment and the setting."""
     if not url.startswith(("postgresql://", "postgres://")):
         raise MCPCtlError(f"{FLAG} {url!r}: expected a postgresql:// URL",
                           hint="for example: postgresql://mcpctl@db.example:5432/mcpctl")
-    os.environ[ENV_URL] = url
+    return url
 
 
 def settings() -> dict[str, Any]:
@@ -69,10 +70,12 @@ def database_url() -> str | None:
     return _setting()
 
 
-def take_flag(argv: list[str]) -> list[str]:
+def take_flag(argv: list[str]) -> tuple[list[str], str | None]:
     """`argv` without a leading `--database-url URL` / `--database-url=URL` (the global option,
-    before the verb), which is applied; a flag after the verb is left for typer to reject."""
+    before the verb), and the flag's URL (None: not given); a flag after the verb is left for
+    typer to reject."""
     out: list[str] = []
+    url: str | None = None
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -82,15 +85,15 @@ def take_flag(argv: list[str]) -> list[str]:
         if a == FLAG:
             if i + 1 >= len(argv):
                 raise MCPCtlError(f"{FLAG} needs a value", hint=f"{FLAG} postgresql://user@host/db")
-            set_cli_url(argv[i + 1])
+            url = check_flag(argv[i + 1])
             i += 2
             continue
         if a.startswith(FLAG + "="):
-            set_cli_url(a.split("=", 1)[1])
+            url = check_flag(a.split("=", 1)[1])
         else:
             out.append(a)
         i += 1
-    return out
+    return out, url
 
 
 def redacted(url: str) -> str:

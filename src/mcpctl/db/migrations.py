@@ -23,7 +23,7 @@ from mcpctl.errors import MCPCtlError
 # Components whose module registers their migrations when imported; another component adds its
 # module here (or calls `register` before `migrate`).
 COMPONENTS: Final[dict[str, str]] = {
-    "store": "mcpctl.db.store_schema",
+    "store": "mcpctl.resources.pg_schema",
     "catalogue": "mcpctl.db.catalogue",
     "log": "mcpctl.audit.pg_migrations",
 }
@@ -93,7 +93,7 @@ class ComponentStatus:
         return "behind" if self.applied < self.latest else "ahead"
 
 
-def status(url: str | None = None) -> list[ComponentStatus]:
+def status(url: str) -> list[ComponentStatus]:
     """Every component this mcpctl knows, and any the database has that it does not."""
     known = registered()
     with pool.connection(url) as conn:
@@ -102,7 +102,7 @@ def status(url: str | None = None) -> list[ComponentStatus]:
     return [ComponentStatus(n, applied.get(n, 0), len(known.get(n, []))) for n in names]
 
 
-def migrate(url: str | None = None) -> list[tuple[str, Migration]]:
+def migrate(url: str) -> list[tuple[str, Migration]]:
     """Apply every pending migration; returns what was applied. Refuses a database that is ahead."""
     known = registered()
     done: list[tuple[str, Migration]] = []
@@ -139,9 +139,8 @@ def _ahead(component: str, have: int, latest: int) -> SchemaAhead:
 _checked: set[tuple[str, str]] = set()
 
 
-def require(component: str, url: str | None = None) -> None:
+def require(component: str, url: str) -> None:
     """Raise unless `component`'s schema is exactly what this mcpctl expects (checked once per process)."""
-    url = url or pool.require_url()
     if (url, component) in _checked:
         return
     latest = len(registered().get(component, []))

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from mcpctl.db.config import ENV_URL, database_url, redacted
+from mcpctl.db.config import ENV_URL, redacted
 from mcpctl.errors import MCPCtlError
 
 if TYPE_CHECKING:
@@ -39,8 +39,8 @@ def _require_psycopg() -> None:
             hint="install the extra: pip install 'mcpctl[postgres]'") from None
 
 
-def require_url() -> str:
-    url = database_url()
+def require_url(url: str | None) -> str:
+    """`url` (the Storage's: `mcpctl.storage.Storage.url`), or the error that no database is configured."""
     if url is None:
         raise MCPCtlError("no database is configured",
                           hint=f"set {ENV_URL}=postgresql://..., pass --database-url, or set database.url "
@@ -48,9 +48,8 @@ def require_url() -> str:
     return url
 
 
-def get_pool(url: str | None = None) -> ConnectionPool[Any]:
-    """The pool for `url` (default: the URL in effect), opened on first use."""
-    url = url or require_url()
+def get_pool(url: str) -> ConnectionPool[Any]:
+    """The pool for `url`, opened on first use."""
     with _lock:
         pool = _pools.get(url)
         if pool is not None:
@@ -80,7 +79,7 @@ def get_pool(url: str | None = None) -> ConnectionPool[Any]:
 
 
 @contextlib.contextmanager
-def connection(url: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+def connection(url: str) -> Iterator[psycopg.Connection[Any]]:
     """A pooled connection; the transaction commits when the block ends normally."""
     import psycopg
 
@@ -89,7 +88,7 @@ def connection(url: str | None = None) -> Iterator[psycopg.Connection[Any]]:
         with pool.connection() as conn:
             yield conn
     except (psycopg.OperationalError, _pool_timeout()) as e:
-        raise DatabaseUnavailable(f"database {redacted(url or require_url())}: {e}",
+        raise DatabaseUnavailable(f"database {redacted(url)}: {e}",
                                   hint="is PostgreSQL running and reachable?") from None
 
 
@@ -120,12 +119,11 @@ def _pool_timeout() -> type[Exception]:
     return PoolTimeout
 
 
-def listen_connection(url: str | None = None) -> psycopg.Connection[Any]:
+def listen_connection(url: str) -> psycopg.Connection[Any]:
     """A new autocommit connection of its own (for LISTEN), not from the pool."""
     _require_psycopg()
     import psycopg
 
-    url = url or require_url()
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT))
     except psycopg.OperationalError as e:

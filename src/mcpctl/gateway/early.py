@@ -47,7 +47,7 @@ from mcpctl.presentation import paging
 from mcpctl.presentation.catalogue import catalogue_from, load_gateway_config, tools_list_json
 from mcpctl.presentation.view import SessionKey
 from mcpctl.resources.kinds import ServerSpec
-from mcpctl.resources.store import Store, atomic_write
+from mcpctl.resources.store import ResourceStore, atomic_write
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -61,8 +61,9 @@ def record_path(project: str) -> Path:
     return paths.state_dir() / "front" / f"{project}.json"
 
 
-def fingerprint(project_file: Path, instructions: str = "", capabilities: Iterable[str] = ()) -> str:
-    """What the SDK's initialize/discover results depend on: mcpctl, the SDK, the project, the
+def fingerprint(project: Mapping[str, Any] | None, instructions: str = "", capabilities: Iterable[str] = ()) -> str:
+    """What the SDK's initialize/discover results depend on: mcpctl, the SDK, the project (as the
+    store holds it, whatever the backend: a file's bytes exist only on one), the
     server instructions (the pipeline writes them from the project and its catalogue), and the
     capabilities relayed from the upstreams (`offered`)."""
     h = hashlib.sha256(__version__.encode())
@@ -81,14 +82,12 @@ def fingerprint(project_file: Path, instructions: str = "", capabilities: Iterab
         except OSError:
             st = None
         h.update(f"|{origin}:{st.st_mtime_ns if st else 0}:{st.st_size if st else 0}".encode())
-    try:
-        h.update(b"|" + project_file.read_bytes())
-    except OSError:
-        h.update(b"|-")
+    h.update(b"|" + (b"-" if project is None else
+                     json.dumps(project, sort_keys=True, separators=(",", ":"), default=str).encode()))
     return h.hexdigest()
 
 
-def known_capabilities(store: Store, servers: Iterable[str]) -> dict[str, dict[str, Any]]:
+def known_capabilities(store: ResourceStore, servers: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Each server's capabilities when it was last connected (its status, written by the gateway):
     what the gateway advertises before it connects (`relay.Relay.offered`)."""
     known = {}
@@ -208,11 +207,10 @@ class Handover:
 class EarlyFront:
     """Project state read before the SDK loads, and the thread answering the first messages."""
 
-    def __init__(self, project_name: str, profile: str | None = None, page_size: int = 0) -> None:
+    def __init__(self, store: ResourceStore, project_name: str, profile: str | None = None, page_size: int = 0) -> None:
         self.project_name = project_name
         self.profile = profile            # `serve --profile`: the view the stdio client gets
         self.page_size = page_size        # `serve --page-size`: the first page is answered here
-        store = Store()
         # taken first: a change while the SDK loads is then picked up by the project watch
         self.project_mtime: object | None = store.stamp("Project", project_name)
         self.project, self.servers = load_gateway_config(project_name, store)
@@ -222,7 +220,7 @@ class EarlyFront:
         # the same pipeline as the gateway's: its instructions (for this profile) are part of what is recorded
         self.catalogue = catalogue_from(project_name, self.project, self.servers, self.entries)
         self.capabilities = known_capabilities(store, self.servers)
-        self._project_file = store.path_for("Project", project_name)
+        self._project = store.find("Project", project_name)
         self.fingerprint = self.fingerprint_for(offered(
             {n: self.capabilities.get(n) for n in self.entries}, self.catalogue.listings))
         self._record = self._read_record()
@@ -235,7 +233,7 @@ class EarlyFront:
 
     def fingerprint_for(self, capabilities: Iterable[str]) -> str:
         """The record's fingerprint when the gateway relays `capabilities` (`offered`)."""
-        return fingerprint(self._project_file, self.catalogue.instructions_for(self.profile), capabilities)
+        return fingerprint(self._project, self.catalogue.instructions_for(self.profile), capabilities)
 
     def _read_record(self) -> dict[str, Any] | None:
         try:
@@ -406,10 +404,10 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def start(project_name: str, profile: str | None = None, page_size: int = 0) -> EarlyFront | None:
+def start(store: ResourceStore, project_name: str, profile: str | None = None, page_size: int = 0) -> EarlyFront | None:
     """Read the project and its cache and, when possible, start answering over stdio."""
     try:
-        front = EarlyFront(project_name, profile, page_size)
+        front = EarlyFront(store, project_name, profile, page_size)
     except Exception:   # the gateway reports configuration errors itself
         return None
     front.start()

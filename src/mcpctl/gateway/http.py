@@ -40,7 +40,7 @@ from mcpctl.gateway.http_guard import (
 )
 from mcpctl.gateway.sessions import CREDENTIAL_STATE, PROFILE_STATE
 from mcpctl.gateway.shares import SHARE_REFUSED_STATE, SessionShares, refuse
-from mcpctl.resources.store import atomic_write
+from mcpctl.resources.store import ResourceStore, atomic_write
 from mcpctl.resources.tokens import Credential, TokenIndex
 from mcpctl.sdk import end_http_session, open_http_sessions
 
@@ -317,7 +317,7 @@ class Health:
 # -- refusals: one log line per burst ------------------------------------------------------------
 
 
-async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.Event,
+async def serve_http(gw: Gateway, store: ResourceStore, host: str, port: int, token: str, stop: anyio.Event,
                      limits: HttpLimits | None = None, on_listening: Callable[[int], None] | None = None,
                      allow_hosts: Iterable[str] = (), database: str | None = None) -> None:
     """Serve until `stop`; `on_listening(port)` once the socket listens (with `port` 0, the
@@ -345,7 +345,7 @@ async def serve_http(gw: Gateway, host: str, port: int, token: str, stop: anyio.
                                    refusals.note, limits.max_sessions, lambda sid: end_http_session(manager, sid))
     gw.asks.shares.limit = limits.max_parked_per_credential
     auth = BearerAuth(WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE), token,
-                      TokenIndex(gw.project_name))
+                      TokenIndex(gw.project_name, store))
     front = Health(HostCheck(auth, names), Readiness(gw, stop, database))
     guard = Guard(auth, limits, max_connections, refusals)
     config = uvicorn.Config(front, host=host, port=port, log_level="warning", lifespan="on",

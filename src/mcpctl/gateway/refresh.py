@@ -20,6 +20,7 @@ import anyio
 from mcpctl.auth import expiry
 from mcpctl.catalogue import cache
 from mcpctl.resources.kinds import ServerSpec
+from mcpctl.resources.store import ResourceStore
 from mcpctl.upstream.supervisor import Listing, Upstream
 
 log = logging.getLogger("mcpctl.gateway")
@@ -37,19 +38,18 @@ class Listed:
         return self.error is None
 
 
-def _status(name: str, status: dict[str, Any]) -> None:
+def _status(store: ResourceStore, name: str, status: dict[str, Any]) -> None:
     """What a listing observed, as `mcpctl get servers` shows it (as the gateway writes it)."""
-    from mcpctl.resources.store import Store
-
     try:
-        Store().set_status("Server", name, status)
+        store.set_status("Server", name, status)
     except OSError as e:
         log.warning("cannot write status of %s: %s", name, e)
 
 
-async def list_servers(servers: Mapping[str, ServerSpec | str],
+async def list_servers(servers: Mapping[str, ServerSpec | str], store: ResourceStore,
                        on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
-    """List every server once (a str value: why it cannot start). Never raises for a server."""
+    """List every server once (a str value: why it cannot start), its status written to `store`.
+    Never raises for a server."""
     results: dict[str, Listed] = {}
     done: dict[str, anyio.Event] = {name: anyio.Event() for name in servers}
 
@@ -64,7 +64,7 @@ async def list_servers(servers: Mapping[str, ServerSpec | str],
     async def on_listing(up: Upstream, listing: Listing) -> None:
         await anyio.to_thread.run_sync(cache.write_server_entry, up.name, dict(listing))
         tools = len(listing.get("tools") or [])
-        _status(up.name, {"state": "up", "lastError": None, "tools": tools,
+        _status(store, up.name, {"state": "up", "lastError": None, "tools": tools,
                           "protocolVersion": up.protocol_version, "serverInfo": up.server_info,
                           "lastSeen": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                           **(expiry.status_fields(up.name, "up") if up.spec.auth is not None else {})})
@@ -74,7 +74,7 @@ async def list_servers(servers: Mapping[str, ServerSpec | str],
         if up.name in results:            # the shutdown after listing is not a failure
             return
         if up.state == "down":
-            _status(up.name, {"state": "down", "lastError": up.last_error,
+            _status(store, up.name, {"state": "down", "lastError": up.last_error,
                               **(expiry.status_fields(up.name, "down") if up.spec.auth is not None else {})})
             finish(Listed(up.name, None, up.last_error or "failed"))
 
@@ -95,7 +95,7 @@ async def list_servers(servers: Mapping[str, ServerSpec | str],
     return results
 
 
-def refresh(servers: Mapping[str, ServerSpec | str],
+def refresh(servers: Mapping[str, ServerSpec | str], store: ResourceStore,
             on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
     """Blocking `list_servers`, quiet: failures are returned, not logged to stderr."""
     quiet = logging.getLogger("mcpctl.gateway")
@@ -103,17 +103,17 @@ def refresh(servers: Mapping[str, ServerSpec | str],
     quiet.propagate = False            # the caller reports each failure once
     quiet.addHandler(mute)             # (and no last-resort handler prints it a second time)
     try:
-        return anyio.run(list_servers, servers, on_done)
+        return anyio.run(list_servers, servers, store, on_done)
     finally:
         quiet.removeHandler(mute)
         quiet.propagate = before
 
 
-def refresh_project(project_name: str, only: Callable[[str], bool] | None = None,
+def refresh_project(project_name: str, store: ResourceStore, only: Callable[[str], bool] | None = None,
                     on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
     """List the project's servers (or those `only` selects) now."""
     from mcpctl.presentation.catalogue import load_gateway_config
 
-    _, servers = load_gateway_config(project_name)
+    _, servers = load_gateway_config(project_name, store)
     chosen = {n: s for n, s in servers.items() if only is None or only(n)}
-    return refresh(chosen, on_done)
+    return refresh(chosen, store, on_done)

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -28,7 +28,10 @@ from mcpctl.gateway.http import load_or_create_token, serve_http, token_path, ur
 from mcpctl.gateway.http_guard import HttpLimits
 from mcpctl.presentation.catalogue import load_gateway_config
 from mcpctl.resources.kinds import ProjectSpec
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
+
+if TYPE_CHECKING:
+    from mcpctl.storage import Storage
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -76,7 +79,7 @@ def setup_logging(project: str, *, verbose: bool = False) -> Path:
 class _StatusWriter:
     """Writes observed server status off the event loop, coalescing bursts."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ResourceStore) -> None:
         self.store = store
         self._pending: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -127,17 +130,16 @@ class _Recorder:
     `close()` drains, then closes the log; a record after that is counted in `lost` and logged.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, storage: Storage) -> None:
         import asyncio
 
-        from mcpctl.audit.log import CallRecord, open_log
-        from mcpctl.audit.writer import open_writer
+        from mcpctl.audit.records import CallRecord
 
         self._running_loop = asyncio.get_running_loop
         self._make = CallRecord
         self.host = gateway_host()
-        self.log = _open_log(open_log)     # PostgreSQL when a database URL is set, else SQLite
-        self.writer = open_writer(self.log)
+        self.writer = storage.writer()      # PostgreSQL's when a database URL is set, else SQLite's
+        self.log = storage.log
         self._lock = threading.Lock()
         self._batch: list[Any] = []
         self._direct = False          # after drain(): write each record before returning
@@ -202,29 +204,9 @@ def gateway_host() -> str:
     return os.environ.get("MCPCTL_GATEWAY_HOST") or socket.gethostname()
 
 
-def _open_log(open_log: Callable[[], Any]) -> Any:
-    """The log in effect. PostgreSQL: a schema that is not current refuses the gateway (run
-    `mcpctl db migrate`); a database unreachable at start does not (rows are spooled)."""
-    from mcpctl.db.pool import DatabaseUnavailable
-
+def _recorder(storage: Storage) -> _Recorder | None:
     try:
-        return open_log()
-    except DatabaseUnavailable as e:
-        import importlib.util
-
-        from mcpctl.audit.pglog import PgInvocationLog
-        from mcpctl.db.config import database_url
-
-        url = database_url()
-        if url is None or importlib.util.find_spec("psycopg") is None:
-            raise
-        log.warning("invocation log: %s; rows are spooled until it is reachable", e)
-        return PgInvocationLog(url, check_schema=False)
-
-
-def _recorder() -> _Recorder | None:
-    try:
-        return _Recorder()
+        return _Recorder(storage)
     except ModuleNotFoundError:   # pragma: no cover - the audit package ships with mcpctl
         log.warning("invocation log unavailable; calls are not recorded")
         return None
@@ -291,7 +273,7 @@ class _Lifetime:
 class _ProjectWatch:
     """The project file as the gateway last read it: `load()` is the changed spec, or None."""
 
-    def __init__(self, store: Store, project_name: str, mtime: Any) -> None:
+    def __init__(self, store: ResourceStore, project_name: str, mtime: Any) -> None:
         self.store = store
         self.project_name = project_name
         self.seen = mtime
@@ -305,12 +287,12 @@ class _ProjectWatch:
         return ProjectSpec.from_resource(self.store.get("Project", self.project_name))
 
 
-def _gateway(project_name: str, early: EarlyFront | None, store: Store, recorder: _Recorder | None,
+def _gateway(project_name: str, early: EarlyFront | None, store: ResourceStore, recorder: _Recorder | None,
              status: _StatusWriter, profile: str | None, page_size: int) -> Gateway:
     if early is not None:
         project, servers, preloaded, catalogue = early.project, early.servers, early.entries, early.catalogue
     else:
-        (project, servers), preloaded, catalogue = load_gateway_config(project_name), None, None
+        (project, servers), preloaded, catalogue = load_gateway_config(project_name, store), None, None
     gw = Gateway(project_name, project, servers, record=recorder.record if recorder is not None else None,
                  on_status=status, preloaded=preloaded,
                  catalogue=catalogue, failed_before=_failed_before(store, servers), stdio_profile=profile,
@@ -336,18 +318,19 @@ async def _serve_stdio(gw: Gateway, early: EarlyFront | None, on_ready: Callable
     log.info("client closed stdin; shutting down")
 
 
-async def serve(project_name: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
+async def serve(project_name: str, storage: Storage, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
                 token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
                 early: EarlyFront | None = None, http_limits: HttpLimits | None = None,
                 profile: str | None = None, page_size: int = 0, allow_hosts: tuple[str, ...] = ()) -> None:
     """Run the gateway for `project_name` until the client goes away or a signal arrives.
 
     `early`: the project as read (and, over stdio, the client's first messages as answered)
-    before the SDK was imported (`gateway.early`).
+    before the SDK was imported (`gateway.early`). `storage`: the process's (`mcpctl.storage`), opened
+    by the CLI's root; the gateway's parts get what they use of it.
     """
-    store = Store()
+    store = storage.store
     status = _StatusWriter(store)
-    recorder = _recorder()
+    recorder = _recorder(storage)
     gw = _gateway(project_name, early, store, recorder, status, profile, page_size)
     heap.settle()
     token = None
@@ -370,9 +353,8 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
                     if on_ready:
                         on_ready(f"http://{url_host(host)}:{bound}/mcp")
 
-                from mcpctl.db.config import database_url
-
-                await serve_http(gw, host, port, token, life.stop, http_limits, listening, allow_hosts, database_url())
+                await serve_http(gw, store, host, port, token, life.stop, http_limits, listening, allow_hosts,
+                                 storage.url)
             await life.stop_upstreams()
             tg.cancel_scope.cancel()
     finally:
@@ -380,7 +362,7 @@ async def serve(project_name: str, *, transport: str = "stdio", host: str = "127
             await anyio.to_thread.run_sync(life.close_everything)
 
 
-def _failed_before(store: Store, servers: dict[str, Any]) -> set[str]:
+def _failed_before(store: ResourceStore, servers: dict[str, Any]) -> set[str]:
     """Servers whose last observed state is down: a never-listed one of them does not make the
     first tools/list wait (it failed before; it is remembered so it delays no later start)."""
     failed = set()
@@ -400,10 +382,10 @@ def _close_all(close_log: Callable[[], None], status: _StatusWriter) -> None:
         status.close()
 
 
-def run(project_name: str, **kwargs: Any) -> None:
+def run(project_name: str, storage: Storage, **kwargs: Any) -> None:
     """Blocking entry for the CLI."""
     try:
-        anyio.run(lambda: serve(project_name, **kwargs))
+        anyio.run(lambda: serve(project_name, storage, **kwargs))
     except KeyboardInterrupt:   # pragma: no cover
         pass
     except MCPCtlError:

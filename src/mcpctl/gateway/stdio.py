@@ -352,8 +352,7 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
     out = Coalescer(wtransport)
     recorder = _Recorder(gw, early) if gw is not None and early is not None else None
     pump = Pump(handover, reader, writer, wtransport, out, recorder)
-    if gw is not None:
-        pump.hot = _HotPath(gw, out.write)
+    hot = pump.hot = _HotPath(gw, out.write) if gw is not None else None
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump.stdin_reader)
@@ -363,9 +362,9 @@ async def gateway_stdio(gw: Gateway | None = None, early: EarlyFront | None = No
             finally:
                 tg.cancel_scope.cancel()
     finally:
-        if pump.hot is not None:
-            pump.hot.unregister()
-            pump.hot.cancel_all()
+        if hot is not None:
+            hot.unregister()
+            hot.cancel_all()
         out.flush()
         with contextlib.suppress(Exception):
             if wtransport.get_write_buffer_size():

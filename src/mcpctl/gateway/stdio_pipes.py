@@ -14,7 +14,7 @@ import select
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import mcp.types as types
 from mcp.shared.message import SessionMessage
@@ -24,10 +24,23 @@ from mcpctl.gateway.early import PARSE_ERROR_LINE, Handover
 from mcpctl.sdk import create_context_streams
 from mcpctl.upstream.stdio import Coalescer
 
-if TYPE_CHECKING:
-    from mcpctl.gateway.stdio import _HotPath, _Recorder
-
 log = logging.getLogger("mcpctl.gateway")
+
+
+class _HotPath(Protocol):
+    """What the pump asks of `gateway.stdio`'s hot path (which imports this module, not the reverse)."""
+
+    def take(self, line: bytes) -> bool: ...
+    def observe(self, line: bytes) -> None: ...
+
+
+class _Recorder(Protocol):
+    """What the pump asks of `gateway.stdio`'s recorder of the early front's answers."""
+
+    pending: dict[Any, str]
+
+    def request(self, line: bytes) -> None: ...
+    def response(self, message: Any, data: str) -> None: ...
 
 _HIGH_WATER: Final = 4 * 1024 * 1024
 

@@ -31,7 +31,7 @@ from mcpctl.presentation.view import (
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 
 if TYPE_CHECKING:
-    from mcpctl.resources.store import Store
+    from mcpctl.resources.store import ResourceStore
 
 RESOURCE_SCHEME: Final = "mcpctl"
 
@@ -261,12 +261,9 @@ def _sees(view: View | None, server: str) -> bool:
 # -- a project's catalogue without a gateway (the CLI, the early stdio front) -----------------------
 
 
-def load_gateway_config(project_name: str, store: Store | None = None
+def load_gateway_config(project_name: str, store: ResourceStore
                         ) -> tuple[ProjectSpec, dict[str, ServerSpec | str]]:
     """The project and its servers; a missing server is reported by name, not raised."""
-    from mcpctl.resources.store import Store
-
-    store = store or Store()
     project = ProjectSpec.from_resource(store.get("Project", project_name))
     servers: dict[str, ServerSpec | str] = {}
     for name in project.servers:
@@ -299,7 +296,7 @@ class CachedCatalogue:
         return self.catalogue.view(session)
 
 
-def cached_catalogue(project_name: str, store: Store | None = None) -> CachedCatalogue:
+def cached_catalogue(project_name: str, store: ResourceStore) -> CachedCatalogue:
     """What `mcpctl serve --project P` would present right now, from the catalogue cache, so the
     CLI (`tools list`, `tools search`, `favourites list`) shows exactly what a client gets."""
     project, servers = load_gateway_config(project_name, store)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from mcpctl.catalogue.tool import CatalogueTool
     from mcpctl.presentation.view import View
     from mcpctl.resources.settings import LearnSettings
+    from mcpctl.resources.store import ResourceStore
 
 log = logging.getLogger("mcpctl.gateway")
 
@@ -111,32 +112,33 @@ def _docs(tools: dict[str, CatalogueTool]) -> list[Any]:
     return [ToolDoc.from_wire(t.server, dict(t.wire), about[t.server], t.canonical_id) for t in tools.values()]
 
 
-def index_listed(servers: Collection[str]) -> int:
+def index_listed(servers: Collection[str], store: ResourceStore) -> int:
     """Embed now the tools a search will rank after `servers` were listed: those of every project
     with any of them (searchable in its open view, under its `search.ranker`), and of each server
     no project has yet (with its name in the text, as in a project of several servers). Returns
     how many texts were embedded (0 without the model, or when all were cached)."""
     from mcpctl.catalogue.rank import warm_index
 
-    return sum(warm_index(docs, kind, with_server=with_server) or 0 for docs, kind, with_server in _to_index(servers))
+    return sum(warm_index(docs, kind, with_server=with_server) or 0
+               for docs, kind, with_server in _to_index(servers, store))
 
 
-def pending_listed(servers: Collection[str]) -> int:
-    """How many texts `index_listed(servers)` would embed (without loading the model)."""
+def pending_listed(servers: Collection[str], store: ResourceStore) -> int:
+    """How many texts `index_listed(servers, store)` would embed (without loading the model)."""
     from mcpctl.catalogue.rank import pending_index
 
-    return sum(pending_index(docs, kind, with_server=with_server)[0] for docs, kind, with_server in _to_index(servers))
+    return sum(pending_index(docs, kind, with_server=with_server)[0]
+               for docs, kind, with_server in _to_index(servers, store))
 
 
-def _to_index(servers: Collection[str]) -> list[tuple[list[Any], str, bool | None]]:
+def _to_index(servers: Collection[str], store: ResourceStore) -> list[tuple[list[Any], str, bool | None]]:
     """(docs, ranker kind, with_server) of each index that listing `servers` concerns."""
     from mcpctl.catalogue.cache import read_about, read_server_tools
     from mcpctl.catalogue.rank import DEFAULT_KIND, ToolDoc
     from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.resources.kinds import ProjectSpec
-    from mcpctl.resources.store import Store
 
-    store, out, covered = Store(), [], set()
+    out, covered = [], set()
     for res in store.list("Project"):
         spec = ProjectSpec.from_resource(res)
         if not spec.search.enabled or spec.search.ranker == "bm25" or not set(spec.servers) & set(servers):

@@ -15,7 +15,7 @@ from mcpctl.errors import AlreadyExists, Conflict, InvalidResource, NotFound
 from mcpctl.resources.kinds import KIND_ORDER
 from mcpctl.resources.overrides import Problem, check_against
 from mcpctl.resources.schema import dotted
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 from mcpctl.resources.validate import Validated, combined, resource_from, user_view, validate_document
 from mcpctl.resources.yamlio import Document
 
@@ -39,7 +39,7 @@ class Change:
 KnownTools = Callable[[str], "list[dict[str, Any]] | None"]
 
 
-def validate_all(docs: Sequence[Document], store: Store, *, allow_missing: bool = False,
+def validate_all(docs: Sequence[Document], store: ResourceStore, *, allow_missing: bool = False,
                  new_tokens: bool = False, known_tools: KnownTools | None = None
                  ) -> tuple[list[Validated], list[str]]:
     """Validate each document and the set as a whole. Returns (objects, warnings). With
@@ -142,7 +142,7 @@ def _problems(project: str, cid: str, override: dict[str, Any], listed: list[dic
     return check_against(cid, override, wire, siblings)
 
 
-def _check_tokens(objs: Sequence[Validated], store: Store, new_tokens: bool) -> None:
+def _check_tokens(objs: Sequence[Validated], store: ResourceStore, new_tokens: bool) -> None:
     """A token names a project and a profile of it, and only `create token` makes one (its secret
     is generated then and shown once)."""
     from mcpctl.resources.kinds import ProjectSpec
@@ -186,7 +186,7 @@ def check_version(o: Validated, live: dict[str, Any] | None) -> None:
                         "it, or drop metadata.resourceVersion to overwrite")
 
 
-def plan(objs: Sequence[Validated], store: Store) -> list[Change]:
+def plan(objs: Sequence[Validated], store: ResourceStore) -> list[Change]:
     changes: list[Change] = []
     order = {k: i for i, k in enumerate(KIND_ORDER)}
     for o in sorted(objs, key=lambda o: order[o.kind]):
@@ -203,7 +203,7 @@ def plan(objs: Sequence[Validated], store: Store) -> list[Change]:
     return changes
 
 
-def apply_documents(docs: Sequence[Document], store: Store, *, dry_run: bool = False,
+def apply_documents(docs: Sequence[Document], store: ResourceStore, *, dry_run: bool = False,
                     allow_missing: bool = False, known_tools: KnownTools | None = None
                     ) -> tuple[list[Change], list[str]]:
     """Create or update every object; all or nothing at validation. Returns (changes, warnings)."""
@@ -217,7 +217,7 @@ def apply_documents(docs: Sequence[Document], store: Store, *, dry_run: bool = F
     return changes, warnings
 
 
-def create_object(doc: Document, store: Store, *, force: bool = False, allow_missing: bool = False,
+def create_object(doc: Document, store: ResourceStore, *, force: bool = False, allow_missing: bool = False,
                   known_tools: KnownTools | None = None) -> tuple[Change, list[str]]:
     """`mcpctl create`: like apply, but an existing object is an error unless `force` replaces it."""
     with store.locked():
@@ -237,11 +237,11 @@ def create_object(doc: Document, store: Store, *, force: bool = False, allow_mis
     return change, warnings
 
 
-def projects_using(store: Store, server: str) -> list[str]:
+def projects_using(store: ResourceStore, server: str) -> list[str]:
     return [p["metadata"]["name"] for p in store.list("Project") if server in (p.get("spec") or {}).get("servers", [])]
 
 
-def delete_object(store: Store, kind: str, name: str, *, force: bool = False) -> list[str]:
+def delete_object(store: ResourceStore, kind: str, name: str, *, force: bool = False) -> list[str]:
     """Delete one object. Returns warnings. A server still used by a project needs `force`."""
     warnings: list[str] = []
     with store.locked():

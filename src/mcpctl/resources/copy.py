@@ -13,7 +13,7 @@ from typing import Final
 
 from mcpctl.errors import Conflict, MCPCtlError
 from mcpctl.resources.kinds import KIND_ORDER
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore, Store
 
 FILES: Final = "files"
 
@@ -32,7 +32,7 @@ class CopyReport:
                 f"unchanged: {part(self.unchanged)}")
 
 
-def open_store(where: str) -> Store:
+def open_store(where: str) -> ResourceStore:
     """`files` (this machine's store under MCPCTL_HOME) or a postgresql:// URL."""
     if where == FILES:
         from mcpctl import paths
@@ -54,7 +54,7 @@ def _same(a: dict[str, object], b: dict[str, object]) -> bool:
     return user_view(a) == user_view(b)
 
 
-def copy_store(source: Store, target: Store, *, overwrite: bool = False, dry_run: bool = False) -> CopyReport:
+def copy_store(source: ResourceStore, target: ResourceStore, *, overwrite: bool = False, dry_run: bool = False) -> CopyReport:
     report = CopyReport()
     objects = {k: source.list(k) for k in KIND_ORDER}
     hashes = source.token_hashes()

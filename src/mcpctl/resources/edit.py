@@ -16,7 +16,7 @@ from typing import Any
 
 from mcpctl.resources.apply import KnownTools, check_overrides
 from mcpctl.resources.kinds import API_VERSION
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 from mcpctl.resources.validate import resource_from, user_view, validate_document
 from mcpctl.resources.yamlio import Document
 
@@ -35,7 +35,7 @@ class Edit:
         return f"{self.kind.lower()}/{self.name}"
 
 
-def edit_spec(store: Store, kind: str, name: str, change: Callable[[dict[str, Any]], Any], *,
+def edit_spec(store: ResourceStore, kind: str, name: str, change: Callable[[dict[str, Any]], Any], *,
               where: str | None = None, dry_run: bool = False, known_tools: KnownTools | None = None) -> Edit:
     """Apply `change` (which edits a spec dict in place) to the stored object `kind/name`; with
     `known_tools`, a project's changed `tools.overrides` are checked against their tools as `apply`

@@ -1,7 +1,5 @@
-"""The resource store on PostgreSQL: `PgStore`, what `Store()` is when a database URL is set.
-
-The same methods as the files backend (`mcpctl.resources.store.Store`), on the tables of
-`mcpctl.db.store_schema`:
+"""The resource store on PostgreSQL: `PgStore`, a `ResourceStore` on the tables of
+`mcpctl.resources.pg_schema` (it shares no code with the files backend but observed status):
 
 - `locked()` opens one transaction and takes a transaction-level advisory lock: writers on every
   host are serialised exactly as the files backend's flock serialises them on one, and all that
@@ -24,38 +22,32 @@ from pathlib import Path
 from typing import Any, Final
 
 from mcpctl.db import migrations, pool
-from mcpctl.db.store_schema import CHANNEL
-from mcpctl.errors import MCPCtlError, NotFound, did_you_mean
+from mcpctl.errors import MCPCtlError
 from mcpctl.resources.kinds import KINDS
-from mcpctl.resources.store import Store
+from mcpctl.resources.pg_schema import CHANNEL
+from mcpctl.resources.store import StatusFiles, not_found
 
 log = logging.getLogger("mcpctl.db")
 _LOCK_KEY: Final = 0x6D63_7374  # "mcst": the store's writer lock
 
 
-class PgStore(Store):
+class PgStore:
     """The store in PostgreSQL (see the module docstring)."""
 
-    url: str
-    _conn: Any = None
-    _owner: int | None = None
-    _opened: bool = False
+    def __init__(self, url: str, *, status_root: Path | None = None) -> None:
+        """The store at `url`, not yet checked: `open` is what callers use."""
+        self.url = url
+        self.observed = StatusFiles(status_root)
+        self._tlock = threading.RLock()
+        self._depth = 0
+        self._conn: Any = None
+        self._owner: int | None = None
 
     @classmethod
     def open(cls, url: str, *, status_root: Path | None = None) -> PgStore:
         """The store at `url`; raises unless its schema is the one this mcpctl knows."""
         migrations.require("store", url)
-        self = object.__new__(cls)
-        Store.__init__(self, status_root=status_root)
-        self.url = url
-        self._conn, self._owner, self._opened = None, None, True
-        return self
-
-    def __init__(self, root: Path | None = None, *, status_root: Path | None = None,
-                 lock_file: Path | None = None) -> None:
-        if getattr(self, "_opened", False):      # Store() returned an opened PgStore: nothing to redo
-            return
-        raise TypeError("use PgStore.open(url)")
+        return cls(url, status_root=status_root)
 
     # -- transactions ----------------------------------------------------------------------------
 
@@ -120,9 +112,7 @@ class PgStore(Store):
     def get(self, kind_name: str, name: str) -> dict[str, Any]:
         res = self.find(kind_name, name)
         if res is None:
-            kind = KINDS[kind_name]
-            raise NotFound(f"{kind.name.lower()} {name!r} not found",
-                           hint=did_you_mean(name, self.names(kind_name)) or f"list them with: mcpctl get {kind.plural}")
+            raise not_found(kind_name, name, self.names(kind_name))
         return res
 
     def list(self, kind_name: str) -> list[dict[str, Any]]:
@@ -153,8 +143,7 @@ class PgStore(Store):
             cur = conn.execute("DELETE FROM resources WHERE kind = %s AND name = %s", (kind_name, name))
             if cur.rowcount == 0:
                 self.get(kind_name, name)      # raises NotFound with a hint
-        with contextlib.suppress(FileNotFoundError):
-            self._status_path(kind_name, name).unlink()
+        self.observed.forget(kind_name, name)
 
     # -- token hashes ----------------------------------------------------------------------------
 
@@ -190,6 +179,14 @@ class PgStore(Store):
 
     def tokens_stamp(self) -> object:
         return self.generation()
+
+    # -- observed status (local files, as on the files backend) ----------------------------------
+
+    def status(self, kind_name: str, name: str) -> dict[str, Any]:
+        return self.observed.status(kind_name, name)
+
+    def set_status(self, kind_name: str, name: str, status: dict[str, Any]) -> None:
+        self.observed.set_status(kind_name, name, status)
 
 
 class Watcher:

@@ -1,18 +1,14 @@
-"""The resource store: one YAML file per object, atomic writes, one lock for writers.
+"""The resource store: `ResourceStore`, what commands and the gateway use, and `Store`, its files
+backend: one YAML file per object, atomic writes, one lock for writers.
 
 Layout under `paths.resources_dir()`: `servers/<name>.yaml`, `projects/<name>.yaml`.
-Observed status (written by the gateway) lives apart, under `paths.status_dir()`, so a
-running gateway never rewrites what the user owns.
+Observed status (written by the gateway) lives apart, under `paths.status_dir()` (`StatusFiles`),
+so a running gateway never rewrites what the user owns.
 
-The backend seam: `Store()` is this files backend unless a database URL is in effect
-(`mcpctl.db.config.database_url()`), when it is a `mcpctl.resources.pgstore.PgStore`, a subclass with the
-same methods on PostgreSQL. Callers use only: `locked()` (writers hold it across
-read-modify-write; on PostgreSQL it is one transaction under an advisory lock, so everything
-written inside commits or rolls back together), `names/find/get/list/put/delete`, `stamp()` (a
-value that changes whenever an object may have: what a running gateway polls),
-`token_hashes/put_token_hash/delete_token_hash`, and `status/set_status` (observed status,
-always local files: each gateway host observes its own upstreams). `root` and `path_for` are
-files-backend details.
+The backend seam is the Protocol: `Store` here, `mcpctl.resources.pgstore.PgStore` on PostgreSQL
+and `mcpctl.resources.memstore.MemoryStore` for tests implement it and inherit from none of each
+other. Which one a process uses is decided once, where `mcpctl.storage.Storage` is opened. `root`
+and `path_for` are files-backend details: using them on a `ResourceStore` is a type error.
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mcpctl import paths
 from mcpctl.errors import NotFound, did_you_mean
@@ -56,25 +52,74 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
             os.close(dfd)
 
 
+class ResourceStore(Protocol):
+    """What commands and the gateway use of a store, whatever keeps it.
+
+    `locked()`: writers hold it across read-modify-write (on PostgreSQL one transaction under an
+    advisory lock, so everything written inside commits or rolls back together). `stamp()`: a value
+    that changes whenever an object may have (None: it does not exist), what a running gateway
+    polls; `tokens_stamp()` the same for tokens and their hashes. Token hashes are the SHA-256 of
+    each token's secret, never the secret. `status/set_status`: observed status, always local files
+    (each gateway host observes its own upstreams)."""
+
+    def locked(self) -> contextlib.AbstractContextManager[None]: ...
+    def names(self, kind_name: str) -> list[str]: ...
+    def find(self, kind_name: str, name: str) -> dict[str, Any] | None: ...
+    def get(self, kind_name: str, name: str) -> dict[str, Any]: ...
+    def list(self, kind_name: str) -> list[dict[str, Any]]: ...
+    def put(self, res: dict[str, Any]) -> None: ...
+    def delete(self, kind_name: str, name: str) -> None: ...
+    def stamp(self, kind_name: str, name: str) -> object | None: ...
+    def token_hashes(self) -> dict[str, str]: ...
+    def token_hash(self, name: str) -> str | None: ...
+    def put_token_hash(self, name: str, sha256: str) -> None: ...
+    def delete_token_hash(self, name: str) -> None: ...
+    def tokens_stamp(self) -> object: ...
+    def status(self, kind_name: str, name: str) -> dict[str, Any]: ...
+    def set_status(self, kind_name: str, name: str, status: dict[str, Any]) -> None: ...
+
+
+def not_found(kind_name: str, name: str, names: list[str]) -> NotFound:
+    """The error every backend raises for a missing object, with the closest name as a hint."""
+    kind = KINDS[kind_name]
+    return NotFound(f"{kind.name.lower()} {name!r} not found",
+                    hint=did_you_mean(name, names) or f"list them with: mcpctl get {kind.plural}")
+
+
+class StatusFiles:
+    """Observed status, one JSON file per object under `root` (`paths.status_dir()`): kept on each
+    host whatever backend keeps the objects, as each gateway host observes its own upstreams."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or paths.status_dir()
+
+    def _path(self, kind_name: str, name: str) -> Path:
+        return self.root / KINDS[kind_name].plural / f"{name}.json"
+
+    def status(self, kind_name: str, name: str) -> dict[str, Any]:
+        try:
+            data: Any = json.loads(self._path(kind_name, name).read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def set_status(self, kind_name: str, name: str, status: dict[str, Any]) -> None:
+        """Merge `status` into the object's observed status (atomic; last writer wins per key)."""
+        merged = {**self.status(kind_name, name), **status}
+        atomic_write(self._path(kind_name, name), json.dumps(merged, indent=2, sort_keys=True) + "\n")
+
+    def forget(self, kind_name: str, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(kind_name, name).unlink()
+
+
 class Store:
-    """Read and write resources. Writers hold `locked()` across read-modify-write."""
-
-    def __new__(cls, root: Path | None = None, *, status_root: Path | None = None,
-                lock_file: Path | None = None) -> Store:
-        if cls is Store and root is None and lock_file is None:
-            from mcpctl.db.config import database_url
-
-            url = database_url()
-            if url is not None:
-                from mcpctl.resources.pgstore import PgStore
-
-                return PgStore.open(url, status_root=status_root)
-        return super().__new__(cls)
+    """The files backend of `ResourceStore`. Writers hold `locked()` across read-modify-write."""
 
     def __init__(self, root: Path | None = None, *, status_root: Path | None = None,
                  lock_file: Path | None = None) -> None:
         self.root = root or paths.resources_dir()
-        self.status_root = status_root or paths.status_dir()
+        self.observed = StatusFiles(status_root)
         self.lock_file = lock_file or (self.root / ".lock")
         self._tlock = threading.RLock()
         self._depth = 0
@@ -128,10 +173,7 @@ class Store:
     def get(self, kind_name: str, name: str) -> dict[str, Any]:
         res = self.find(kind_name, name)
         if res is None:
-            kind = KINDS[kind_name]
-            hint = did_you_mean(name, self.names(kind_name))
-            raise NotFound(f"{kind.name.lower()} {name!r} not found",
-                           hint=hint or f"list them with: mcpctl get {kind.plural}")
+            raise not_found(kind_name, name, self.names(kind_name))
         return res
 
     def list(self, kind_name: str) -> list[dict[str, Any]]:
@@ -156,8 +198,7 @@ class Store:
             if not p.exists():
                 self.get(kind_name, name)   # raises NotFound with a hint
             p.unlink()
-            with contextlib.suppress(FileNotFoundError):
-                self._status_path(kind_name, name).unlink()
+            self.observed.forget(kind_name, name)
 
     def stamp(self, kind_name: str, name: str) -> object | None:
         """Changes whenever the object may have (None: it does not exist): its file's mtime."""
@@ -205,17 +246,8 @@ class Store:
 
     # -- observed status (owned by the gateway) --------------------------------------------------
 
-    def _status_path(self, kind_name: str, name: str) -> Path:
-        return self.status_root / KINDS[kind_name].plural / f"{name}.json"
-
     def status(self, kind_name: str, name: str) -> dict[str, Any]:
-        try:
-            return json.loads(self._status_path(kind_name, name).read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
-            return {}
+        return self.observed.status(kind_name, name)
 
     def set_status(self, kind_name: str, name: str, status: dict[str, Any]) -> None:
-        """Merge `status` into the object's observed status (atomic; last writer wins per key)."""
-        p = self._status_path(kind_name, name)
-        merged = {**self.status(kind_name, name), **status}
-        atomic_write(p, json.dumps(merged, indent=2, sort_keys=True) + "\n")
+        self.observed.set_status(kind_name, name, status)

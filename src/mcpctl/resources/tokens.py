@@ -16,13 +16,11 @@ import logging
 import re
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
-from mcpctl import paths
 from mcpctl.errors import InvalidResource, MCPCtlError
 from mcpctl.resources.kinds import TokenSpec
-from mcpctl.resources.store import Store
+from mcpctl.resources.store import ResourceStore
 
 log = logging.getLogger("mcpctl.gateway")
 SECRET_PREFIX: Final = "mcpctl_"
@@ -39,25 +37,17 @@ def digest(secret: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def credentials_dir() -> Path:
-    return paths.state_dir() / "credentials"
-
-
-def hash_path(name: str) -> Path:
-    return credentials_dir() / f"{name}.json"
-
-
-def write_hash(name: str, secret: str, store: Store | None = None) -> None:
+def write_hash(name: str, secret: str, store: ResourceStore) -> None:
     """Keep the hash of `name`'s secret (pass the store whose `locked()` the caller holds)."""
-    (store or Store()).put_token_hash(name, digest(secret))
+    store.put_token_hash(name, digest(secret))
 
 
-def delete_hash(name: str, store: Store | None = None) -> None:
-    (store or Store()).delete_token_hash(name)
+def delete_hash(name: str, store: ResourceStore) -> None:
+    store.delete_token_hash(name)
 
 
-def has_hash(name: str, store: Store | None = None) -> bool:
-    return (store or Store()).token_hash(name) is not None
+def has_hash(name: str, store: ResourceStore) -> bool:
+    return store.token_hash(name) is not None
 
 
 def parse_expires(value: str, now: dt.datetime | None = None) -> str:
@@ -97,9 +87,9 @@ class Credential:
 class TokenIndex:
     """The tokens of one project by the hash of their secret, reloaded when any changes."""
 
-    def __init__(self, project: str, store: Store | None = None) -> None:
+    def __init__(self, project: str, store: ResourceStore) -> None:
         self.project = project
-        self.store = store or Store()
+        self.store = store
         self._stamp: object = None
         self._by_hash: dict[str, TokenSpec] = {}
 

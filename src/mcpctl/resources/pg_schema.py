@@ -6,7 +6,8 @@
   (a delete, and a token hash's change, advance it too).
 - `token_hashes(name, sha256)`: the SHA-256 of each token's secret (never the secret).
 - A trigger sends `NOTIFY mcpctl_store, '<Kind>/<name>'` on every change of either table, so a
-  gateway on the database learns of it at once (`mcpctl.resources.pgstore.Watcher`).
+  gateway on the database learns of it at once (`mcpctl.resources.pgstore.Watcher`). Beside
+  `PgStore`, as each schema lives beside its implementation; `db/` keeps the runner.
 """
 
 from __future__ import annotations

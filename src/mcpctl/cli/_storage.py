@@ -1,0 +1,40 @@
+"""Where the CLI opens its `Storage`: the one function that decides the backend for a command
+(`mcpctl.storage.Storage.open`). Imports nothing heavy: `main()` calls it before typer loads.
+
+The root (`mcpctl.cli`: its callback, or `main()` for a plain `serve`) opens it once per command
+line and hands it down to the command as the command's storage (`current()`, which
+`_common.storage()` reads); it is forgotten, and its log closed, when the command line is done.
+"""
+
+from __future__ import annotations
+
+from mcpctl.storage import Storage
+
+# The command line's (a process runs one; a test's CliRunner runs one after another). Not a
+# ContextVar: a command's worker threads must see it too.
+_current: Storage | None = None
+
+
+def open_storage(url: str | None = None) -> Storage:
+    """The command line's storage: `url` (the `--database-url` flag), else the environment's or
+    the setting's database, else files and SQLite. Opens nothing until a command uses it."""
+    global _current
+    storage = _current = Storage.open(url)
+    return storage
+
+
+def current() -> Storage:
+    """The storage the root opened for this command line (shell completion, which runs no
+    callback, gets one of its own the same way)."""
+    return _current if _current is not None else Storage.open()
+
+
+def close() -> None:
+    """The command line is done: close what its storage opened, and forget it."""
+    global _current
+    storage, _current = _current, None
+    if storage is not None:
+        storage.close()
+
+
+__all__ = ["Storage", "close", "current", "open_storage"]
