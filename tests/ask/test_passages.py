@@ -64,6 +64,7 @@ def test_the_index_says_which_ranker_ranks_and_why_it_fell_back(monkeypatch: pyt
 
     monkeypatch.setattr(vectors, "find_model_dir", no_model)
     monkeypatch.setattr(vectors, "_model", None)
+    monkeypatch.setattr(vectors, "_model_key", "")
     index = PassageIndex("auto")
     index.put("notes", "notes://1", "Release train", "The release train leaves every Thursday.")
     assert index.describe().startswith("bm25 (search.ranker: auto): the embedding model could not be loaded")

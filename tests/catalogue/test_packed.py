@@ -35,6 +35,7 @@ def tiny_model(tmp_path: Path) -> Path:
 def use_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(vectors, "find_model_dir", lambda: tiny_model)
     monkeypatch.setattr(vectors, "_model", None)
+    monkeypatch.setattr(vectors, "_model_key", "")
     return tiny_model
 
 

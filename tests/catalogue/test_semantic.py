@@ -91,6 +91,7 @@ def make_tiny_model(tmp_path: Path) -> Path:
 def use_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(vectors, "find_model_dir", lambda: tiny_model)
     monkeypatch.setattr(vectors, "_model", None)
+    monkeypatch.setattr(vectors, "_model_key", "")
     return tiny_model
 
 
@@ -245,6 +246,7 @@ def test_a_corrupt_weights_file_falls_back_to_bm25(
     (tiny_model / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
     monkeypatch.setattr(vectors, "find_model_dir", lambda: tiny_model)
     monkeypatch.setattr(vectors, "_model", None)
+    monkeypatch.setattr(vectors, "_model_key", "")
     monkeypatch.setattr(rank, "_warned", set())
     assert isinstance(build_ranker(DOCS, "hybrid"), LexicalRanker)
     assert "could not load its model" in caplog.text
