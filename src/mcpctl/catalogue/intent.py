@@ -203,8 +203,10 @@ _UNIT: Final = (
     r"pounds?|lbs?|kilos?|kilograms?|kg|grams?|ounces?|oz|stones?|tonnes?|tons?|litres?|liters?|gallons?|"
     r"pints?|cups?|fahrenheit|celsius|kelvin|degrees|gigabytes?|megabytes?|kilobytes?|terabytes?|gb|mb|kb|tb|"
     r"bytes?|bits?|mph|knots?)\b")
-_UNITS_PATTERN: Final = f"{_UNIT}.*{_UNIT}"
+_UNITS_PATTERN: Final = f"{_UNIT}.{{0,60}}{_UNIT}"
 # Words people use for what tools call otherwise: a match adds the tools' words to the ranked text.
+# Every gap between two parts of a pattern is bounded ({0,60}): an unbounded one is quadratic in
+# the request's length (a 50,000-character search_tools query took 19 s).
 _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\bfolders?\b", "directory"),
     (r"\b(?:photos?|pictures?|pics?|screenshots?|images?)\b", "image"),
@@ -221,7 +223,7 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\bwhat (?:does|do|did) .{1,60}? say\b|\b(?:contents|text) of\b", "contents read"),
     (r"\b(?:put|drop|stick)\b.{1,60}\b(?:into|in|under|to)\b.{0,20}\b(?:folder|directory)\b", "move"),
     (_UNITS_PATTERN, "convert units"),
-    (r"\bwhen (?:was|were|did|is)\b.*\b(?:creat|chang|modif|edit|updat|made|writ|touch)\w*"
+    (r"\bwhen (?:was|were|did|is)\b.{0,60}\b(?:creat|chang|modif|edit|updat|made|writ|touch)\w*"
      r"|\blast (?:chang|modif|edit|updat|touch)\w*|\bpermissions\b", "modified creation time metadata"),
     (r"\b(?:is it|it's|its) (?:already |still )?(?:morning|evening|night|afternoon|midnight|late|early)\b",
      "current time"),
@@ -230,7 +232,7 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\bfacts?\b", "observations"),
     # a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines
     (r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|headings?|headers?|comments?|functions?|words?)\b"
-     r".*\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){0,3}file\b", "edit lines"),
+     r".{0,60}\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){0,3}file\b", "edit lines"),
 ))
 
 
