@@ -363,6 +363,7 @@ class Asks:
                     return result
         except BaseException:
             if not task.done() and not any(p.task is task for p in self.parked.values()):
+                bridge.cancel()         # the upstream's requests get an error, not a wait forever
                 task.cancel()
             raise
 
