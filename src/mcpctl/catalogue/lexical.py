@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any, Final, Protocol
 
 from mcpctl.catalogue.bm25 import BM25FIndex, BM25FParams, schema_fields
@@ -24,6 +26,11 @@ from mcpctl.catalogue.intent import Intent, IntentStage, param_kinds, understand
 # most PRIOR_WEIGHT, reached at PRIOR_SATURATION sessions (log scale): a bounded prior.
 PRIOR_WEIGHT: Final = 0.1
 PRIOR_SATURATION: Final = 50
+# A request close to a query a tool was learned from adds LEARNED_NEAR times the cube of that
+# closeness (the Jaccard overlap of their analysed words, the closest learned query) times the
+# best weighed score: the words people used before outrank a guess at the action (the lexical
+# twin of the hybrid ranker's `semantic.LEARNED_NEAR`; the cube: only a near repeat counts).
+LEARNED_NEAR: Final = 1.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +144,16 @@ class LexicalRanker:
         self.stage = intent_stage(self.docs, effects=intent)
         self.learns = any(d.learned or d.uses for d in self.docs)
         self._unlearned: LexicalRanker | None = None
+        # the learned queries' analysed words: word -> the (tool, query) pairs holding it, and each
+        # pair's number of distinct words (a request meets only the pairs it shares a word with)
+        self._learned_sizes: dict[tuple[int, int], int] = {}
+        self._learned_words: dict[str, list[tuple[int, int]]] = {}
+        for i, d in enumerate(self.docs):
+            for j, q in enumerate(d.learned):
+                words = set(self.index.analyzer(q))
+                self._learned_sizes[i, j] = len(words)
+                for w in words:
+                    self._learned_words.setdefault(w, []).append((i, j))
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -148,7 +165,26 @@ class LexicalRanker:
         """(BM25F scores of the ranked text, the same weighed by the stage, the intent)."""
         intent = self.intent(query)
         base = self.index.scores(intent.text)
-        return base, self.stage.apply(base, intent), intent
+        weighed = self.stage.apply(base, intent)
+        if self._learned_words and weighed:
+            self._near(query, weighed)
+        return base, weighed, intent
+
+    def _near(self, query: str, weighed: dict[int, float]) -> None:
+        """Add to `weighed` what being close to a tool's learned queries gives (LEARNED_NEAR)."""
+        words = set(self.index.analyzer(query))
+        shared = Counter(chain.from_iterable(self._learned_words.get(w, ()) for w in words))
+        if not shared:
+            return
+        near: dict[int, float] = {}
+        sizes, n_words = self._learned_sizes, len(words)
+        for pair, n in shared.items():
+            jaccard = n / (n_words + sizes[pair] - n)
+            if jaccard > near.get(pair[0], 0.0):
+                near[pair[0]] = jaccard
+        top = max(weighed.values())
+        for i, closeness in near.items():
+            weighed[i] = weighed.get(i, 0.0) + LEARNED_NEAR * closeness ** 3 * top
 
     def search(self, query: str, top_k: int) -> list[tuple[str, float]]:
         if top_k <= 0:
