@@ -172,19 +172,27 @@ class LexicalRanker:
 
     def _near(self, query: str, weighed: dict[int, float]) -> None:
         """Add to `weighed` what being close to a tool's learned queries gives (LEARNED_NEAR)."""
+        near = self.closeness(query)
+        if not near:
+            return
+        top = max(weighed.values())
+        for i, closeness in near.items():
+            weighed[i] = weighed.get(i, 0.0) + LEARNED_NEAR * closeness ** 3 * top
+
+    def closeness(self, query: str) -> dict[int, float]:
+        """Per tool with a learned query sharing a word with `query`: the closest one's Jaccard
+        overlap of analysed words with it (0 to 1)."""
+        if not self._learned_words:
+            return {}
         words = set(self.index.analyzer(query))
         shared = Counter(chain.from_iterable(self._learned_words.get(w, ()) for w in words))
-        if not shared:
-            return
         near: dict[int, float] = {}
         sizes, n_words = self._learned_sizes, len(words)
         for pair, n in shared.items():
             jaccard = n / (n_words + sizes[pair] - n)
             if jaccard > near.get(pair[0], 0.0):
                 near[pair[0]] = jaccard
-        top = max(weighed.values())
-        for i, closeness in near.items():
-            weighed[i] = weighed.get(i, 0.0) + LEARNED_NEAR * closeness ** 3 * top
+        return near
 
     def search(self, query: str, top_k: int) -> list[tuple[str, float]]:
         if top_k <= 0:
