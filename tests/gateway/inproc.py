@@ -42,10 +42,10 @@ from mcp.server import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
+from mcpctl.auth.bearer import CREDENTIAL_STATE, PROFILE_STATE
 from mcpctl.catalogue.cache import FilesCache
 from mcpctl.gateway.front import Gateway
 from mcpctl.gateway.http import BearerAuth, load_or_create_token, token_path
-from mcpctl.gateway.sessions import CREDENTIAL_STATE, PROFILE_STATE
 from mcpctl.presentation.catalogue import load_gateway_config
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 from mcpctl.resources.store import Store

@@ -141,4 +141,17 @@ def token_table(objs: list[dict[str, Any]], wide: bool) -> Rows:
     return _TOKEN + (_TOKEN_WIDE if wide else []), rows
 
 
-TABLES = {"Server": server_table, "Project": project_table, "Token": token_table}
+_IDP: Final = [Column("NAME"), Column("ISSUER"), Column("PROJECTS"), Column("AGE")]
+
+
+def idp_table(objs: list[dict[str, Any]], wide: bool) -> Rows:
+    rows = []
+    for o in objs:
+        s = o.get("spec", {})
+        rows.append([safe(c) for c in (o["metadata"]["name"], s.get("issuer", "-"),
+                                       ",".join(s.get("projects") or {}) or "-",
+                                       age(o["metadata"].get("creationTimestamp")))])
+    return _IDP, rows
+
+
+TABLES = {"Server": server_table, "Project": project_table, "Token": token_table, "IdentityProvider": idp_table}

@@ -103,6 +103,23 @@ def _describe_token(store: ResourceStore, res: dict[str, Any]) -> None:
         _kv("Description", res["spec"]["description"])
 
 
+def _describe_idp(store: ResourceStore, res: dict[str, Any]) -> None:
+    from mcpctl.resources.idp import IdentityProviderSpec
+
+    idp = IdentityProviderSpec.from_resource(res)
+    _kv("Issuer", idp.issuer)
+    _kv("Keys", idp.jwks_uri or "the issuer's metadata (jwks_uri)")
+    _kv("Audience", ", ".join(idp.audience) or "the gateway's resource URI")
+    _kv("Algorithms", ", ".join(idp.algorithms))
+    _kv("Groups claim", idp.groups_claim)
+    if idp.introspection is not None:
+        _kv("Introspection", idp.introspection.endpoint)
+    for project, grants in idp.projects.items():
+        for group, profile in grants.groups:
+            _kv(f"  {project}: group {group}", f"profile {profile}")
+        _kv(f"  {project}: everyone else", f"profile {grants.everyone}" if grants.everyone else "refused")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("describe", rich_help_panel="Resources")
     @cli_errors
@@ -121,4 +138,6 @@ def register(app: typer.Typer) -> None:
             _kv(f"  label {key}", v)
         _kv("Created", f"{m.get('creationTimestamp', '-')} ({age(m.get('creationTimestamp'))} ago)")
         _kv("Generation", f"{m.get('generation', '-')} (resourceVersion {m.get('resourceVersion', '-')})")
-        {"Server": _describe_server, "Project": _describe_project, "Token": _describe_token}[k.name](store, res)
+        describers = {"Server": _describe_server, "Project": _describe_project, "Token": _describe_token,
+                      "IdentityProvider": _describe_idp}
+        describers[k.name](store, res)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import hmac
 import json
 import logging
 import re
@@ -28,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from mcpctl import paths
+from mcpctl.auth.bearer import BearerAuth
 from mcpctl.gateway.http_guard import (
-    CHECKED_CREDENTIAL_STATE,
     CountLogRecords,
     Guard,
     HttpLimits,
@@ -38,10 +37,9 @@ from mcpctl.gateway.http_guard import (
     deepen_listen_queues,
     guarded_protocol,
 )
-from mcpctl.gateway.sessions import CREDENTIAL_STATE, PROFILE_STATE
-from mcpctl.gateway.shares import SHARE_REFUSED_STATE, SessionShares, refuse
+from mcpctl.gateway.shares import SessionShares
 from mcpctl.resources.store import ResourceStore, atomic_write
-from mcpctl.resources.tokens import Credential, TokenIndex
+from mcpctl.resources.tokens import TokenIndex
 from mcpctl.sdk import end_http_session, open_http_sessions
 
 if TYPE_CHECKING:
@@ -71,63 +69,6 @@ def load_or_create_token(path: Path) -> str:
     token = _secrets.token_urlsafe(32)
     atomic_write(path, token + "\n", mode=0o600)
     return token
-
-
-def bearer_token(value: bytes) -> bytes | None:
-    """The token of an `Authorization: Bearer <token>` value; the scheme is case-insensitive (RFC 9110)."""
-    scheme, _, token = value.strip().partition(b" ")
-    token = token.strip(b" \t")
-    return token if scheme.lower() == b"bearer" and token else None
-
-
-class BearerAuth:
-    """Pure ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`: the
-    project's own token (the full view, compared in constant time) or one of its `Token`s (the
-    profile it names; `resources.tokens`, re-read when tokens change, so a revoked token is
-    refused at the next request). The profile goes to the request's scope state."""
-
-    def __init__(self, app: ASGIApp, token: str, tokens: TokenIndex | None = None) -> None:
-        self.app = app
-        self.expected = token.encode()
-        self.tokens = tokens
-
-    def credential(self, headers: Iterable[tuple[bytes, bytes]]) -> Credential | None:
-        got = b""
-        for key, value in headers:
-            if key.lower() == b"authorization":
-                got = bearer_token(value) or b""
-                break
-        if hmac.compare_digest(got, self.expected):
-            return FULL_VIEW
-        if got and self.tokens is not None:
-            tok = self.tokens.lookup(got)
-            if tok is not None:
-                return Credential(tok.name, tok.profile)
-        return None
-
-    def authorised(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
-        return self.credential(headers) is not None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            state = scope.setdefault("state", {})
-            cred = state.get(CHECKED_CREDENTIAL_STATE) or self.credential(scope.get("headers") or ())
-            if cred is None:
-                body = b'{"error":"unauthorized","error_description":"missing or wrong bearer token"}'
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="mcpctl"')]})
-                await send({"type": "http.response.body", "body": body})
-                return
-            refused = state.get(SHARE_REFUSED_STATE)
-            if refused is not None:     # its connection is over the token's share (`http_guard.Guard.admit`)
-                await refuse(send, 429, f"{refused}, all busy: wait for a request to finish", close=True)
-                return
-            state[PROFILE_STATE], state[CREDENTIAL_STATE] = cred.profile, cred.name or ""
-        await self.app(scope, receive, send)
-
-
-FULL_VIEW: Final = Credential(None, None)
 
 
 # -- request bodies ------------------------------------------------------------------------------------
@@ -344,8 +285,15 @@ async def serve_http(gw: Gateway, store: ResourceStore, host: str, port: int, to
     per_credential = SessionShares(app, limits.max_sessions_per_credential, lambda: open_http_sessions(manager),
                                    refusals.note, limits.max_sessions, lambda sid: end_http_session(manager, sid))
     gw.asks.shares.limit = limits.max_parked_per_credential
+    bound = [port]       # the port listened on (0 until then): the resource URI's
+
+    def identities() -> Any:
+        from mcpctl.auth.identity import load
+
+        return load(gw.project_name, store.list("IdentityProvider"), f"http://{url_host(host)}:{bound[0]}/mcp")
+
     auth = BearerAuth(WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE), token,
-                      TokenIndex(gw.project_name, store))
+                      TokenIndex(gw.project_name, store), identities)
     front = Health(HostCheck(auth, names), Readiness(gw, stop, database))
     guard = Guard(auth, limits, max_connections, refusals)
     config = uvicorn.Config(front, host=host, port=port, log_level="warning", lifespan="on",
@@ -363,8 +311,11 @@ async def serve_http(gw: Gateway, store: ResourceStore, host: str, port: int, to
         async def startup(self, sockets: list[Any] | None = None) -> None:
             await super().startup(sockets)
             deepen_listen_queues(self.servers)
-            if on_listening is not None and self.started:
-                on_listening(next(s.getsockname()[1] for srv in self.servers for s in srv.sockets))
+            if self.started:
+                bound[0] = next(s.getsockname()[1] for srv in self.servers for s in srv.sockets)
+                auth.identities()       # read once before the first request
+                if on_listening is not None:
+                    on_listening(bound[0])
 
     server = _Server(config)
     loop = asyncio.get_running_loop()

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
-from mcpctl.gateway.shares import SHARE_REFUSED_STATE
+from mcpctl.auth.bearer import CHECKED_CREDENTIAL_STATE, SHARE_REFUSED_STATE
 from mcpctl.resources.shares import Share
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 RESERVED_FDS: Final = 64       # file descriptors kept free for upstream restarts, logs, the invocation log
 MAX_BACKLOG: Final = 2048      # uvicorn's default listen backlog
-CHECKED_CREDENTIAL_STATE: Final = "mcpctl.checked_credential"   # request scope state: the guard's reading of the token
 PEEK_BYTES: Final = 16 * 1024  # how much of a connection's unread bytes eviction looks at (h11's head limit is 64 KiB)
 BURST_QUIET: Final = 2.0       # a burst of refusals ends after this many quiet seconds ...
 BURST_LONGEST: Final = 60.0    # ... and a sustained one is summarised at least this often

@@ -43,6 +43,7 @@ from mcp.server.subscriptions import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcpctl.auth.bearer import CREDENTIAL_STATE, PROFILE_STATE
 from mcpctl.gateway.peers import CallPeer, SessionPeer
 
 if TYPE_CHECKING:
@@ -55,8 +56,6 @@ MAX_BEGUN: Final = 65536            # sessions remembered as past the gate
 CLIENT_INFO_META: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_META: Final = "io.modelcontextprotocol/logLevel"
 MCP_SESSION_HEADER: Final = "mcp-session-id"
-PROFILE_STATE: Final = "mcpctl.profile"     # request scope state: the presented token's profile
-CREDENTIAL_STATE: Final = "mcpctl.credential"   # ... and the token's name ("" for the project's own token)
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 _SECTION_EVENTS: Final = (

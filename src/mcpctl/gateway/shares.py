@@ -9,12 +9,11 @@ out), and its call that would park gets a JSON-RPC error.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any, Final
 
-from mcpctl.gateway.sessions import CREDENTIAL_STATE
+from mcpctl.auth.bearer import CREDENTIAL_STATE, refuse
 from mcpctl.resources.shares import Share
 
 log = logging.getLogger("mcpctl.gateway.http")
@@ -24,7 +23,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-SHARE_REFUSED_STATE: Final = "mcpctl.share_refused"   # ... and why its connection is over its share, if it is
 SESSION_HEADER: Final = b"mcp-session-id"
 VERSION_HEADER: Final = b"mcp-protocol-version"
 
@@ -47,16 +45,6 @@ def opens_session(scope: Scope) -> bool:
         if key == VERSION_HEADER:
             version = value.decode("latin-1")
     return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
-
-
-async def refuse(send: Send, status: int, message: str, *, close: bool = False) -> None:
-    """A JSON-RPC error (no request id) with HTTP `status`, as the SDK's own refusals look."""
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if close:
-        headers.append((b"connection", b"close"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 class SessionShares:

@@ -10,8 +10,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mcpctl.resources.idp import IDP_SPEC
 from mcpctl.resources.overrides import ToolOverride, overrides_from, overrides_node
 from mcpctl.resources.presents import Presents, presents
+from mcpctl.resources.schema import PROFILE_NAME_RE as PROFILE_NAME_RE  # (read from here too)
+from mcpctl.resources.schema import SECRET_REF_RE as SECRET_REF_RE
 from mcpctl.resources.schema import (
     ListOf,
     MapOf,
@@ -20,7 +23,9 @@ from mcpctl.resources.schema import (
     check_min,
     check_name,
     check_positive,
+    check_profile_name,
     check_range,
+    check_reference,
     check_tool_id,
 )
 from mcpctl.resources.settings import (
@@ -61,7 +66,6 @@ CLIENT_PREFIX: Final = "mcp__mcpctl__"
 PORTABLE_MAX_LENGTH: Final = CLIENT_TOOL_NAME_LIMIT - len(CLIENT_PREFIX)
 SPEC_MAX_LENGTH: Final = 128
 
-SECRET_REF_RE = re.compile(r"\$\{(env|file):([^}]+)\}")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -95,13 +99,7 @@ def check_override_id(value: str) -> str | None:
     return None
 
 
-PROFILE_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 READ_ONLY_PROFILE: Final = "read-only"      # every project has it; a project may redefine it
-
-
-def check_profile_name(value: str) -> str | None:
-    return None if PROFILE_NAME_RE.match(value) else \
-        f"{value!r} is not a valid profile name: use lowercase letters, digits and '-'"
 
 
 def check_timestamp(value: str) -> str | None:
@@ -121,13 +119,6 @@ def _check_https_url(value: str) -> str | None:
     if u.scheme != "https" or not u.netloc or u.path in ("", "/"):
         return f"{value!r} is not an https:// URL with a path (a client ID metadata document)"
     return None
-
-
-def _check_reference(value: str) -> str | None:
-    if SECRET_REF_RE.fullmatch(value.strip()):
-        return None
-    return ("must be a reference, ${env:NAME} or ${file:PATH}, not a literal secret "
-            "(the store is plain text)")
 
 
 AUTH_TYPES: Final = ("oauth",)
@@ -158,7 +149,7 @@ SERVER_SPEC: Final = Obj({
         "type": Scalar(str, required=True, enum=AUTH_TYPES),
         "scopes": ListOf(Scalar(str, check=_check_nonempty), default_empty=False),
         "clientId": Scalar(str, nullable=True, check=_check_nonempty),
-        "clientSecret": Scalar(str, nullable=True, check=_check_reference),
+        "clientSecret": Scalar(str, nullable=True, check=check_reference),
         "clientMetadataUrl": Scalar(str, nullable=True, check=_check_https_url),
     }, omit_if_default=True),
 })
@@ -270,9 +261,11 @@ KINDS: Final = {
     "Server": Kind("Server", "servers", ("server", "servers", "srv"), SERVER_SPEC),
     "Project": Kind("Project", "projects", ("project", "projects", "proj"), PROJECT_SPEC),
     "Token": Kind("Token", "tokens", ("token", "tokens", "tok"), TOKEN_SPEC),
+    "IdentityProvider": Kind("IdentityProvider", "identityproviders",
+                             ("identityprovider", "identityproviders", "idp", "idps"), IDP_SPEC),
 }
 
-KIND_ORDER: Final = ("Server", "Project", "Token")   # what a later kind names is applied first
+KIND_ORDER: Final = ("Server", "Project", "Token", "IdentityProvider")   # what a later kind names is applied first
 
 
 def kind_for_alias(word: str) -> Kind | None:

@@ -16,6 +16,21 @@ from mcpctl.errors import did_you_mean
 
 Check = Callable[[Any], str | None]   # returns an error message or None
 
+SECRET_REF_RE = re.compile(r"\$\{(env|file):([^}]+)\}")
+PROFILE_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def check_profile_name(value: str) -> str | None:
+    return None if PROFILE_NAME_RE.match(value) else \
+        f"{value!r} is not a valid profile name: use lowercase letters, digits and '-'"
+
+
+def check_reference(value: str) -> str | None:
+    if SECRET_REF_RE.fullmatch(value.strip()):
+        return None
+    return ("must be a reference, ${env:NAME} or ${file:PATH}, not a literal secret "
+            "(the store is plain text)")
+
 
 class FieldError(Exception):
     """A value at `path` (a tuple of keys and indexes) is wrong."""
