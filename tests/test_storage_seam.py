@@ -125,3 +125,21 @@ def test_no_backend_of_the_catalogue_cache_is_a_subclass_of_another() -> None:
     backends = [FilesCache, PgCache, MemoryCache]
     assert all(b.__mro__[1:] == (CatalogueCache, *CatalogueCache.__mro__[1:]) for b in backends), \
         [b.__mro__ for b in backends]
+
+
+def test_files_of_their_own_whatever_the_database_in_effect(tmp_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpctl.catalogue.cache import FilesCache
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.resources.store import Store
+    from mcpctl.storage import Storage
+
+    monkeypatch.setenv("MCPCTL_DATABASE_URL", "postgresql://nobody@/never?host=/nonexistent")
+    assert Storage.open().backend == "postgres"
+    own = Storage.files()
+    assert own.backend == "files"
+    assert isinstance(own.store, Store) and own.store.root == tmp_home / "config" / "resources"
+    assert isinstance(own.cache, FilesCache) and own.cache.directory.is_relative_to(tmp_home)
+    assert Storage.at("files").backend == "files"
+    assert Storage.at("postgresql://u@h/db").backend == "postgres"      # opens nothing yet
+    with pytest.raises(MCPCtlError, match="invocation log"):
+        Storage.at("sqlite")

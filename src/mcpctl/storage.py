@@ -14,7 +14,8 @@ only when the database is used): `store` (`ResourceStore`), `log` (the invocatio
 (`CatalogueCache`, each server's last listing) and `writer()`, the gateway's writer of that log.
 Nothing here writes `os.environ`: the processes mcpctl starts read no store of the user's (`serve`
 runs in the process; the demo's gateway and the bake-off's arms have files of their own:
-`Storage.files()`, whatever the database in effect).
+`Storage.files()`, whatever the database in effect). `db copy` opens its two ends by name
+(`Storage.at("files")`, `Storage.at(url)`).
 """
 
 from __future__ import annotations
