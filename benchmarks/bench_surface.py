@@ -69,9 +69,10 @@ def resource_name(raw: str, taken: set[str]) -> str:
 def setup(tools_path: Path, want: int, calls: int) -> tuple[int, int]:
     """Servers, cache and project in the current MCPCTL_HOME; returns (tools, servers)."""
     from mcpctl.audit.log import CallRecord, InvocationLog
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
     from mcpctl.resources.store import Store
 
+    cache = FilesCache()
     groups = load(tools_path)
     order = sorted(groups, key=lambda s: (-len(groups[s]), s))
     store = Store()

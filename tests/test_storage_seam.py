@@ -1,11 +1,14 @@
 """The storage seam (issue 34), read from src/mcpctl's text and types:
 
-- the backend is decided where a `Storage` is opened and nowhere else: `Store()` (the files store
-  with no root of its own), `database_url()` and the logs' constructors are called only in
-  `storage.py`, and `Storage.open` only by the CLI's root (`cli/_storage.py`);
+- the backend is decided where a `Storage` is opened and nowhere else: the files store (`Store(…)`,
+  with a root of its own or not), the catalogue caches (`FilesCache(…)`, `PgCache(…)`),
+  `database_url()` and `open_log()` are called only in `storage.py`, and `Storage.open` only by the
+  CLI's root (`cli/_storage.py`); what keeps files of its own whatever the user's backend (the
+  demo, the bake-off's arms, `db copy --from files`) asks for `Storage.files()`;
 - no flag writes `os.environ` (`--database-url` is given to the Storage);
 - a files-only attribute (`path_for`, `root`) on a `ResourceStore` is a mypy error;
-- the in-memory Storage is a whole one: store and log usable without touching the disk.
+- the catalogue cache's backends (files, PostgreSQL, memory) are none of them another's subclass;
+- the in-memory Storage is a whole one: store, log and cache usable without touching the disk.
 """
 
 from __future__ import annotations
@@ -19,19 +22,20 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "mcpctl"
 
-# What opens a backend: the store in effect, the URL in effect, a log of the backend in effect.
+# What opens a backend: a files store, a catalogue cache, the URL in effect, a log of the backend in effect.
 OPENERS = {
-    "Store()": re.compile(r"(?<![\w.])Store\(\)"),
+    "Store()": re.compile(r"(?<![\w.])(?<!class )Store\("),
+    "FilesCache()": re.compile(r"(?<![\w.])(?<!class )FilesCache\("),
+    "PgCache()": re.compile(r"(?<![\w.])(?<!class )PgCache\("),
     "database_url()": re.compile(r"(?<![\w.])(?<!def )database_url\(\)"),
     "open_log()": re.compile(r"(?<![\w.])open_log\("),
     "Storage.open(": re.compile(r"\bStorage\.open\("),
 }
 ALLOWED = {
     "Store()": {"storage.py"},
-    "database_url()": {"storage.py",
-                       # not yet behind the seam: the catalogue cache's write-through mirror
-                       # (a Protocol of its own is the rest of issue 34)
-                       "catalogue/cache.py", "db/catalogue.py"},
+    "FilesCache()": {"storage.py"},
+    "PgCache()": {"storage.py"},
+    "database_url()": {"storage.py"},
     "open_log()": set(),
     "Storage.open(": {"storage.py", "cli/_storage.py"},
 }
@@ -103,8 +107,39 @@ def test_an_in_memory_storage_keeps_a_store_and_a_log(tmp_home: Path) -> None:
     storage.store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "s"},
                        "spec": {"command": "x"}})
     storage.log.record(CallRecord(1.0, 2.0, "p", "s__t", "s/t", "ok"))
+    storage.cache.put_entry("s", {"version": 1, "server": "s", "tools": [{"name": "t"}]})
     assert storage.store.names("Server") == ["s"]
     assert storage.log.count("p") == 1
+    assert storage.cache.read_server_tools("s") == [{"name": "t"}]
     storage.close()
     assert not (tmp_home / "config" / "resources").exists()
+    assert not any(tmp_home.rglob("*.json"))
     assert not any(tmp_home.rglob("*.db"))
+
+
+def test_no_backend_of_the_catalogue_cache_is_a_subclass_of_another() -> None:
+    from mcpctl.catalogue.cache import CatalogueCache, FilesCache
+    from mcpctl.catalogue.memcache import MemoryCache
+    from mcpctl.catalogue.pgcache import PgCache
+
+    backends = [FilesCache, PgCache, MemoryCache]
+    assert all(b.__mro__[1:] == (CatalogueCache, *CatalogueCache.__mro__[1:]) for b in backends), \
+        [b.__mro__ for b in backends]
+
+
+def test_files_of_their_own_whatever_the_database_in_effect(tmp_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpctl.catalogue.cache import FilesCache
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.resources.store import Store
+    from mcpctl.storage import Storage
+
+    monkeypatch.setenv("MCPCTL_DATABASE_URL", "postgresql://nobody@/never?host=/nonexistent")
+    assert Storage.open().backend == "postgres"
+    own = Storage.files()
+    assert own.backend == "files"
+    assert isinstance(own.store, Store) and own.store.root == tmp_home / "config" / "resources"
+    assert isinstance(own.cache, FilesCache) and own.cache.directory.is_relative_to(tmp_home)
+    assert Storage.at("files").backend == "files"
+    assert Storage.at("postgresql://u@h/db").backend == "postgres"      # opens nothing yet
+    with pytest.raises(MCPCtlError, match="invocation log"):
+        Storage.at("sqlite")

@@ -10,10 +10,12 @@ they use of it (`gateway.run.serve(project, storage)`). Tests use `Storage.in_me
 of their own. `tests/test_storage_seam.py` checks that nothing else decides the backend.
 
 Each member is opened on first use (a command that reads no log opens none; psycopg is imported
-only when the database is used): `store` (`ResourceStore`), `log` (the invocation log), and
-`writer()`, the gateway's writer of that log. Nothing here writes `os.environ`: the processes
-mcpctl starts read no store of the user's (`serve` runs in the process; the demo's gateway and
-the bake-off's arms have files of their own).
+only when the database is used): `store` (`ResourceStore`), `log` (the invocation log), `cache`
+(`CatalogueCache`, each server's last listing) and `writer()`, the gateway's writer of that log.
+Nothing here writes `os.environ`: the processes mcpctl starts read no store of the user's (`serve`
+runs in the process; the demo's gateway and the bake-off's arms have files of their own:
+`Storage.files()`, whatever the database in effect). `db copy` opens its two ends by name
+(`Storage.at("files")`, `Storage.at(url)`).
 """
 
 from __future__ import annotations
@@ -25,19 +27,22 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mcpctl.audit.queued import QueuedWriter
     from mcpctl.audit.records import AuditLog
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.resources.store import ResourceStore
 
 
 class Storage:
-    """The store and the invocation log of one process (see the module docstring)."""
+    """The store, the invocation log and the catalogue cache of one process (see the module docstring)."""
 
     def __init__(self, url: str | None = None, *, store: ResourceStore | None = None,
-                 log: AuditLog | None = None, log_path: Path | None = None, in_effect: bool = False) -> None:
+                 log: AuditLog | None = None, log_path: Path | None = None, cache: CatalogueCache | None = None,
+                 in_effect: bool = False) -> None:
         self._url = url             # None: files and SQLite
         self._in_effect = in_effect and url is None     # the URL is the environment's or the setting's
         self._store = store
         self._log = log
         self._log_path = log_path   # a SQLite log of its own (tests), instead of paths.invocation_log_path()
+        self._cache = cache
         self._lock = threading.Lock()
 
     @classmethod
@@ -47,12 +52,33 @@ class Storage:
         return cls(url, in_effect=url is None)
 
     @classmethod
+    def files(cls) -> Storage:
+        """Files and SQLite under the directories in effect now (`paths`, MCPCTL_HOME), whatever
+        the database in effect: the demo's home and each bake-off arm's, which keep their own."""
+        from mcpctl import paths
+        from mcpctl.catalogue.cache import FilesCache
+        from mcpctl.resources.store import Store
+
+        return cls(None, store=Store(paths.resources_dir()), log_path=paths.invocation_log_path(),
+                   cache=FilesCache(paths.catalogue_cache_dir()))
+
+    @classmethod
+    def at(cls, where: str) -> Storage:
+        """One end of `mcpctl db copy`: `files` (this machine's, `files()`) or a postgresql:// URL
+        (an MCPCtlError for anything else)."""
+        from mcpctl.resources.copy import FILES, check_end
+
+        check_end(where)
+        return cls.files() if where == FILES else cls(where)
+
+    @classmethod
     def in_memory(cls) -> Storage:
-        """A store and a log in this process's memory, for in-process tests."""
+        """A store, a log and a catalogue cache in this process's memory, for in-process tests."""
         from mcpctl.audit.memlog import MemoryLog
+        from mcpctl.catalogue.memcache import MemoryCache
         from mcpctl.resources.memstore import MemoryStore
 
-        return cls(None, store=MemoryStore(), log=MemoryLog())
+        return cls(None, store=MemoryStore(), log=MemoryLog(), cache=MemoryCache())
 
     @property
     def url(self) -> str | None:
@@ -83,6 +109,15 @@ class Storage:
             if self._log is None:
                 self._log = _open_log(self.url, self._log_path)
             return self._log
+
+    @property
+    def cache(self) -> CatalogueCache:
+        """The catalogue cache, opened on first use (PostgreSQL: shared through the database, this
+        host's files its working copy; the schema checked on first use, best effort)."""
+        with self._lock:
+            if self._cache is None:
+                self._cache = _open_cache(self.url)
+            return self._cache
 
     def writer(self) -> QueuedWriter:
         """The gateway's writer of the log: SQLite's `BackgroundWriter`, or PostgreSQL's
@@ -131,6 +166,16 @@ def _open_store(url: str | None) -> ResourceStore:
     from mcpctl.resources.pgstore import PgStore
 
     return PgStore.open(url)
+
+
+def _open_cache(url: str | None) -> CatalogueCache:
+    from mcpctl.catalogue.cache import FilesCache
+
+    if url is None:
+        return FilesCache()
+    from mcpctl.catalogue.pgcache import PgCache
+
+    return PgCache(url, FilesCache())
 
 
 def _open_log(url: str | None, path: Path | None) -> AuditLog:

@@ -227,7 +227,7 @@ def test_the_bundled_examples_raise_no_flag(monkeypatch: pytest.MonkeyPatch, tmp
 
 
 def test_the_npm_reference_servers_cached_listings_raise_no_flag(tmp_path: Path) -> None:
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
     from mcpctl.gateway.refresh import refresh
     from mcpctl.resources.kinds import ServerSpec
 
@@ -238,9 +238,9 @@ def test_the_npm_reference_servers_cached_listings_raise_no_flag(tmp_path: Path)
     specs = {n: ServerSpec.from_resource({"metadata": {"name": n}, "spec": {
         "command": str(npm / f"mcp-server-{n}"), "args": a, "timeouts": {"connect": 60},
         "env": {"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}}}) for n, a in args.items()}
-    results = refresh(specs, Store())
+    results = refresh(specs, Store(), FilesCache())
     assert all(r.ok for r in results.values()), {n: r.error for n, r in results.items()}
-    tools = [(f"{n}/{t['name']}", t) for n in args for t in cache.read_server_tools(n) or []]
+    tools = [(f"{n}/{t['name']}", t) for n in args for t in FilesCache().read_server_tools(n) or []]
     assert len(tools) > 20
     assert sum(1 for _, t in tools for _ in (t.get("inputSchema") or {}).get("properties") or {}) > 20
     assert [f for tool, wire in tools for f in scan_definition(tool, wire)] == []

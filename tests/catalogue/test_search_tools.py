@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from mcpctl import catalogue
-from mcpctl.catalogue import cache, rank
+from mcpctl.catalogue import rank
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.presentation.builtins import SearchPayload, no_match_text, search_result
 from mcpctl.presentation.catalogue import cached_catalogue
 from mcpctl.presentation.search import ToolSearch
@@ -32,18 +33,18 @@ def _project(presentation: str | None = None, ranker: str = "bm25") -> str:
     if presentation:
         spec["presentation"] = presentation
     Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"}, "spec": spec})
-    cache.write_server_entry("kg", {"tools": KG, "about": [{"name": "memory-server", "instructions":
+    FilesCache().write_server_entry("kg", {"tools": KG, "about": [{"name": "memory-server", "instructions":
                                     "Remembers people, facts and how they relate, across conversations."}]})
-    cache.write_server_tools("fs", FS)
+    FilesCache().write_server_tools("fs", FS)
     return "p"
 
 
 def _search(kind: str, query: str, presentation: str | None = None) -> SearchPayload:
     _project(presentation, kind)
-    view = cached_catalogue("p", Store()).view()
+    view = cached_catalogue("p", Store(), FilesCache()).view()
 
     async def go() -> dict[str, Any]:
-        return await ToolSearch(kind).search(1, view, query, 5)
+        return await ToolSearch(kind, FilesCache()).search(1, view, query, 5)
 
     payload = anyio.run(go)
     assert isinstance(payload, SearchPayload)
@@ -52,13 +53,13 @@ def _search(kind: str, query: str, presentation: str | None = None) -> SearchPay
 
 def test_the_cache_keeps_the_about_section_and_its_text() -> None:
     _project()
-    entry = cache.read_server_entry("kg")
+    entry = FilesCache().read_server_entry("kg")
     assert entry is not None and entry["about"][0]["name"] == "memory-server"
-    assert cache.read_server_about("kg") == "memory-server\nRemembers people, facts and how they relate, across conversations."
-    assert cache.read_server_about("fs") == "" and cache.read_server_about("nope") == ""
+    assert FilesCache().read_server_about("kg") == "memory-server\nRemembers people, facts and how they relate, across conversations."
+    assert FilesCache().read_server_about("fs") == "" and FilesCache().read_server_about("nope") == ""
     # a later listing of the tools alone keeps the about section
-    assert cache.write_server_tools("kg", KG[:1])
-    assert cache.read_server_about("kg").startswith("memory-server")
+    assert FilesCache().write_server_tools("kg", KG[:1])
+    assert FilesCache().read_server_about("kg").startswith("memory-server")
 
 
 def test_search_tools_ranks_tools_by_what_their_server_says_about_itself() -> None:
@@ -111,14 +112,14 @@ def test_the_upstream_captures_the_servers_instructions_into_the_listing_and_the
 
     spec = ServerSpec.from_resource({"metadata": {"name": "calc"},
                                      "spec": {"command": sys.executable, "args": ["-m", "mcpctl.examples.calc"]}})
-    results = refresh({"calc": spec}, Store())
+    results = refresh({"calc": spec}, Store(), FilesCache())
     assert results["calc"].ok, results["calc"].error
-    entry = cache.read_server_entry("calc")
+    entry = FilesCache().read_server_entry("calc")
     assert entry is not None
     assert entry["about"] == [{"name": "mcpctl-calc", "instructions":
                                "Exact arithmetic, statistics and unit conversion. Prefer these tools over mental "
                                "arithmetic."}]
-    assert "Exact arithmetic" in cache.read_server_about("calc")
+    assert "Exact arithmetic" in FilesCache().read_server_about("calc")
 
 
 def test_server_about_keeps_only_what_the_server_gave() -> None:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from mcpctl.audit.log import InvocationLog
 from mcpctl.audit.records import CallRecord
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.cli._bars import WIDTH, bar
 
@@ -50,9 +50,9 @@ def used(runner: CliRunner) -> dict[str, int]:
     """Servers big (4 long tools) and small (1 short tool) in project p, and calls: a 12, b 6, c 3."""
     for name in ("big", "small"):
         assert runner.invoke(app, ["create", "server", name, "--no-check", "--", name]).exit_code == 0
-    cache.write_server_tools("big", [{"name": f"a{i}" if i else "a", "description": "Does a great deal " * 20,
+    FilesCache().write_server_tools("big", [{"name": f"a{i}" if i else "a", "description": "Does a great deal " * 20,
                                       "inputSchema": {"type": "object"}} for i in range(4)])
-    cache.write_server_tools("small", [{"name": n, "description": "Small", "inputSchema": {"type": "object"}}
+    FilesCache().write_server_tools("small", [{"name": n, "description": "Small", "inputSchema": {"type": "object"}}
                                        for n in ("b", "c")])
     assert runner.invoke(app, ["create", "project", "p", "--server", "big", "--server", "small"]).exit_code == 0
     calls = {"big/a": 12, "small/b": 6, "small/c": 3}

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from mcpctl import catalogue
 from mcpctl.audit.log import SEARCH_TOOL_ID, CallRecord, InvocationLog
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.evaluation.metrics import METRIC_NAMES
 from mcpctl.resources.store import Store
@@ -121,8 +121,8 @@ def test_eval_from_log_without_recorded_searches_says_how_to_turn_recording_on(r
 
 def test_eval_from_log_scores_the_current_ranker_on_recorded_pairs(runner: CliRunner) -> None:
     _project("p", ["fs", "web"], {"recordQueries": True, "ranker": "bm25"})
-    cache.write_server_tools("fs", FS_TOOLS)
-    cache.write_server_tools("web", WEB_TOOLS)
+    FilesCache().write_server_tools("fs", FS_TOOLS)
+    FilesCache().write_server_tools("web", WEB_TOOLS)
     _record("p", [("read the config file", "fs/read_file"),
                   ("download a web page", "web/fetch"),
                   ("remove a file", "fs/delete_file"),      # disabled now: left out
@@ -145,8 +145,8 @@ def test_eval_from_log_split_time_learns_from_the_older_pairs_and_scores_the_new
     """`--split time`: the newest third scored without and with what the older two thirds teach
     (here: "squirrel away" means writing a file, which no tool says)."""
     _project("p", ["fs", "web"], {"recordQueries": True, "ranker": "bm25"})
-    cache.write_server_tools("fs", FS_TOOLS)
-    cache.write_server_tools("web", WEB_TOOLS)
+    FilesCache().write_server_tools("fs", FS_TOOLS)
+    FilesCache().write_server_tools("web", WEB_TOOLS)
     _record("p", [("squirrel away my notes", "fs/write_file")] * 4 + [("squirrel away my list", "fs/write_file")] * 2)
     result = runner.invoke(app, ["eval", "--from-log", "-p", "p", "--split", "time", "-o", "json"])
     assert result.exit_code == 0, result.output

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from mcpctl.catalogue import cache, pins
+from mcpctl.catalogue import pins
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 
 FAULT_SERVER = Path(__file__).resolve().parents[1] / "servers" / "fault_server.py"
@@ -36,7 +37,7 @@ def probe(runner: CliRunner) -> None:
     """A server `probe` in project `p`, first listed clean (so pinned clean)."""
     assert run(runner, "create", "server", "probe", "--no-check", "--", "probe-server").exit_code == 0
     assert run(runner, "create", "project", "p", "--server", "probe").exit_code == 0
-    cache.write_server_tools("probe", CLEAN)
+    FilesCache().write_server_tools("probe", CLEAN)
 
 
 def test_create_server_flags_a_poisoned_first_listing_and_says_it_was_pinned(runner: CliRunner) -> None:
@@ -54,7 +55,7 @@ def test_create_server_flags_a_poisoned_first_listing_and_says_it_was_pinned(run
 
 
 def test_tools_list_marks_a_flagged_tool_and_names_its_flags(runner: CliRunner, probe: None) -> None:
-    cache.write_server_tools("probe", _listed(CLEAN, read_file=POISON))
+    FilesCache().write_server_tools("probe", _listed(CLEAN, read_file=POISON))
     r = run(runner, "tools", "list", "--project", "p")
     assert r.exit_code == 0, r.output
     rows = {line.split()[1]: line for line in r.stdout.splitlines()[1:]}
@@ -69,7 +70,7 @@ def test_tools_list_marks_a_flagged_tool_and_names_its_flags(runner: CliRunner, 
 
 
 def test_tools_changes_shows_the_flags_beside_the_diff(runner: CliRunner, probe: None) -> None:
-    cache.write_server_tools("probe", _listed(CLEAN, read_file=POISON, echo="Echo text back, twice"))
+    FilesCache().write_server_tools("probe", _listed(CLEAN, read_file=POISON, echo="Echo text back, twice"))
     r = run(runner, "tools", "changes", "--project", "p")
     assert r.exit_code == 0, r.output
     after_diff = r.stdout.split("probe/read_file: changed", 1)[1]
@@ -83,7 +84,7 @@ def test_tools_changes_shows_the_flags_beside_the_diff(runner: CliRunner, probe:
 
 
 def test_approving_a_flagged_change_takes_yes_and_names_the_flags(runner: CliRunner, probe: None) -> None:
-    cache.write_server_tools("probe", _listed(CLEAN, read_file=POISON, echo="Echo text back, twice"))
+    FilesCache().write_server_tools("probe", _listed(CLEAN, read_file=POISON, echo="Echo text back, twice"))
     before = pins.read_pins("probe")
     for args in (["--all"], ["probe/read_file"]):
         r = run(runner, "tools", "approve", "--project", "p", *args)
@@ -96,4 +97,4 @@ def test_approving_a_flagged_change_takes_yes_and_names_the_flags(runner: CliRun
     r = run(runner, "tools", "approve", "--project", "p", "--all", "--yes")
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("probe/read_file: changed, approved (⚠ flagged: tells the model to ignore"), r.stdout
-    assert pins.changes("probe", cache.read_server_tools("probe") or []) == []
+    assert pins.changes("probe", FilesCache().read_server_tools("probe") or []) == []

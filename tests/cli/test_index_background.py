@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ci_support import SLACK, skip_unless_ci
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import _listing, app
 from mcpctl.resources.store import Store
 
@@ -36,7 +36,7 @@ def project(runner: CliRunner, tmp_path: Path) -> None:
     f.write_text(PROJECT)
     r = runner.invoke(app, ["apply", "-f", str(f)])
     assert r.exit_code == 0, r.output
-    cache.write_server_entry("cal", {"tools": TOOLS})
+    FilesCache().write_server_entry("cal", {"tools": TOOLS})
 
 
 def _model() -> None:
@@ -56,11 +56,11 @@ def test_more_than_the_foreground_limit_is_embedded_in_the_background(
     real = _listing.index_in_background
     monkeypatch.setattr(_listing, "index_in_background", lambda s, n: started.append(real(s, n)) or started[-1])
     monkeypatch.setattr(_listing, "FOREGROUND_TEXTS", 3)
-    assert pending_listed(["cal"], Store()) == len(TOOLS)
+    assert pending_listed(["cal"], Store(), FilesCache()) == len(TOOLS)
     _listing.index_for_search(["cal"])          # returns at once
     assert len(started) == 1
     assert started[0].wait(timeout=120 * SLACK) == 0
-    assert pending_listed(["cal"], Store()) == 0         # what the background computed is what search reads
+    assert pending_listed(["cal"], Store(), FilesCache()) == 0         # what the background computed is what search reads
     monkeypatch.setattr(_listing, "FOREGROUND_TEXTS", 100)
     _listing.index_for_search(["cal"])
     assert len(started) == 1                    # nothing left to embed

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.presentation.catalogue import cached_catalogue
 from mcpctl.resources.store import Store
@@ -41,7 +41,7 @@ def run(runner: CliRunner, *args: str) -> Any:
 @pytest.fixture
 def projects(runner: CliRunner) -> None:
     run(runner, "create", "server", "notes", "--no-check", "--", "notes-server")
-    cache.write_server_tools("notes", TOOLS)
+    FilesCache().write_server_tools("notes", TOOLS)
     for name, (flags, _, _) in PROJECTS.items():
         r = run(runner, "create", "project", name, "--server", "notes", *flags)
         assert r.exit_code == 0, r.output
@@ -67,7 +67,7 @@ def test_every_place_says_the_presentation_the_gateway_presents(runner: CliRunne
         said = [c["message"] for c in doctor["checks"] if c["scope"] == f"project/{name}" and c["check"] == "tokens"]
         assert said and said[0].endswith(f"({mode} presentation)"), said
         # the gateway's tools/list, from the same pipeline
-        listed = [t["name"] for t in cached_catalogue(name, Store()).view().tools]
+        listed = [t["name"] for t in cached_catalogue(name, Store(), FilesCache()).view().tools]
         assert any(n.startswith("favourite__") for n in listed) == favourites, (name, listed)
         assert any(n.startswith("all__") for n in listed) == (mode == "favourite-index"), (name, listed)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ci_support import SLACK, skip_unless_ci
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.resources.store import Store
 
 DATASET = Path(__file__).resolve().parent.parent / "fixtures" / "user_requests"
@@ -49,7 +49,7 @@ def demo(tmp_home: Path) -> str:
         Store().put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": server},
                      "spec": {"command": "true"}})
         info = {k: v for k, v in about[server].items() if k != "server"}
-        cache.write_server_entry(server, {"tools": tools[server], "about": [info] if info else []})
+        FilesCache().write_server_entry(server, {"tools": tools[server], "about": [info] if info else []})
     Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "demo"},
                  "spec": {"servers": list(servers), "search": {"ranker": "auto", "topK": 5}}})
     return "demo"

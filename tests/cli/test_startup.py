@@ -101,9 +101,9 @@ def test_commands_that_read_the_store_import_no_sdk(argv: list[str], tmp_path: P
     manifest.write_text(STORE)
     subprocess.run([sys.executable, "-m", "mcpctl", "apply", "-f", str(manifest)], check=True,
                    capture_output=True, timeout=60 * SLACK)
-    from mcpctl.catalogue.cache import write_server_entry  # listed before: read from the cache
+    from mcpctl.catalogue.cache import FilesCache  # listed before: read from the cache
 
-    write_server_entry("memory", {"tools": [{"name": "read_graph", "description": "Read the whole graph",
+    FilesCache().write_server_entry("memory", {"tools": [{"name": "read_graph", "description": "Read the whole graph",
                                              "inputSchema": {"type": "object"}}]})
     env = dict(os.environ)
     if argv[0] == "__complete":      # what the shell runs on TAB

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mcpctl.audit.log import CallRecord, InvocationLog
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.resources.store import Store
 
@@ -32,7 +32,7 @@ def evil(tmp_home: Path) -> str:
                "spec": {"servers": ["evil"], "favouriteIndex": {"enabled": True, "tools": [f"evil/{EVIL}"]}}})
     store.set_status("Server", "evil", {"state": "failed", "lastError": f"boom {EVIL}",
                                         "serverInfo": {"name": EVIL, "version": "1"}})
-    cache.write_server_tools("evil", [{"name": EVIL, "description": DESCRIPTION,
+    FilesCache().write_server_tools("evil", [{"name": EVIL, "description": DESCRIPTION,
                                        "inputSchema": {"type": "object"}}])
     now = time.time()
     with InvocationLog() as log:
@@ -106,7 +106,7 @@ def test_the_diff_suggest_apply_prints_shows_a_hostile_tool_name_escaped(tmp_hom
                "spec": {"transport": "stdio", "command": "true"}})
     store.put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
                "spec": {"servers": ["evil"], "favouriteIndex": {"enabled": True, "tools": ["evil/plain"]}}})
-    cache.write_server_tools("evil", [{"name": n, "description": "d", "inputSchema": {"type": "object"}}
+    FilesCache().write_server_tools("evil", [{"name": n, "description": "d", "inputSchema": {"type": "object"}}
                                       for n in ("plain", name)])
     now = time.time()
     with InvocationLog() as log:

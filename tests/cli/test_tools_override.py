@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.errors import EXIT_USER
 from mcpctl.resources.store import Store
@@ -34,7 +34,7 @@ def runner(tmp_home: Path) -> CliRunner:
     store = Store()
     store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": "fs"}, "spec": {"command": "true"}})
     store.put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"}, "spec": {"servers": ["fs"]}})
-    cache.write_server_entry("fs", {"tools": TOOLS})
+    FilesCache().write_server_entry("fs", {"tools": TOOLS})
     return CliRunner()
 
 

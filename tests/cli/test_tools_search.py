@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli.tools_search import register
 from mcpctl.resources.store import Store
 
@@ -41,8 +41,8 @@ def project() -> str:
     Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
                  "spec": {"servers": ["github", "slack", "jira"], "tools": {"disabled": ["github/delete_*"]},
                           "search": {"topK": 2}}})
-    cache.write_server_tools("github", TOOLS)
-    cache.write_server_tools("slack", SLACK)
+    FilesCache().write_server_tools("github", TOOLS)
+    FilesCache().write_server_tools("slack", SLACK)
     return "p"
 
 
@@ -78,7 +78,7 @@ def test_search_table_and_unlisted_server_warning(app: typer.Typer, runner: CliR
 def _presented(cid: str) -> str:
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    return cached_catalogue("p", Store()).view().present(cid) or cid
+    return cached_catalogue("p", Store(), FilesCache()).view().present(cid) or cid
 
 
 def test_presented_names_are_what_the_gateway_presents(

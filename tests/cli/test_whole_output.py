@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from mcpctl.audit.log import InvocationLog
 from mcpctl.audit.records import CallRecord
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.resources.kinds import PROJECT_SPEC, ProjectSpec
 from mcpctl.resources.schema import Obj, Scalar, default_at
@@ -87,7 +87,7 @@ def _calls(project: str, per_tool: dict[str, tuple[int, int]]) -> None:
 def test_suggest_top_bounds_the_rows_and_collapses_what_is_below_the_floor(runner: CliRunner) -> None:
     tools = [f"t{i:02d}" for i in range(40)]
     assert run(runner, "create", "server", "s", "--no-check", "--", "s").exit_code == 0
-    cache.write_server_tools("s", [{"name": t, "description": f"tool {t}", "inputSchema": {"type": "object"}}
+    FilesCache().write_server_tools("s", [{"name": t, "description": f"tool {t}", "inputSchema": {"type": "object"}}
                                    for t in tools])
     assert run(runner, "create", "project", "p", "--server", "s", "--disable", "s/t00").exit_code == 0
     uses = {f"s/{t}": (10 + 40 - i, 3) for i, t in enumerate(tools[:9])}     # 9 over the floor (t00 disabled)

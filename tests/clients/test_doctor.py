@@ -8,6 +8,7 @@ import pytest
 from client_files import Env
 from typer.testing import CliRunner
 
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.catalogue.tokens import token_counter
 from mcpctl.cli import app
 from mcpctl.clients.doctor import NAME_RE, run_doctor, semantic_status, tokens
@@ -44,7 +45,7 @@ def test_a_healthy_project_passes_with_its_servers_listed_and_names_valid(store:
     assert f"connected and listed: {tools} tool(s), protocol" in r.stdout
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    presented = len(cached_catalogue("good", Store()).view().listed_names)      # the tools + search_tools
+    presented = len(cached_catalogue("good", Store(), FilesCache()).view().listed_names)      # the tools + search_tools
     assert presented > tools
     assert f"{presented} presented name(s) valid for Claude and Codex" in r.stdout
     assert "ghost" not in r.stdout                      # --project checks only its servers
@@ -93,7 +94,7 @@ def test_doctor_prices_the_list_as_surface_does_and_hints_from_where_the_project
     and its hint never recommends the presentation the project already has (issue 17)."""
     run("create", "project", "fav", "--server", "calc", "--favourite", "calc/add")
     run("doctor", "--project", "fav")                                    # lists calc
-    report = run_doctor("fav", connect=False, budget=1, store=Store())
+    report = run_doctor("fav", connect=False, budget=1, store=Store(), cache=FilesCache())
     check = next(c for c in report.checks if c.scope == "project/fav" and c.check == "tokens")
     surface = json.loads(run("surface", "--project", "fav", "-o", "json").stdout)
     current = next(m for m in surface["modes"] if m["current"])
@@ -108,7 +109,7 @@ def test_no_connect_checks_only_the_configuration(store: Env) -> None:
 
 def test_search_says_whether_the_semantic_ranker_is_active(store: Env) -> None:
     run("create", "project", "semantic", "--server", "calc", "--ranker", "hybrid")
-    report = run_doctor("semantic", connect=False, store=Store())
+    report = run_doctor("semantic", connect=False, store=Store(), cache=FilesCache())
     search = next(c for c in report.checks if c.scope == "project/semantic" and c.check == "search")
     active, why = semantic_status()
     if active:
@@ -121,7 +122,7 @@ def test_a_connected_client_is_reported(store: Env) -> None:
     env = store
     env.write("cursor", '{"mcpServers": {"other": {"command": "x"}}}')
     assert run("connect", "cursor", "--project", "good").exit_code == 0
-    report = run_doctor("good", connect=False, store=Store())
+    report = run_doctor("good", connect=False, store=Store(), cache=FilesCache())
     cursor = next(c for c in report.checks if c.scope == "client/cursor")
     assert "mcpctl → the mcpctl gateway" in cursor.message
 

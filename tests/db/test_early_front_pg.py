@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.resources.apply import apply_documents
 from mcpctl.resources.pgstore import PgStore
 from mcpctl.resources.yamlio import parse_text
@@ -15,7 +16,7 @@ def test_the_fingerprint_follows_the_project_in_the_database(pg_db: str) -> None
 
     store = PgStore.open(pg_db)
     apply_documents(parse_text(PROJECT.format(d="one"), "<t>"), store)
-    first = EarlyFront(store, "p").fingerprint
-    assert EarlyFront(store, "p").fingerprint == first            # the same project: the same record
+    first = EarlyFront(store, FilesCache(), "p").fingerprint
+    assert EarlyFront(store, FilesCache(), "p").fingerprint == first            # the same project: the same record
     apply_documents(parse_text(PROJECT.format(d="two"), "<t>"), store)
-    assert EarlyFront(store, "p").fingerprint != first            # changed: the record is not replayed
+    assert EarlyFront(store, FilesCache(), "p").fingerprint != first            # changed: the record is not replayed

@@ -43,6 +43,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from mcpctl.auth.bearer import CREDENTIAL_STATE, PROFILE_STATE
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.gateway.front import Gateway
 from mcpctl.gateway.http import BearerAuth, load_or_create_token, token_path
 from mcpctl.presentation.catalogue import load_gateway_config
@@ -284,7 +285,7 @@ def build_gateway(project_name: str, open_transport: MemoryUpstreams, *,
     return Gateway(project_name, project, servers, record=record, on_status=on_status,
                    failed_before=_failed_before(store, servers), page_size=page_size,
                    known_capabilities=known_capabilities(store, servers), open_transport=open_transport,
-                   evidence=evidence, **extra)
+                   evidence=evidence, cache=FilesCache(), **extra)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from gwkit import Kit
 from typer.testing import CliRunner
 
 from ci_support import SLACK
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 
 
@@ -18,12 +18,12 @@ def _cache(kit: Kit) -> None:
     kit.server("alpha")
     kit.server("beta")
     kit.project("p", ["alpha", "beta"], tools={"disabled": ["alpha/delete_*"]})
-    cache.write_server_tools("alpha", [
+    FilesCache().write_server_tools("alpha", [
         {"name": "echo", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
         {"name": "delete_all", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": True}},
         {"name": "odd.name/x", "inputSchema": {"type": "object"}},
     ])
-    cache.write_server_tools("beta", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    FilesCache().write_server_tools("beta", [{"name": "echo", "inputSchema": {"type": "object"}}])
 
 
 def test_tools_list_from_cache(kit: Kit, runner: CliRunner) -> None:
@@ -94,7 +94,7 @@ def test_tools_list_refresh_connects(kit: Kit, runner: CliRunner) -> None:
     assert "alpha/echo" in ids and "alpha/crash" in ids
     assert "ghost" in r.stderr and "command not found" in r.stderr
     assert r.stderr.count("command not found") == 1       # each failure reported once
-    assert cache.read_server_tools("alpha") is not None
+    assert FilesCache().read_server_tools("alpha") is not None
     # the observed status is recorded, as `get servers` shows it
     assert kit.store.status("Server", "alpha")["state"] == "up"
     assert kit.store.status("Server", "ghost")["state"] == "down"
@@ -150,7 +150,7 @@ def test_a_forced_server_delete_leaves_the_store_round_trippable_and_the_catalog
     _cache(kit)
     r = runner.invoke(app, ["delete", "server", "beta", "--force"])
     assert r.exit_code == 0 and "still name server 'beta'" in r.stderr, r.output
-    assert cache.read_server_tools("beta") is None
+    assert FilesCache().read_server_tools("beta") is None
     live = runner.invoke(app, ["get", "project", "p", "-o", "yaml"]).stdout
     r = runner.invoke(app, ["apply", "-f", "-"], input=live)
     assert r.exit_code == 0 and r.stdout == "project/p unchanged\n", r.output

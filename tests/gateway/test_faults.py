@@ -23,10 +23,10 @@ pytestmark = pytest.mark.anyio
 def _listed_before(*servers: str) -> None:
     """These servers were listed on an earlier start (a cached listing): no tools/list waits for
     them. A first start's first list does (first contact: test_first_contact.py)."""
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
 
     for s in servers:
-        cache.write_server_tools(s, [{"name": "echo", "inputSchema": {"type": "object"}}])
+        FilesCache().write_server_tools(s, [{"name": "echo", "inputSchema": {"type": "object"}}])
 
 
 async def _listed_fast(c: object) -> set[str]:
@@ -126,12 +126,12 @@ async def test_slow_start_does_not_block_the_list(kit: Kit) -> None:
 
 @pytest.mark.parametrize(("front", "mode"), [("stdio", "legacy"), ("inproc", "legacy"), ("inproc", "auto")])
 async def test_starting_upstream_call_fails_within_its_timeout(kit: Kit, gw: Harness, front: str, mode: str) -> None:
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
 
     kit.server("good")
     kit.server("sleepy", "--start-delay", "10", call=2, connect=30)
     _listed_before("good")
-    cache.write_server_tools("sleepy", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    FilesCache().write_server_tools("sleepy", [{"name": "echo", "inputSchema": {"type": "object"}}])
     async with gateway_client(kit, kit.project("p", ["good", "sleepy"]), front, mode, gw) as c:
         assert "sleepy__echo" in await _listed_fast(c)   # from the cache, at once
         t0 = time.monotonic()
@@ -143,15 +143,15 @@ async def test_starting_upstream_call_fails_within_its_timeout(kit: Kit, gw: Har
 
 
 async def test_missing_command_and_missing_secret(kit: Kit) -> None:
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
 
     kit.server("good")
     kit.server("ghost", command="definitely-not-a-command-mcpctl")
     kit.server("nosecret", env={"API_TOKEN": "${env:MCPCTL_TEST_UNSET_VAR}"})
     kit.project("p", ["good", "ghost", "nosecret", "unregistered"])
     _listed_before("good")
-    cache.write_server_tools("ghost", [{"name": "echo", "inputSchema": {"type": "object"}}])
-    cache.write_server_tools("nosecret", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    FilesCache().write_server_tools("ghost", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    FilesCache().write_server_tools("nosecret", [{"name": "echo", "inputSchema": {"type": "object"}}])
     async with kit.client("p") as c:
         await _listed_fast(c)
         await wait_tools(c, {"good__echo"})

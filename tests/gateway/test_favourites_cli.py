@@ -21,7 +21,7 @@ from inproc import Harness
 from typer.testing import CliRunner
 
 from ci_support import SLACK
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.resources.validate import canonical_spec
 
@@ -186,9 +186,9 @@ def test_favourites_add_remove_list(kit: Kit, runner: CliRunner) -> None:
     kit.server("alpha")
     kit.server("beta")
     kit.project("p", ["alpha", "beta"], tools={"disabled": ["alpha/delete_*"]})
-    cache.write_server_tools("alpha", [{"name": n, "inputSchema": {"type": "object"}, "description": f"{n} it"}
+    FilesCache().write_server_tools("alpha", [{"name": n, "inputSchema": {"type": "object"}, "description": f"{n} it"}
                                        for n in ("echo", "add", "delete_all")])
-    cache.write_server_tools("beta", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    FilesCache().write_server_tools("beta", [{"name": "echo", "inputSchema": {"type": "object"}}])
 
     r = run(runner, "favourites", "add", "-p", "p", "alpha/echo", "beta/echo", "alpha/delete_all", "alpha/nope")
     assert r.exit_code == 0, r.output
@@ -277,8 +277,8 @@ def test_favourite_flags_complete_canonical_ids_from_the_cache(kit: Kit, runner:
     kit.server("alpha")
     kit.server("beta")
     kit.project("p", ["alpha"])
-    cache.write_server_tools("alpha", [{"name": "echo", "description": "Echo text back\nmore"}, {"name": "add"}])
-    cache.write_server_tools("beta", [{"name": "echo"}])
+    FilesCache().write_server_tools("alpha", [{"name": "echo", "description": "Echo text back\nmore"}, {"name": "add"}])
+    FilesCache().write_server_tools("beta", [{"name": "echo"}])
 
     def bash(line: str) -> list[str]:
         cword = len(line.split()) - (0 if line.endswith(" ") else 1)
@@ -301,7 +301,7 @@ def test_favourite_flags_complete_canonical_ids_from_the_cache(kit: Kit, runner:
 def test_tool_ids_and_output_formats_complete(kit: Kit, runner: CliRunner) -> None:
     kit.server("alpha")
     kit.project("p", ["alpha"])
-    cache.write_server_tools("alpha", [{"name": "echo"}, {"name": "delete_all"}])
+    FilesCache().write_server_tools("alpha", [{"name": "echo"}, {"name": "delete_all"}])
 
     def bash(line: str) -> list[str]:
         cword = len(line.split()) - (0 if line.endswith(" ") else 1)

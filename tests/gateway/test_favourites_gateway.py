@@ -40,7 +40,7 @@ def _project(kit: Kit, style: str = "portable", **spec: Any) -> str:
 def listings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """The test upstreams' listings (catalogue cache entries), listed once for the module the way
     `mcpctl tools list --refresh` does, so that each gateway starts from a known catalogue."""
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
     from mcpctl.gateway.refresh import refresh_project
 
     home = tmp_path_factory.mktemp("listings") / "mcpctl-home"
@@ -49,20 +49,20 @@ def listings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
         kit = Kit(home)
         _servers(kit)
         kit.project("p", ["alpha", "beta"])
-        assert all(r.ok for r in refresh_project("p", Store()).values())
-        entries = {name: cache.read_server_entry(name) for name in ("alpha", "beta")}
+        assert all(r.ok for r in refresh_project("p", Store(), FilesCache()).values())
+        entries = {name: FilesCache().read_server_entry(name) for name in ("alpha", "beta")}
         assert kit.leftovers() == []
     return {name: entry for name, entry in entries.items() if entry is not None}
 
 
 def _warm_cache(listings: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     """Put the listings in this test's catalogue cache; returns each server's tool names, in order."""
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
     from mcpctl.presentation.catalogue import cached_listing
 
     assert set(listings) == {"alpha", "beta"}
     for name, entry in listings.items():
-        cache.write_server_entry(name, cached_listing(entry))
+        FilesCache().write_server_entry(name, cached_listing(entry))
     return {name: [x["name"] for x in entry["tools"]] for name, entry in listings.items()}
 
 
@@ -137,9 +137,10 @@ async def test_a_call_through_favourite_and_all_reaches_the_same_tool(
     listed_ids = [(server, name) for server, names in upstream.items() for name in names
                   if (server, name) != ("alpha", "delete_all")]
     plain = [f"all{s}{server}{s}{name}" for server, name in listed_ids if name.isidentifier()]
+    from mcpctl.catalogue.cache import FilesCache
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    pipeline = cached_catalogue(project, Store()).view()           # what `mcpctl tools list` shows
+    pipeline = cached_catalogue(project, Store(), FilesCache()).view()           # what `mcpctl tools list` shows
     async with _client(kit, gw, front, project, mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         # the instructions the client received: the PREFER line in this style, naming the favourites

@@ -21,7 +21,8 @@ from inproc import Harness
 from typer.testing import CliRunner
 
 from ci_support import skip_unless_ci
-from mcpctl.catalogue import cache, rank
+from mcpctl.catalogue import rank
+from mcpctl.catalogue.cache import FilesCache, embeddings_dir
 from mcpctl.cli import app
 from mcpctl.presentation import search
 from mcpctl.presentation.catalogue import cached_catalogue
@@ -39,7 +40,7 @@ def _model() -> None:
 
 
 def _embeddings() -> list[Path]:
-    return list(cache.embeddings_dir().glob("*.npz"))
+    return list(embeddings_dir().glob("*.npz"))
 
 
 def _examples(kit: Kit) -> list[str]:
@@ -58,8 +59,8 @@ def _search(gw: Harness, project: str, query: str, want: set[str] | int) -> dict
 
 
 def _scores(project: str, kind: str, query: str) -> dict[str, float]:
-    view = cached_catalogue(project, Store()).view()
-    ranker = rank.build_ranker(_docs({t.canonical_id: t for t in view.searchable}), kind)
+    view = cached_catalogue(project, Store(), FilesCache()).view()
+    ranker = rank.build_ranker(_docs({t.canonical_id: t for t in view.searchable}, FilesCache()), kind)
     return {view.present(cid) or cid: round(score, 6) for cid, score in ranker.search(query, 5)}
 
 
@@ -105,13 +106,13 @@ def test_create_server_and_tools_list_index_the_tools_for_search(kit: Kit, runne
     _, key = semantic.load_model()
     r = runner.invoke(app, ["create", "server", "calc", "--", sys.executable, "-m", "mcpctl.examples.calc"])
     assert r.exit_code == 0, r.output
-    calc = [rank.ToolDoc.from_wire("calc", t, cache.read_server_about("calc"))
-            for t in cache.read_server_tools("calc") or []]
+    calc = [rank.ToolDoc.from_wire("calc", t, FilesCache().read_server_about("calc"))
+            for t in FilesCache().read_server_tools("calc") or []]
     assert calc and semantic.uncached(key, semantic.index_texts(calc, with_server=True)[0]) == 0
 
     kit.project("p", [*_examples(kit)], search={"ranker": "auto"})
     r = runner.invoke(app, ["tools", "list", "--project", "p", "--refresh", "-o", "name"])
     assert r.exit_code == 0, r.output
-    view = cached_catalogue("p", Store()).view()
-    texts = semantic.index_texts(_docs({t.canonical_id: t for t in view.searchable}))[0]
+    view = cached_catalogue("p", Store(), FilesCache()).view()
+    texts = semantic.index_texts(_docs({t.canonical_id: t for t in view.searchable}, FilesCache()))[0]
     assert len(texts) > len(calc) and semantic.uncached(key, texts) == 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from mcpctl.catalogue import cache, curation
+from mcpctl.catalogue import curation
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.presentation.catalogue import Catalogue, namespaced_uri, split_namespaced_uri
 from mcpctl.presentation.names import Namer, portable_name
 from mcpctl.presentation.view import Route
@@ -104,15 +105,15 @@ def test_curation_globs_and_allow_list() -> None:
 
 
 def test_cache_round_trip_and_change_detection(tmp_home: object) -> None:
-    assert cache.read_server_tools("s") is None
+    assert FilesCache().read_server_tools("s") is None
     tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
-    assert cache.write_server_tools("s", tools) is True
-    assert cache.write_server_tools("s", tools) is False
-    assert cache.read_server_tools("s") == tools
-    assert cache.write_server_entry("s", {"prompts": [{"name": "p"}]}) is True
-    assert cache.read_server_tools("s") == tools and cache.read_server_section("s", "prompts") == [{"name": "p"}]
-    cache.cache_path("s").write_text("{not json")
-    assert cache.read_server_tools("s") is None
+    assert FilesCache().write_server_tools("s", tools) is True
+    assert FilesCache().write_server_tools("s", tools) is False
+    assert FilesCache().read_server_tools("s") == tools
+    assert FilesCache().write_server_entry("s", {"prompts": [{"name": "p"}]}) is True
+    assert FilesCache().read_server_tools("s") == tools and FilesCache().read_server_section("s", "prompts") == [{"name": "p"}]
+    FilesCache().cache_path("s").write_text("{not json")
+    assert FilesCache().read_server_tools("s") is None
 
 
 def test_commands_are_found_next_to_the_running_python(monkeypatch: object) -> None:

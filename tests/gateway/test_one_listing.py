@@ -15,7 +15,7 @@ from gwkit import Kit, npm_bin, wait_tools
 from typer.testing import CliRunner
 
 from ci_support import skip_unless_ci
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.presentation.builtins import BUILTIN_NAMES as BUILTINS
 
@@ -39,7 +39,7 @@ def test_create_server_tools_list_and_the_gateway_count_the_same_everything_tool
     assert r.exit_code == 0, r.output
     said = re.search(r"listed: (\d+) tools", r.stderr)
     assert said, r.stderr
-    created = {t["name"] for t in cache.read_server_tools("everything") or []}
+    created = {t["name"] for t in FilesCache().read_server_tools("everything") or []}
     assert int(said.group(1)) == len(created)
     # the tools a client offering sampling, elicitation and roots gets
     assert {"trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"} <= created
@@ -56,5 +56,5 @@ def test_create_server_tools_list_and_the_gateway_count_the_same_everything_tool
             return {t.name for t in (await c.list_tools()).tools} - BUILTINS
 
     assert anyio.run(gateway_lists) == created
-    assert {t["name"] for t in cache.read_server_tools("everything") or []} == created   # the gateway's too
+    assert {t["name"] for t in FilesCache().read_server_tools("everything") or []} == created   # the gateway's too
     assert kit.store.status("Server", "everything")["tools"] == len(created)

@@ -19,7 +19,7 @@ from test_serve_http import http_client, http_gateway
 from typer.testing import CliRunner
 
 from ci_support import SLACK
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.presentation.catalogue import Catalogue
 from mcpctl.presentation.view import Refusal, Route, SessionKey
@@ -157,7 +157,7 @@ async def test_each_token_sees_its_own_view_and_a_revoked_one_is_refused_at_once
 async def test_serve_profile_selects_the_view_over_stdio(kit: Kit) -> None:
     kit.server("alpha")
     kit.project("p", ["alpha"])
-    cache.write_server_tools("alpha", [_tool("echo", readOnlyHint=True), _tool("delete_all", destructiveHint=True)])
+    FilesCache().write_server_tools("alpha", [_tool("echo", readOnlyHint=True), _tool("delete_all", destructiveHint=True)])
     from mcp import Client
     from mcp.client.stdio import stdio_client
 

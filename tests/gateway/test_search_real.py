@@ -17,7 +17,8 @@ import pytest
 from gwkit import SLACK, npm_bin
 
 from ci_support import skip_unless_ci
-from mcpctl.catalogue import cache, rank
+from mcpctl.catalogue import rank
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.gateway.refresh import refresh_project
 from mcpctl.presentation import search
 from mcpctl.presentation.builtins import SearchPayload
@@ -49,16 +50,16 @@ def project(tmp_path: Path) -> str:
                      "spec": {"command": command, "args": args, "env": env}})
     Store().put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "demo"},
                  "spec": {"servers": list(servers)}})
-    listed = refresh_project("demo", Store())
+    listed = refresh_project("demo", Store(), FilesCache())
     assert all(r.ok for r in listed.values()), {n: r.error for n, r in listed.items()}
     return "demo"
 
 
 def _search(kind: str, query: str) -> SearchPayload:
-    view = cached_catalogue("demo", Store()).view()
+    view = cached_catalogue("demo", Store(), FilesCache()).view()
 
     async def go() -> dict[str, Any]:
-        return await ToolSearch(kind).search(1, view, query, 5)
+        return await ToolSearch(kind, FilesCache()).search(1, view, query, 5)
 
     payload = anyio.run(go)
     assert isinstance(payload, SearchPayload)
@@ -67,9 +68,9 @@ def _search(kind: str, query: str) -> SearchPayload:
 
 def test_the_real_servers_about_sections_are_captured(project: str) -> None:
     for server in ("memory", "fs", "time"):
-        entry = cache.read_server_entry(server)
+        entry = FilesCache().read_server_entry(server)
         assert entry is not None and entry["about"] and entry["about"][0].get("name"), server
-    assert "memory" in cache.read_server_about("memory")
+    assert "memory" in FilesCache().read_server_about("memory")
 
 
 def test_with_the_model_a_memory_tool_comes_first(project: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,7 +82,7 @@ def test_with_the_model_a_memory_tool_comes_first(project: str, monkeypatch: pyt
         payload = _search("auto", query)
         first = payload["tools"][0]["name"]
         assert first.startswith("memory__"), (query, [t["name"] for t in payload["tools"]])
-        assert payload.note is None and payload["total_searched"] == len(cached_catalogue("demo", Store()).view().searchable)
+        assert payload.note is None and payload["total_searched"] == len(cached_catalogue("demo", Store(), FilesCache()).view().searchable)
 
 
 def test_with_bm25_alone_a_request_naming_memory_reaches_the_memory_server_and_none_is_a_dead_end(
@@ -96,7 +97,7 @@ def test_with_bm25_alone_a_request_naming_memory_reaches_the_memory_server_and_n
     # No word of this request is in any tool ("a fact" would be: search reads it as an
     # observation): the result says so, and how to find tools.
     payload = _search("bm25", "keep in mind that Lena is my sister")
-    assert dict(payload) == {"tools": [], "total_searched": len(cached_catalogue("demo", Store()).view().searchable)}
+    assert dict(payload) == {"tools": [], "total_searched": len(cached_catalogue("demo", Store(), FilesCache()).view().searchable)}
     assert payload.note is not None and "No tool matched 'keep in mind that Lena is my sister'" in payload.note
     assert "search.ranker: bm25" in payload.note
     assert "tools/list" in payload.note and "memory, fs, time" in payload.note

@@ -25,6 +25,7 @@ from inproc import Harness
 from typer.testing import CliRunner
 
 from ci_support import SLACK, skip_unless_ci
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.resources.store import Store
 
@@ -92,7 +93,7 @@ def test_surface_of_examples_and_livemcpbench_servers(kit: Kit, runner: CliRunne
     from mcpctl.catalogue.judge import near_duplicates
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    closest = near_duplicates(cached_catalogue("p", Store()).catalogue.tools, threshold=0.5)
+    closest = near_duplicates(cached_catalogue("p", Store(), FilesCache()).catalogue.tools, threshold=0.5)
     assert [(p.a, p.b) for p in closest[:2]] == [("filesystem/move_file", "desktop-commander/move_file"),
                                                  ("arxiv-mcp-server/search_papers", "mcp-simple-arxiv/list_categories")]
     assert closest[0].score < report["nearDuplicates"]["threshold"]

@@ -21,10 +21,10 @@ ECHO = [{"name": "echo", "inputSchema": {"type": "object"}}]
 
 
 def _cached(*servers: str) -> None:
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
 
     for s in servers:
-        cache.write_server_tools(s, ECHO)
+        FilesCache().write_server_tools(s, ECHO)
 
 
 async def _timed_call(c: object, name: str, limit: float, **args: object) -> tuple[object, float]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
 from mcpctl.errors import EXIT_USER
 
@@ -38,7 +38,7 @@ def project(overrides: str) -> str:
 def runner(tmp_home: Path) -> CliRunner:
     r = CliRunner()
     assert r.invoke(app, ["apply", "-f", "-"], input=SERVER).exit_code == 0
-    cache.write_server_entry("fs", {"tools": TOOLS})
+    FilesCache().write_server_entry("fs", {"tools": TOOLS})
     return r
 
 
@@ -96,7 +96,7 @@ def test_an_override_that_does_not_fit_is_refused_and_nothing_changes(runner: Cl
 
 def test_a_stored_override_the_server_no_longer_fits_still_round_trips(runner: CliRunner) -> None:
     assert runner.invoke(app, ["apply", "-f", "-"], input=project(GOOD)).exit_code == 0
-    cache.write_server_entry("fs", {"tools": [TOOLS[1]]})          # the server dropped read_file
+    FilesCache().write_server_entry("fs", {"tools": [TOOLS[1]]})          # the server dropped read_file
     got = runner.invoke(app, ["get", "project", "p", "-o", "yaml"])
     again = runner.invoke(app, ["apply", "-f", "-"], input=got.stdout)
     assert again.exit_code == 0 and again.stdout == "project/p unchanged\n"

@@ -34,14 +34,14 @@ def backend(request: pytest.FixtureRequest, tmp_home: Path) -> str:
 
 
 def _project() -> None:
-    from mcpctl.catalogue import cache
+    from mcpctl.catalogue.cache import FilesCache
     from mcpctl.storage import Storage
 
     store = Storage.open().store
     for server, tools in (("a", ["add", "search"]), ("b", ["sum"])):
         store.put({"apiVersion": "mcpctl/v1", "kind": "Server", "metadata": {"name": server},
                    "spec": {"command": "true"}})
-        cache.write_server_tools(server, [{"name": t, "description": f"{t} things", "inputSchema": {"type": "object"}}
+        FilesCache().write_server_tools(server, [{"name": t, "description": f"{t} things", "inputSchema": {"type": "object"}}
                                           for t in tools])
     store.put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
                "spec": {"servers": ["a", "b"]}})

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mcpctl.bakeoff.llm import ChatClient
     from mcpctl.bakeoff.session import Session
     from mcpctl.bakeoff.workspace import Arm, Workspace
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.catalogue.tokens import TokenCounter
     from mcpctl.resources.store import ResourceStore
 
@@ -74,7 +75,8 @@ Progress = Callable[[str, int, int], None]
 Notice = Callable[[str], None]
 
 
-async def run(cfg: RunConfig, tasks: Sequence[Task], *, store: ResourceStore | None = None, api_key: str | None = None,
+async def run(cfg: RunConfig, tasks: Sequence[Task], *, store: ResourceStore | None = None,
+              cache: CatalogueCache | None = None, api_key: str | None = None,
               save: Path | None = None, progress: Progress | None = None,
               notice: Notice | None = None) -> RunResult:
     from mcpctl.bakeoff import workspace as wsm
@@ -98,8 +100,9 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, store: ResourceStore | N
         if cat is not None:
             ws = wsm.for_catalogue(cat, cfg.presentations, cfg.favourites, cfg.ranker)
         else:
-            assert cfg.project is not None and store is not None, "a project's bake-off reads the user's store"
-            ws = wsm.for_project(cfg.project, store, cfg.presentations, cfg.favourites, cfg.ranker)
+            assert cfg.project is not None and store is not None and cache is not None, \
+                "a project's bake-off reads the user's store and catalogue cache"
+            ws = wsm.for_project(cfg.project, store, cache, cfg.presentations, cfg.favourites, cfg.ranker)
         out = save.open("a", encoding="utf-8") if save else None
         play = functools.partial(_run_arm, cfg, ws, tasks=tasks, llms=llms, counter=counter, result=result,
                                  out=out, progress=progress, notice=notice)

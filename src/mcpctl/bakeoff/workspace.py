@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mcpctl import paths
 from mcpctl.errors import InvalidResource, NotFound
+from mcpctl.storage import Storage
 
 if TYPE_CHECKING:
     from mcpctl.bakeoff.data import Catalogue
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.catalogue.tool import CatalogueTool
     from mcpctl.presentation.view import NameTable
     from mcpctl.resources.store import ResourceStore
@@ -106,20 +108,19 @@ class Workspace:
         return [s["metadata"]["name"] for s in self.servers]
 
     def cached_tools(self, arm: Arm) -> list[CatalogueTool]:
-        from mcpctl.catalogue import cache
         from mcpctl.catalogue.tool import CatalogueTool
 
         out: list[CatalogueTool] = []
         with home(arm.home):
+            cache = Storage.files().cache
             for server in self.server_names():
                 for wire in cache.read_server_tools(server) or []:
                     out.append(CatalogueTool(f"{server}/{wire['name']}", server, wire["name"], wire))
         return out
 
     def missing_servers(self, arm: Arm) -> list[str]:
-        from mcpctl.catalogue import cache
-
         with home(arm.home):
+            cache = Storage.files().cache
             return [s for s in self.server_names() if cache.read_server_tools(s) is None]
 
     def name_table(self, arm: Arm) -> None:
@@ -140,13 +141,11 @@ def _new_root() -> Path:
 
 def _populate(ws: Workspace, project: str, base_spec: dict[str, Any], presentations: Sequence[str],
               favourites: Sequence[str] | None, ranker: str | None) -> Workspace:
-    from mcpctl.resources.store import Store
-
     for presentation in presentations:
         arm_home = ws.root / presentation
         spec = project_spec(base_spec, presentation, favourites, ranker)
         with home(arm_home):
-            store = Store(paths.resources_dir())     # each arm's own files, whatever the user's backend
+            store = Storage.files().store           # each arm's own files, whatever the user's backend
             for server in ws.servers:
                 store.put(copy.deepcopy(server))
             store.put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": project}, "spec": spec})
@@ -172,11 +171,10 @@ def for_catalogue(cat: Catalogue, presentations: Sequence[str], favourites: Sequ
         raise
 
 
-def for_project(name: str, store: ResourceStore, presentations: Sequence[str], favourites: Sequence[str] | None,
+def for_project(name: str, store: ResourceStore, cache: CatalogueCache, presentations: Sequence[str], favourites: Sequence[str] | None,
                 ranker: str | None) -> Workspace:
-    """A workspace of one arm per presentation, each with the project `name` of `store` (the user's)."""
-    from mcpctl.catalogue import cache
-
+    """A workspace of one arm per presentation, each with the project `name` of `store` and its
+    servers' listings in `cache` (the user's)."""
     try:
         project = store.get("Project", name)
     except NotFound as e:
@@ -197,9 +195,10 @@ def for_project(name: str, store: ResourceStore, presentations: Sequence[str], f
         _populate(ws, name, spec, presentations, favourites, ranker)
         for arm in ws.arms:
             with home(arm.home):
+                arm_cache = Storage.files().cache
                 for server, entry in cached.items():
                     if entry is not None:
-                        cache.write_server_entry(server, {k: v for k, v in entry.items() if isinstance(v, list)})
+                        arm_cache.write_server_entry(server, {k: v for k, v in entry.items() if isinstance(v, list)})
     except BaseException:
         ws.close()
         raise

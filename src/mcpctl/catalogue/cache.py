@@ -1,15 +1,19 @@
-"""The on-disk catalogue cache: the last listing of each upstream server.
+"""The catalogue cache: the last listing of each upstream server, as a Protocol and its files backend.
 
 The gateway answers `tools/list` from here while upstreams connect, and `mcpctl tools list`
-reads it without starting anything. One JSON file per server under
-`paths.catalogue_cache_dir()`, holding wire-format (camelCase) dicts exactly as the upstream
-sent them, and the server's own `about` section (its name, title, description and instructions from
-the initialize/discover reply, `[{...}]` or `[]`), which search ranks as a low-weight field of
-each of its tools. No `mcp` import: the gateway converts to and from these dicts. The tools'
-sentence vectors for semantic search live beside them (`embeddings_dir()`, one `.npz` per model).
+reads it without starting anything. An entry holds wire-format (camelCase) dicts exactly as the
+upstream sent them, and the server's own `about` section (its name, title, description and
+instructions from the initialize/discover reply, `[{...}]` or `[]`), which search ranks as a
+low-weight field of each of its tools. No `mcp` import: the gateway converts to and from these
+dicts.
 
-With a database URL in effect (docs/team.md), each entry written is also shared in the database,
-and a server with no file here starts from the database's entry (`mcpctl.db.catalogue`).
+`CatalogueCache` is the seam; its backends do not inherit from each other: `FilesCache` here (one
+JSON file per server under `paths.catalogue_cache_dir()`), `mcpctl.catalogue.pgcache.PgCache`
+(the team's database, with this host's files as its working copy) and
+`mcpctl.catalogue.memcache.MemoryCache` (tests). A process opens one, in `mcpctl.storage.Storage`
+(`storage.cache`), and passes it to who reads or writes listings. The tools' sentence vectors for
+semantic search stay on this host whatever the backend (`embeddings_dir()`, one `.npz` per model),
+and so do the pins (`catalogue.pins`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from mcpctl import paths
 from mcpctl.resources.store import atomic_write
@@ -30,57 +34,41 @@ SECTIONS: Final = ("tools", "resources", "resourceTemplates", "prompts", "about"
 ABOUT_FIELDS: Final = ("name", "title", "description", "instructions")
 
 
-def cache_path(server: str) -> Path:
-    return paths.catalogue_cache_dir() / f"{server}.json"
-
-
 def embeddings_dir() -> Path:
     """Where the tools' sentence vectors are kept (`semantic.VectorCache`), beside their listings:
-    computed where the catalogue is listed, read by every search."""
+    computed where the catalogue is listed, read by every search (this host's, whatever the backend)."""
     return paths.catalogue_cache_dir() / "embeddings"
 
 
-def _shared(server: str) -> dict[str, Any] | None:
-    """The database's entry (kept as this host's file), when a database URL is in effect."""
-    from mcpctl.db.config import database_url
-
-    if database_url() is None:
-        return None
-    from mcpctl.db import catalogue as shared
-
-    data = shared.read(server)
-    if data is not None and data.get("version") == FORMAT_VERSION:
-        atomic_write(cache_path(server), json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
-    return data
-
-
-def read_server_entry(server: str) -> dict[str, Any] | None:
-    """The whole cache entry of `server` (sections, `updatedAt`), or None if never listed."""
-    try:
-        data = json.loads(cache_path(server).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        data = _shared(server)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
-        return None
-    if not isinstance(data.get("tools"), list):
+def valid_entry(data: Any) -> dict[str, Any] | None:
+    """`data` if it is an entry of this format (a dict of the current version with a tools list)."""
+    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION or not isinstance(data.get("tools"), list):
         return None
     return data
 
 
-def read_server_tools(server: str) -> list[dict[str, Any]] | None:
-    """Wire-format tool dicts of the last listing of `server`, or None if never listed."""
-    entry = read_server_entry(server)
-    return None if entry is None else list(entry["tools"])
-
-
-def read_server_section(server: str, section: str) -> list[dict[str, Any]] | None:
-    """`resources`, `resourceTemplates` or `prompts` of the last listing, or None."""
-    entry = read_server_entry(server)
-    if entry is None or not isinstance(entry.get(section), list):
+def merged(server: str, old: dict[str, Any] | None, sections: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """The entry `sections` make of `old` (the sections not given are kept), or None if nothing changed."""
+    old = old or {}
+    new: dict[str, Any] = {"version": FORMAT_VERSION, "server": server}
+    changed = not old
+    for name in SECTIONS:
+        if name in sections:
+            value = list(sections[name])
+            if old.get(name) != value:
+                changed = True
+            new[name] = value
+        elif name in old:
+            new[name] = old[name]
+    new.setdefault("tools", [])
+    if not changed:
         return None
-    return list(entry[section])
+    new["updatedAt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return new
+
+
+def entry_text(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s|\n")
@@ -98,61 +86,92 @@ def about_text(about: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def read_server_about(server: str) -> str:
-    """The name, title, description and instructions `server` gave at its last listing ("" if none)."""
-    entry = read_server_entry(server)
-    return "" if entry is None else about_text(entry.get("about"))
+class CatalogueCache(Protocol):
+    """Each server's last listing. A backend implements the four storage methods; the reads and the
+    merging write below are the same for every backend (a backend subclasses this Protocol for them)."""
+
+    def read_server_entry(self, server: str) -> dict[str, Any] | None:
+        """The whole entry of `server` (sections, `updatedAt`), or None if never listed."""
+        ...
+
+    def put_entry(self, server: str, entry: dict[str, Any]) -> None:
+        """Keep `entry` as the entry of `server`, as it is (`write_server_entry` merges)."""
+        ...
+
+    def delete_server(self, server: str) -> None:
+        """Forget `server`'s entry (nothing if there is none)."""
+        ...
+
+    def servers(self) -> list[str]:
+        """The servers with an entry, sorted."""
+        ...
+
+    def write_server_entry(self, server: str, sections: dict[str, list[dict[str, Any]]]) -> bool:
+        """Merge `sections` into the entry of `server`; True if anything changed."""
+        if "tools" in sections:             # the first listing of a server pins its definitions (`pins`)
+            from mcpctl.catalogue.pins import pin_first_listing
+
+            pin_first_listing(server, sections["tools"])
+        new = merged(server, self.read_server_entry(server), sections)
+        if new is None:
+            return False
+        self.put_entry(server, new)
+        return True
+
+    def write_server_tools(self, server: str, tools: list[dict[str, Any]]) -> bool:
+        """Store the tool listing of `server`; True if it differs from what was cached."""
+        return self.write_server_entry(server, {"tools": tools})
+
+    def read_server_tools(self, server: str) -> list[dict[str, Any]] | None:
+        """Wire-format tool dicts of the last listing of `server`, or None if never listed."""
+        entry = self.read_server_entry(server)
+        return None if entry is None else list(entry["tools"])
+
+    def read_server_section(self, server: str, section: str) -> list[dict[str, Any]] | None:
+        """`resources`, `resourceTemplates` or `prompts` of the last listing, or None."""
+        entry = self.read_server_entry(server)
+        if entry is None or not isinstance(entry.get(section), list):
+            return None
+        return list(entry[section])
+
+    def read_server_about(self, server: str) -> str:
+        """The name, title, description and instructions `server` gave at its last listing ("" if none)."""
+        entry = self.read_server_entry(server)
+        return "" if entry is None else about_text(entry.get("about"))
+
+    def read_about(self, servers: Iterable[str]) -> dict[str, str]:
+        """server -> `read_server_about(server)` for each of `servers`."""
+        return {server: self.read_server_about(server) for server in servers}
 
 
-def read_about(servers: Iterable[str]) -> dict[str, str]:
-    """server -> `read_server_about(server)` for each of `servers`."""
-    return {server: read_server_about(server) for server in servers}
+class FilesCache(CatalogueCache):
+    """The files backend: one JSON file per server in `directory` (default: the
+    `paths.catalogue_cache_dir()` in effect at each use), written atomically."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self._directory = directory
+
+    @property
+    def directory(self) -> Path:
+        return self._directory or paths.catalogue_cache_dir()
+
+    def cache_path(self, server: str) -> Path:
+        return self.directory / f"{server}.json"
+
+    def read_server_entry(self, server: str) -> dict[str, Any] | None:
+        try:
+            return valid_entry(json.loads(self.cache_path(server).read_text(encoding="utf-8")))
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+
+    def put_entry(self, server: str, entry: dict[str, Any]) -> None:
+        atomic_write(self.cache_path(server), entry_text(entry))
+
+    def delete_server(self, server: str) -> None:
+        self.cache_path(server).unlink(missing_ok=True)
+
+    def servers(self) -> list[str]:
+        return sorted(p.stem for p in self.directory.glob("*.json"))
 
 
-def write_server_entry(server: str, sections: dict[str, list[dict[str, Any]]]) -> bool:
-    """Merge `sections` into the cache of `server`; True if anything changed on disk."""
-    if "tools" in sections:             # the first listing of a server pins its definitions (`pins`)
-        from mcpctl.catalogue.pins import pin_first_listing
-
-        pin_first_listing(server, sections["tools"])
-    old = read_server_entry(server) or {}
-    new: dict[str, Any] = {"version": FORMAT_VERSION, "server": server}
-    changed = not old
-    for name in SECTIONS:
-        if name in sections:
-            value = list(sections[name])
-            if old.get(name) != value:
-                changed = True
-            new[name] = value
-        elif name in old:
-            new[name] = old[name]
-    new.setdefault("tools", [])
-    if not changed:
-        return False
-    new["updatedAt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    atomic_write(cache_path(server), json.dumps(new, ensure_ascii=False, separators=(",", ":")) + "\n")
-    _share(server, new)
-    return True
-
-
-def _share(server: str, entry: dict[str, Any] | None) -> None:
-    from mcpctl.db.config import database_url
-
-    if database_url() is None:
-        return
-    from mcpctl.db import catalogue as shared
-
-    if entry is None:
-        shared.delete(server)
-    else:
-        shared.write(server, entry)
-
-
-def write_server_tools(server: str, tools: list[dict[str, Any]]) -> bool:
-    """Store the tool listing of `server`; True if it differs from what was cached."""
-    return write_server_entry(server, {"tools": tools})
-
-
-def delete_server(server: str) -> None:
-    cache_path(server).unlink(missing_ok=True)
-    _share(server, None)
+__all__ = ["FORMAT_VERSION", "SECTIONS", "CatalogueCache", "FilesCache", "about_text", "embeddings_dir"]

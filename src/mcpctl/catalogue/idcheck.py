@@ -15,8 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from mcpctl.errors import did_you_mean
+
+if TYPE_CHECKING:
+    from mcpctl.catalogue.cache import CatalogueCache
 
 GLOB_CHARS = frozenset("*?[")
 
@@ -61,10 +65,9 @@ def _check_one(ident: str, servers: Sequence[str], listed: Mapping[str, Sequence
     return IdFinding(ident, f"{ident!r} {what} {scope} as last listed" + (f"; {hint}" if hint else ""))
 
 
-def check_against_cache(ids: Iterable[str], servers: Sequence[str], *, where: str) -> list[IdFinding]:
-    """`check_ids` with the listings of the catalogue cache."""
-    from mcpctl.catalogue import cache
-
+def check_against_cache(ids: Iterable[str], servers: Sequence[str], cache: CatalogueCache, *,
+                        where: str) -> list[IdFinding]:
+    """`check_ids` with the listings of the catalogue cache `cache`."""
     listed: dict[str, list[str] | None] = {}
     for server in servers:
         tools = cache.read_server_tools(server)

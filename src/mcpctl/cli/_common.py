@@ -17,6 +17,7 @@ from mcpctl.terminal import json_escaped, visible
 
 if TYPE_CHECKING:
     from mcpctl.audit.records import AuditLog
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.resources.store import ResourceStore
     from mcpctl.storage import Storage
 
@@ -52,6 +53,11 @@ def storage() -> Storage:
 def the_store() -> ResourceStore:
     """The command's resource store (`storage().store`)."""
     return storage().store
+
+
+def the_cache() -> CatalogueCache:
+    """The command's catalogue cache (`storage().cache`)."""
+    return storage().cache
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Final
 
-from ._common import err, storage, the_store, warn
+from ._common import err, storage, the_cache, the_store, warn
 
 if TYPE_CHECKING:
     from mcpctl.gateway.refresh import Listed
@@ -43,7 +43,7 @@ def list_now(servers: Mapping[str, ServerSpec | str], what: str) -> dict[str, Li
         def done(r: Listed) -> None:
             bar.update(task, advance=1, description=f"{what}: {r.server} {'listed' if r.ok else 'failed'}")
 
-        results = refresh(servers, the_store(), done)
+        results = refresh(servers, the_store(), the_cache(), done)
     for name in servers:
         r = results.get(name)
         if r is not None and not r.ok:
@@ -67,15 +67,15 @@ def index_for_search(servers: list[str]) -> None:
 
     if not servers:
         return
-    store = the_store()
-    todo = pending_listed(servers, store)
+    store, cache = the_store(), the_cache()
+    todo = pending_listed(servers, store, cache)
     if not todo:
         return
     if todo > FOREGROUND_TEXTS:
         index_in_background(servers, todo)
         return
     with err.status(f"indexing {todo} tool texts for semantic search…") if err.is_terminal else nullcontext():
-        index_listed(servers, store)
+        index_listed(servers, store, cache)
 
 
 def index_in_background(servers: Collection[str], todo: int) -> subprocess.Popen[bytes]:
@@ -105,7 +105,8 @@ def index_child(url: str, servers: list[str]) -> None:
     from mcpctl.presentation.search import index_listed
 
     try:
-        index_listed(servers, open_storage(url or None).store)
+        opened = open_storage(url or None)
+        index_listed(servers, opened.store, opened.cache)
     finally:
         close()
 
@@ -125,14 +126,14 @@ def listed_catalogue(project: str, *, refresh: bool = False, progress: bool = Fa
     from mcpctl.presentation.catalogue import cached_catalogue
 
     with working(f"reading project {project}'s catalogue") if progress else nullcontext():
-        cached = cached_catalogue(project, the_store())
+        cached = cached_catalogue(project, the_store(), the_cache())
     failed: list[str] = []
     if refresh or cached.unlisted:
         todo = set(cached.project.servers) if refresh else set(cached.unlisted)
         what = "listing servers" if refresh else "listing servers never listed"
         results = list_project_now(project, lambda n: n in todo, what)
         failed = [n for n, r in results.items() if not r.ok]
-        cached = cached_catalogue(project, the_store())
+        cached = cached_catalogue(project, the_store(), the_cache())
     return cached, failed
 
 

@@ -25,10 +25,10 @@ def register(app: typer.Typer) -> None:
         """Create or update resources from YAML/JSON manifests. All documents are validated first: one bad document changes nothing."""
         docs = load_sources(filename, stdin=sys.stdin, recursive=recursive,
                             on_skip=lambda paths: err.print(skipped_message(paths), markup=False, highlight=False))
-        from mcpctl.catalogue.cache import read_server_tools
+        from ._common import the_cache
 
         changes, warnings = apply_documents(docs, the_store(), dry_run=dry_run, allow_missing=allow_missing,
-                                            known_tools=read_server_tools)
+                                            known_tools=the_cache().read_server_tools)
         for w in warnings:
             warn(w)
         suffix = " (dry run)" if dry_run else ""

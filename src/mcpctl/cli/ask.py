@@ -20,6 +20,7 @@ from ._common import (
     out,
     output_option,
     print_json,
+    the_cache,
     the_store,
     warn,
 )
@@ -41,7 +42,7 @@ def _retrieve(project: str, question: str, top_k: int | None, profile: str | Non
     if profile is not None and spec.profile(profile) is None:
         raise MCPCtlError(f"project {project!r} has no profile {profile!r}",
                           hint=f"its profiles: {', '.join(spec.profile_names())}")
-    view = cached_catalogue(project, the_store()).view(SessionKey(False, profile))
+    view = cached_catalogue(project, the_store(), the_cache()).view(SessionKey(False, profile))
     allowed = {s for s in servers if view.admit(s, "resources") is None}
     if not spec.ask.enabled:
         warn(f"ask is not enabled in project {project!r}: its agents do not get the ask tool "

@@ -20,7 +20,16 @@ from typing import Annotated
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, output_option, the_store, write_stdout
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    err,
+    output_option,
+    the_cache,
+    the_store,
+    write_stdout,
+)
 
 _FORMATS = ("table", "markdown", "json")
 _DEFAULT_PRESENTATIONS = "flat,favourite-index,favourite-index-without-instruction,deferred"
@@ -171,7 +180,8 @@ def _run(endpoint: str, models: list[str], api_key_env: str | None, project: str
         err.print(visible(text), highlight=False, markup=False)
 
     async def go() -> tuple[str, list[dict[str, object]], int]:
-        result = await run(cfg, task_list, store=the_store() if project else None, api_key=api_key, save=save, progress=progress, notice=notice)
+        result = await run(cfg, task_list, store=the_store() if project else None,
+                           cache=the_cache() if project else None, api_key=api_key, save=save, progress=progress, notice=notice)
         failed = [r for r in result.rows if r.get("stop") == "error"]
         if failed:
             notice(f"warning: {len(failed)} of {len(result.rows)} task(s) ended in an error (the errors column; "

@@ -84,10 +84,10 @@ def _create(doc_data: dict[str, Any], *, force: bool, allow_missing: bool = Fals
     src = f"mcpctl create {doc_data['kind'].lower()}"
     doc = Document(source=src, index=1, data=doc_data)
     try:
-        from mcpctl.catalogue.cache import read_server_tools
+        from ._common import the_cache
 
         change, warnings = create_object(doc, the_store(), force=force, allow_missing=allow_missing,
-                                         known_tools=read_server_tools)
+                                         known_tools=the_cache().read_server_tools)
     except InvalidResource as e:
         raise InvalidResource(_flag_message(e.message, src), hint=e.hint) from None
     for w in warnings:
@@ -219,11 +219,10 @@ def _check_listing(name: str) -> None:
 def _flag_listing(name: str) -> None:
     """The first listing is pinned as the trusted one: say now what in it carries the marks of
     tool poisoning (`_flags`), before a project serves it."""
-    from mcpctl.catalogue import cache
-
     from . import _flags
+    from ._common import the_cache
 
-    found = _flags.flags_of((f"{name}/{t.get('name')}", t) for t in cache.read_server_tools(name) or [])
+    found = _flags.flags_of((f"{name}/{t.get('name')}", t) for t in the_cache().read_server_tools(name) or [])
     tools = " ".join(f"'{t}'" for t in found)
     _flags.say(found, _flags.headline(len(found), "tool description", "tool descriptions") +
                " (pinned as listed: flagged, not blocked)",
@@ -234,8 +233,9 @@ def _flag_listing(name: str) -> None:
 def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     """Canonical ids `server/tool` from the catalogue cache: of the servers named on the command
     line (--server) or the project's (--project), else of every cached server."""
-    from mcpctl.catalogue import cache
+    from ._common import the_cache
 
+    cache = the_cache()
     servers = [s for s in (ctx.params.get("server") or []) if isinstance(s, str)]
     project = ctx.params.get("project")
     if not servers and isinstance(project, str):
@@ -245,7 +245,7 @@ def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, st
             servers = []
     if not servers:
         try:
-            servers = sorted(p.stem for p in cache.cache_path("x").parent.glob("*.json"))
+            servers = cache.servers()
         except OSError:
             return []
     out: list[tuple[str, str]] = []
@@ -350,11 +350,13 @@ def _check_project_ids(name: str, spec: dict[str, Any], *, strict: bool) -> None
     """Warn of (with --strict, refuse) tool ids and globs that match nothing the servers listed."""
     from mcpctl.catalogue.idcheck import check_against_cache
 
+    from ._common import the_cache
+
     flagged = [("--favourite", (spec.get("favouriteIndex") or {}).get("tools") or []),
                ("--disable", (spec.get("tools") or {}).get("disabled") or []),
                ("--enable", (spec.get("tools") or {}).get("enabled") or [])]
     findings = [(flag, f) for flag, ids in flagged
-                for f in check_against_cache(ids, spec["servers"], where=f"project {name!r}")]
+                for f in check_against_cache(ids, spec["servers"], the_cache(), where=f"project {name!r}")]
     refused = [f"{flag} {f.message}" for flag, f in findings if not f.unchecked]
     if strict and refused:
         raise InvalidResource(refused[0], hint="; ".join(refused[1:]) or "fix the id (mcpctl tools list --project "

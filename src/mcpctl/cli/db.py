@@ -94,9 +94,10 @@ def _register_copy(db_app: typer.Typer) -> None:
         if source == target:
             raise MCPCtlError("--from and --to are the same store")
         if "files" in (source, target):
-            from mcpctl.resources.copy import copy_store, open_store
+            from mcpctl.resources.copy import copy_store
+            from mcpctl.storage import Storage
 
-            report = copy_store(open_store(source), open_store(target), overwrite=overwrite, dry_run=dry_run)
+            report = copy_store(Storage.at(source).store, Storage.at(target).store, overwrite=overwrite, dry_run=dry_run)
             where = f"{redacted(source)} -> {redacted(target)}"
             line = report.line()
             out.print(f"{where}: {'would copy ' + line.removeprefix('copied ') if dry_run else line}", markup=False)

@@ -66,10 +66,11 @@ def register(app: typer.Typer) -> None:
             warn(w)
         for k_name, n in deleted:
             if k_name == "Server":       # its last listing goes with it: no tool of it is shown
-                from mcpctl.catalogue import cache
                 from mcpctl.catalogue.pins import delete_pins
 
-                cache.delete_server(n)
+                from ._common import the_cache
+
+                the_cache().delete_server(n)
                 delete_pins(n)          # and its pinned definitions (state, not spec)
             write_stdout(f"{k_name.lower()}/{n} deleted\n")
 

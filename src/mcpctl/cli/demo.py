@@ -350,7 +350,7 @@ def register(app: typer.Typer) -> None:
         from mcpctl import paths
         from mcpctl.audit.log import InvocationLog
         from mcpctl.errors import MCPCtlError, UpstreamError
-        from mcpctl.resources.store import Store
+        from mcpctl.storage import Storage
 
         if protocol not in ("auto", "legacy"):
             raise typer.BadParameter(f"{protocol!r} is not one of: auto, legacy", param_hint="'--protocol'")
@@ -358,7 +358,7 @@ def register(app: typer.Typer) -> None:
             raise MCPCtlError("the gateway (mcpctl serve) is not part of this build yet",
                               hint="update mcpctl; the demo starts `mcpctl serve --project demo`")
         with _home(home.expanduser().resolve() if home else None):
-            store = Store(paths.resources_dir())      # the demo's own files, whatever the database
+            store = Storage.files().store             # the demo's own files, whatever the database
             registered = register_demo(store)
             started = time.time()
             errlog = paths.log_dir() / "demo-gateway.stderr"

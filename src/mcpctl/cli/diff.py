@@ -36,9 +36,9 @@ def register(app: typer.Typer) -> None:
             docs = load_sources(filename, stdin=sys.stdin, recursive=recursive,
                                 on_skip=lambda paths: err.print(skipped_message(paths), markup=False, highlight=False))
             store = the_store()
-            from mcpctl.catalogue.cache import read_server_tools
+            from ._common import the_cache
 
-            objs, _warnings = validate_all(docs, store, allow_missing=True, known_tools=read_server_tools)
+            objs, _warnings = validate_all(docs, store, allow_missing=True, known_tools=the_cache().read_server_tools)
             changes = plan(objs, store)
         except MCPCtlError as e:
             report_error(e)

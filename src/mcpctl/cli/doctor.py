@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ._common import check_format, cli_errors, complete_projects, err, out, print_json, safe, the_store
+from ._common import (
+    check_format,
+    cli_errors,
+    complete_projects,
+    err,
+    out,
+    print_json,
+    safe,
+    the_cache,
+    the_store,
+)
 
 if TYPE_CHECKING:
     from mcpctl.clients.doctor_report import DoctorReport
@@ -77,7 +87,7 @@ def register(app: typer.Typer) -> None:
 
         with progress:
             report = run_doctor(project, connect=connect, entry=name, tool_budget=tool_budget, budget=budget,
-                                on_progress=on_progress, store=the_store())
+                                on_progress=on_progress, store=the_store(), cache=the_cache())
         if output == "json":
             print_json(report.to_json())
         else:

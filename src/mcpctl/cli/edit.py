@@ -57,9 +57,9 @@ def register(app: typer.Typer) -> None:
                 raise InvalidResource(f"{path}: kind and metadata.name cannot be changed by edit",
                                       hint="create the new object with mcpctl apply and delete the old one")
             try:
-                from mcpctl.catalogue.cache import read_server_tools
+                from ._common import the_cache
 
-                changes, warnings = apply_documents(docs, store, known_tools=read_server_tools)
+                changes, warnings = apply_documents(docs, store, known_tools=the_cache().read_server_tools)
             except MCPCtlError as e:
                 fd, kept = tempfile.mkstemp(prefix=f"mcpctl-edit-{k.name.lower()}-{name}-", suffix=".yaml")
                 keep = Path(kept)                # private (0600), never someone else's fixed path

@@ -104,7 +104,7 @@ def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> 
     from mcpctl.evaluation.datasets import Query
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    from ._common import invocation_log
+    from ._common import invocation_log, the_cache
     from .tools_search import load_project
 
     spec = load_project(project)
@@ -122,13 +122,11 @@ def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> 
             hint=("turn it on with `search: {recordQueries: true}` in the project's spec "
                   f"(mcpctl edit project {project}), then " + use),
         )
-    cached = cached_catalogue(project, the_store())
+    cached = cached_catalogue(project, the_store(), the_cache())
     for server in cached.unlisted:
         warn(f"server {server!r} has not been listed yet; its tools are not in the catalogue")
-    from mcpctl.catalogue.cache import read_about
-
     searchable = cached.view().searchable
-    about = read_about({t.server for t in searchable})
+    about = the_cache().read_about({t.server for t in searchable})
     docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server], t.canonical_id) for t in searchable]   # what search_tools ranks
     known = {d.id for d in docs}
     evidence = [e for e in evidence if e.tool in known]

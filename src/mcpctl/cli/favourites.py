@@ -170,9 +170,10 @@ def set_command(project: str, ids: list[str]) -> str:
 def _warn_unknown(project: str, ids: list[str]) -> None:
     from mcpctl.catalogue.idcheck import check_against_cache
 
+    from ._common import the_cache
 
     servers = list((the_store().get("Project", project).get("spec") or {}).get("servers") or [])
-    for finding in check_against_cache(ids, servers, where=f"project {project!r}"):
+    for finding in check_against_cache(ids, servers, the_cache(), where=f"project {project!r}"):
         warn(f"{finding.message} (a favourite is presented only once its server lists it)")
 
 
@@ -191,9 +192,9 @@ def suggestions(project: str, top: int, since: float, floor: Floor | None = None
     from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.presentation.view import Refusal
 
-    from ._common import invocation_log
+    from ._common import invocation_log, the_cache
 
-    cached = cached_catalogue(project, the_store())
+    cached = cached_catalogue(project, the_store(), the_cache())
     with invocation_log() as log:
         rows = log.usage(project, since=since)
         ever = log.count(project) if not rows else -1
@@ -252,8 +253,10 @@ def _report_cost(project: str, before: CachedCatalogue) -> None:
     save (each favourite is listed in full: past a point the list outgrows the flat one)."""
     from mcpctl.presentation.catalogue import cached_catalogue
 
+    from ._common import the_cache
+
     (n0, t0), _ = _list_cost(before)
-    after = cached_catalogue(project, the_store())
+    after = cached_catalogue(project, the_store(), the_cache())
     (n1, t1), (nf, tf) = _list_cost(after)
     mode = after.project.presentation
     err.print(f"{mode} list: {n0} tools ≈{t0:,} tokens -> {n1} tools ≈{t1:,} tokens (flat: {nf} tools "

@@ -233,7 +233,7 @@ def _serve(storage: Storage, project: str, transport: str, host: str, port: int,
         # the client's first messages meanwhile when the last run left what they need.
         from mcpctl.gateway import early as early_front
 
-        early = early_front.start(storage.store, project, profile, page_size)
+        early = early_front.start(storage.store, storage.cache, project, profile, page_size)
     from mcpctl.gateway import http, http_guard, run
 
     if transport == "http":

@@ -77,9 +77,11 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
 
 def _pin_changes(tools: Any) -> dict[str, str]:
     """canonical id -> changed | new, for the tools whose definition differs from its pin."""
-    from mcpctl.catalogue import cache
     from mcpctl.catalogue.pins import REMOVED, changes
 
+    from ._common import the_cache
+
+    cache = the_cache()
     servers = dict.fromkeys(t.server for t in tools)
     return {c.id: c.kind for s in servers for c in changes(s, cache.read_server_tools(s) or []) if c.kind != REMOVED}
 
@@ -134,12 +136,12 @@ def _check_matches(project_name: str, ids: list[str], *, enable: bool, force: bo
     from mcpctl.catalogue.idcheck import check_against_cache
     from mcpctl.errors import InvalidResource
 
-    from ._common import the_store
+    from ._common import the_cache, the_store
 
     spec = the_store().get("Project", project_name).get("spec") or {}
     opposite = set((spec.get("tools") or {}).get("disabled" if enable else "enabled") or [])
     findings = check_against_cache([i for i in ids if i not in opposite], list(spec.get("servers") or []),
-                                   where=f"project {project_name!r}")
+                                   the_cache(), where=f"project {project_name!r}")
     refused = [f for f in findings if not f.unchecked]
     for f in findings if force else [f for f in findings if f.unchecked]:
         warn(f.message)

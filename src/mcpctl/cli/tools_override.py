@@ -43,10 +43,10 @@ def _pairs(values: _Pairs, flag: str) -> dict[str, str]:
 
 def _schema_of(cid: str) -> dict[str, Any]:
     """The properties of the tool's input schema as its server last listed it ({} when unknown)."""
-    from mcpctl.catalogue.cache import read_server_tools
+    from ._common import the_cache
 
     server, _, name = cid.partition("/")
-    wire = next((w for w in read_server_tools(server) or [] if w.get("name") == name), None)
+    wire = next((w for w in the_cache().read_server_tools(server) or [] if w.get("name") == name), None)
     schema = (wire or {}).get("inputSchema") or {}
     props = schema.get("properties") if isinstance(schema, dict) else None
     return props if isinstance(props, dict) else {}
@@ -54,18 +54,19 @@ def _schema_of(cid: str) -> dict[str, Any]:
 
 def override(project: str, cid: str, edit: Any) -> tuple[bool, list[str]]:
     """Store the edited override; (changed, warnings)."""
-    from mcpctl.catalogue.cache import read_server_tools
     from mcpctl.errors import InvalidResource
     from mcpctl.resources.edit import edit_spec
     from mcpctl.resources.kinds import check_override_id
     from mcpctl.resources.overrides import edit_override
+
+    from ._common import the_cache
 
     problem = check_override_id(cid)
     if problem:
         raise InvalidResource(f"ID: {problem}")
     try:
         done = edit_spec(the_store(), "Project", project, lambda spec: edit_override(spec, cid, edit),
-                         where="tools override", known_tools=read_server_tools)
+                         where="tools override", known_tools=the_cache().read_server_tools)
     except InvalidResource as e:
         raise InvalidResource(f"project {project!r}: {e.message}", hint=e.hint) from None
     return done.changed, done.warnings
@@ -77,8 +78,10 @@ def shown(project: str, cid: str) -> dict[str, Any]:
     from mcpctl.errors import NotFound, did_you_mean
     from mcpctl.presentation.catalogue import cached_catalogue
 
+    from ._common import the_cache
+
     store = the_store()
-    cached = cached_catalogue(project, store)
+    cached = cached_catalogue(project, store, the_cache())
     spec = store.get("Project", project).get("spec") or {}
     override = ((spec.get("tools") or {}).get("overrides") or {}).get(cid)
     tool = cached.catalogue.table.by_cid.get(cid)

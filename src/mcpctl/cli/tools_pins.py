@@ -32,12 +32,13 @@ if TYPE_CHECKING:
 
 def _changes(project: str, refresh: bool) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
     """The project's servers and each one's cached listing (listed first with `refresh`)."""
-    from mcpctl.catalogue import cache
     from mcpctl.presentation.catalogue import cached_catalogue
 
+    from ._common import the_cache
     from ._listing import list_project_now
 
-    servers = list(cached_catalogue(project, the_store()).project.servers)
+    cache = the_cache()
+    servers = list(cached_catalogue(project, the_store(), cache).project.servers)
     if refresh:
         list_project_now(project, lambda _n: True, "listing servers")
     return servers, {s: cache.read_server_tools(s) or [] for s in servers}

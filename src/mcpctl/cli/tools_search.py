@@ -231,10 +231,10 @@ def register(tools_app: typer.Typer) -> None:
     ) -> None:
         """Rank the project's tools for a query, as the search_tools built-in does."""
         check_format(output, _FORMATS)
-        from mcpctl.catalogue.cache import read_about
         from mcpctl.catalogue.rank import RANKER_KINDS, ToolDoc, describe
         from mcpctl.errors import MCPCtlError
 
+        from ._common import the_cache
         from ._listing import listed_catalogue
 
         if ranker_kind is not None and ranker_kind not in RANKER_KINDS:
@@ -248,7 +248,7 @@ def register(tools_app: typer.Typer) -> None:
             warn(f"server {server!r} cannot be served ({why}); its tools are not searched")
         view = cached.view()          # what search_tools ranks, under the names a session calls
         tools = {t.canonical_id: t for t in view.searchable}
-        about = read_about({t.server for t in tools.values()})
+        about = the_cache().read_about({t.server for t in tools.values()})
         docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server], t.canonical_id) for t in tools.values()]
         if not docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",

@@ -49,6 +49,7 @@ from .doctor_report import (
 )
 
 if TYPE_CHECKING:
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.gateway.refresh import Listed
 
 Progress = Callable[[str, int, int], None]     # (server just finished, done, total)
@@ -219,7 +220,8 @@ def _sign_in(report: DoctorReport, spec: ServerSpec, refused_at: str | None) -> 
     return False
 
 
-def _probe(specs: dict[str, ServerSpec], store: ResourceStore, on_progress: Progress | None) -> dict[str, Listed]:
+def _probe(specs: dict[str, ServerSpec], store: ResourceStore, cache: CatalogueCache,
+           on_progress: Progress | None) -> dict[str, Listed]:
     """Connect to and list every server once, in parallel, each within its connect timeout (the
     gateway's refresh machinery, which also updates the catalogue cache and `get servers`)."""
     from mcpctl.gateway.refresh import refresh
@@ -232,7 +234,7 @@ def _probe(specs: dict[str, ServerSpec], store: ResourceStore, on_progress: Prog
         if on_progress is not None:
             on_progress(result.server, done, len(specs))
 
-    return refresh(dict(specs), store, on_done)
+    return refresh(dict(specs), store, cache, on_done)
 
 
 # -- projects ---------------------------------------------------------------------------------------------
@@ -250,12 +252,12 @@ def _fewer_hint(name: str, project: ProjectSpec) -> str:
             f"{name}), or {disable}")
 
 
-def _project(report: DoctorReport, store: ResourceStore, name: str, entry: str, budget: int,
+def _project(report: DoctorReport, store: ResourceStore, cache: CatalogueCache, name: str, entry: str, budget: int,
              semantic: tuple[bool, str] | None) -> None:
     from mcpctl.presentation.catalogue import cached_catalogue
 
     scope = f"project/{name}"
-    cached = cached_catalogue(name, store)
+    cached = cached_catalogue(name, store, cache)
     project: ProjectSpec = cached.project
     for server, why in cached.missing.items():
         report.add(scope, "servers", "fail", f"server {server!r} is not registered: {why}",
@@ -341,7 +343,8 @@ def _clients(report: DoctorReport) -> None:
 
 def run_doctor(project: str | None = None, *, connect: bool = True, entry: str = "mcpctl",
                tool_budget: int = DEFAULT_TOOL_BUDGET, budget: int = DEFAULT_BUDGET,
-               on_progress: Progress | None = None, store: ResourceStore) -> DoctorReport:
+               on_progress: Progress | None = None, store: ResourceStore, cache: CatalogueCache) -> DoctorReport:
+    """`store` and `cache`: the command's (`storage.store`, `storage.cache`)."""
     report = DoctorReport()
     servers, projects = _install(report, store)
     by_name = {s["metadata"]["name"]: s for s in servers}
@@ -356,13 +359,13 @@ def run_doctor(project: str | None = None, *, connect: bool = True, entry: str =
     for name, spec in specs.items():
         if _static(report, spec, store.status("Server", name).get("signInRefused")):
             startable[name] = spec
-    results = _probe(startable, store, on_progress) if connect and startable else {}
+    results = _probe(startable, store, cache, on_progress) if connect and startable else {}
     using = {n: [p["metadata"]["name"] for p in projects if n in ProjectSpec.from_resource(p).servers] for n in specs}
     for name, spec in specs.items():
         _listing(report, spec, results.get(name), connect and name in startable, name in startable, tool_budget,
-                 using[name])
+                 using[name], cache)
     semantic = semantic_status() if projects else None
     for p in projects:
-        _project(report, store, p["metadata"]["name"], entry, budget, semantic)
+        _project(report, store, cache, p["metadata"]["name"], entry, budget, semantic)
     _clients(report)
     return report

@@ -14,6 +14,7 @@ from mcpctl.resources.kinds import ServerSpec
 from .doctor_report import MAX_FLAGS_SHOWN, DoctorReport, era, token_kind, tokens
 
 if TYPE_CHECKING:
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.gateway.refresh import Listed
 
 
@@ -51,9 +52,7 @@ def _quoted(ids: list[str]) -> str:
 
 
 def listing(report: DoctorReport, spec: ServerSpec, result: Listed | None, probed: bool, startable: bool,
-            tool_budget: int, projects: list[str]) -> None:
-    from mcpctl.catalogue import cache
-
+            tool_budget: int, projects: list[str], cache: CatalogueCache) -> None:
     name = spec.name
     flag = _project_flag(projects)
     scope = f"server/{name}"

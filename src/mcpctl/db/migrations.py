@@ -24,7 +24,7 @@ from mcpctl.errors import MCPCtlError
 # module here (or calls `register` before `migrate`).
 COMPONENTS: Final[dict[str, str]] = {
     "store": "mcpctl.resources.pg_schema",
-    "catalogue": "mcpctl.db.catalogue",
+    "catalogue": "mcpctl.catalogue.pgcache",
     "log": "mcpctl.audit.pg_migrations",
 }
 _LOCK_KEY: Final = 0x6D63_7063  # "mcpc": the advisory lock `migrate` holds

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from mcpctl import __version__, paths
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import CatalogueCache
 from mcpctl.gateway.oversize import MAX_MESSAGE_BYTES
 from mcpctl.presentation import paging
 from mcpctl.presentation.catalogue import catalogue_from, load_gateway_config, tools_list_json
@@ -207,7 +207,8 @@ class Handover:
 class EarlyFront:
     """Project state read before the SDK loads, and the thread answering the first messages."""
 
-    def __init__(self, store: ResourceStore, project_name: str, profile: str | None = None, page_size: int = 0) -> None:
+    def __init__(self, store: ResourceStore, cache: CatalogueCache, project_name: str, profile: str | None = None,
+                 page_size: int = 0) -> None:
         self.project_name = project_name
         self.profile = profile            # `serve --profile`: the view the stdio client gets
         self.page_size = page_size        # `serve --page-size`: the first page is answered here
@@ -404,10 +405,11 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def start(store: ResourceStore, project_name: str, profile: str | None = None, page_size: int = 0) -> EarlyFront | None:
+def start(store: ResourceStore, cache: CatalogueCache, project_name: str, profile: str | None = None,
+          page_size: int = 0) -> EarlyFront | None:
     """Read the project and its cache and, when possible, start answering over stdio."""
     try:
-        front = EarlyFront(store, project_name, profile, page_size)
+        front = EarlyFront(store, cache, project_name, profile, page_size)
     except Exception:   # the gateway reports configuration errors itself
         return None
     front.start()

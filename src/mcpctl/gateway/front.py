@@ -27,6 +27,7 @@ import anyio.abc
 from mcp.types import ResourceUpdatedNotification
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcpctl.catalogue.cache import CatalogueCache
 from mcpctl.gateway.asks import Asks
 from mcpctl.gateway.calllog import CallLog, Recorder
 from mcpctl.gateway.knowledge import Knowledge
@@ -70,19 +71,19 @@ class Gateway:
                  catalogue: Catalogue | None = None,
                  known_capabilities: Mapping[str, dict[str, Any]] | None = None,
                  page_size: int = 0, open_transport: OpenTransport | None = None,
-                 evidence: Evidence | None = None) -> None:
+                 evidence: Evidence | None = None, cache: CatalogueCache) -> None:
         """`preloaded`: catalogue cache entries already read (server -> entry, None if never listed);
         `catalogue`: the catalogue the early front built from them (reused, not rebuilt);
         `known_capabilities`: each server's capabilities when it was last connected (its status);
         `page_size`: items per page of the four lists (0: one page; `presentation.paging`);
         `open_transport`: how an upstream is reached (default `upstream.transport.open_transport`;
         tests connect in-memory servers); `evidence`: how search reads what the log teaches
-        (`log.search_evidence`; None: search learns nothing)."""
+        (`log.search_evidence`; None: search learns nothing); `cache`: where listings are kept."""
         self.project_name = project_name
         self.stdio_profile = stdio_profile                # `serve --profile`: the stdio client's view
         self.sessions = sessions = Sessions()
         self.views = views = Views(project, catalogue if catalogue is not None else Catalogue(project_name, project),
-                                   sessions, evidence=evidence)
+                                   sessions, cache=cache, evidence=evidence)
         self.pool = pool = Pool(first_contact_cap, failed_before)
         self.log_call = log_call = CallLog(record, project_name)
         self.surfaces = surfaces = Surfaces(views, log_call)

@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 
 from mcpctl.auth import expiry
-from mcpctl.catalogue import cache
 from mcpctl.gateway.pool import Pool
 from mcpctl.gateway.sessions import NOTIFIED_SECTIONS, Sessions
 from mcpctl.gateway.views import Views
@@ -51,7 +50,8 @@ class Listings:
         """The catalogue from the cache (`preloaded`: entries already read, None if never listed)."""
         listings, never = {}, []
         for name in self.pool.upstreams:
-            entry = preloaded[name] if preloaded is not None and name in preloaded else cache.read_server_entry(name)
+            entry = preloaded[name] if preloaded is not None and name in preloaded \
+                else self.views.cache.read_server_entry(name)
             if entry is None:
                 never.append(name)
             else:
@@ -99,7 +99,7 @@ class Listings:
         changed = {s for s, items in listing.items() if before.get(s) != items}
         if changed:
             # the cache first: search reads each server's about text from it for the new version
-            await anyio.to_thread.run_sync(cache.write_server_entry, up.name, dict(listing), limiter=self._disk)
+            await anyio.to_thread.run_sync(self.views.cache.write_server_entry, up.name, dict(listing), limiter=self._disk)
             if "tools" in changed:
                 await self._report_pins(up.name, listing["tools"])
             self.changed(lambda: catalogue.set_listing(up.name, listing))

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from mcpctl.auth import expiry
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import CatalogueCache
 from mcpctl.resources.kinds import ServerSpec
 from mcpctl.resources.store import ResourceStore
 from mcpctl.upstream.supervisor import Listing, Upstream
@@ -46,10 +46,10 @@ def _status(store: ResourceStore, name: str, status: dict[str, Any]) -> None:
         log.warning("cannot write status of %s: %s", name, e)
 
 
-async def list_servers(servers: Mapping[str, ServerSpec | str], store: ResourceStore,
+async def list_servers(servers: Mapping[str, ServerSpec | str], store: ResourceStore, cache: CatalogueCache,
                        on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
-    """List every server once (a str value: why it cannot start), its status written to `store`.
-    Never raises for a server."""
+    """List every server once (a str value: why it cannot start), its status written to `store`,
+    its listing to `cache`. Never raises for a server."""
     results: dict[str, Listed] = {}
     done: dict[str, anyio.Event] = {name: anyio.Event() for name in servers}
 
@@ -95,7 +95,7 @@ async def list_servers(servers: Mapping[str, ServerSpec | str], store: ResourceS
     return results
 
 
-def refresh(servers: Mapping[str, ServerSpec | str], store: ResourceStore,
+def refresh(servers: Mapping[str, ServerSpec | str], store: ResourceStore, cache: CatalogueCache,
             on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
     """Blocking `list_servers`, quiet: failures are returned, not logged to stderr."""
     quiet = logging.getLogger("mcpctl.gateway")
@@ -103,17 +103,18 @@ def refresh(servers: Mapping[str, ServerSpec | str], store: ResourceStore,
     quiet.propagate = False            # the caller reports each failure once
     quiet.addHandler(mute)             # (and no last-resort handler prints it a second time)
     try:
-        return anyio.run(list_servers, servers, store, on_done)
+        return anyio.run(list_servers, servers, store, cache, on_done)
     finally:
         quiet.removeHandler(mute)
         quiet.propagate = before
 
 
-def refresh_project(project_name: str, store: ResourceStore, only: Callable[[str], bool] | None = None,
+def refresh_project(project_name: str, store: ResourceStore, cache: CatalogueCache,
+                    only: Callable[[str], bool] | None = None,
                     on_done: Callable[[Listed], None] | None = None) -> dict[str, Listed]:
     """List the project's servers (or those `only` selects) now."""
     from mcpctl.presentation.catalogue import load_gateway_config
 
     _, servers = load_gateway_config(project_name, store)
     chosen = {n: s for n, s in servers.items() if only is None or only(n)}
-    return refresh(chosen, store, on_done)
+    return refresh(chosen, store, cache, on_done)

@@ -287,19 +287,19 @@ class _ProjectWatch:
         return ProjectSpec.from_resource(self.store.get("Project", self.project_name))
 
 
-def _gateway(project_name: str, early: EarlyFront | None, store: ResourceStore, recorder: _Recorder | None,
+def _gateway(project_name: str, early: EarlyFront | None, storage: Storage, recorder: _Recorder | None,
              status: _StatusWriter, profile: str | None, page_size: int) -> Gateway:
     if early is not None:
         project, servers, preloaded, catalogue = early.project, early.servers, early.entries, early.catalogue
     else:
-        (project, servers), preloaded, catalogue = load_gateway_config(project_name, store), None, None
+        (project, servers), preloaded, catalogue = load_gateway_config(project_name, storage.store), None, None
     gw = Gateway(project_name, project, servers, record=recorder.record if recorder is not None else None,
                  on_status=status, preloaded=preloaded,
-                 catalogue=catalogue, failed_before=_failed_before(store, servers), stdio_profile=profile,
-                 page_size=page_size,
+                 catalogue=catalogue, failed_before=_failed_before(storage.store, servers), stdio_profile=profile,
+                 page_size=page_size, cache=storage.cache,
                  # what search learns from: the log the recorder writes (SQLite, or the team's PostgreSQL)
                  evidence=recorder.log.search_evidence if recorder is not None else None,
-                 known_capabilities=early.capabilities if early is not None else known_capabilities(store, servers))
+                 known_capabilities=early.capabilities if early is not None else known_capabilities(storage.store, servers))
     log.info("project %s: %s presentation, %s names, %d favourite(s) pinned%s", project_name,
              project.presentation, project.names.style, len(project.favourite_index.tools),
              ", session gate on" if project.gate.enabled else "")
@@ -331,7 +331,7 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
     store = storage.store
     status = _StatusWriter(store)
     recorder = _recorder(storage)
-    gw = _gateway(project_name, early, store, recorder, status, profile, page_size)
+    gw = _gateway(project_name, early, storage, recorder, status, profile, page_size)
     heap.settle()
     token = None
     if transport == "http":

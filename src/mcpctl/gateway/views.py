@@ -15,36 +15,39 @@ from mcpctl.presentation.search import Evidence, Learning, ToolSearch
 from mcpctl.presentation.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
 
 if TYPE_CHECKING:
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.gateway.sessions import Caller, Sessions
     from mcpctl.presentation.catalogue import Catalogue
     from mcpctl.resources.kinds import ProjectSpec
 
 
-def _search_for(project: ProjectSpec, name: str, evidence: Evidence | None) -> ToolSearch | None:
+def _search_for(project: ProjectSpec, name: str, evidence: Evidence | None, cache: CatalogueCache) -> ToolSearch | None:
     if not project.search.enabled:
         return None
     if evidence is None or not project.search.learns:
-        return ToolSearch(project.search.ranker)
-    return ToolSearch(project.search.ranker, Learning(name, project.search.learn, evidence))
+        return ToolSearch(project.search.ranker, cache)
+    return ToolSearch(project.search.ranker, cache, Learning(name, project.search.learn, evidence))
 
 
 class Views:
     """The project spec, its catalogue and search, and the views of sessions in them.
-    `evidence`: how search reads what the log teaches (`log.search_evidence`; None: nothing)."""
+    `evidence`: how search reads what the log teaches (`log.search_evidence`; None: nothing);
+    `cache`: the catalogue cache search reads the servers' about texts from."""
 
     def __init__(self, project: ProjectSpec, catalogue: Catalogue, sessions: Sessions, *,
-                 evidence: Evidence | None = None) -> None:
+                 cache: CatalogueCache, evidence: Evidence | None = None) -> None:
         self.project = project
         self.catalogue = catalogue
         self.sessions = sessions
         self.evidence = evidence
-        self.search = _search_for(project, catalogue.project_name, evidence)
+        self.cache = cache
+        self.search = _search_for(project, catalogue.project_name, evidence, cache)
 
     def reproject(self, spec: ProjectSpec) -> None:
         """The project changed while serving (its servers are fixed for the gateway's life)."""
         if spec.search != self.project.search:
             self.close()
-            self.search = _search_for(spec, self.catalogue.project_name, self.evidence)
+            self.search = _search_for(spec, self.catalogue.project_name, self.evidence, self.cache)
         self.project = spec
         self.catalogue.set_project(spec)
 

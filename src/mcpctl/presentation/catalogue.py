@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
 
-from mcpctl.catalogue import cache
+from mcpctl.catalogue.cache import SECTIONS
 from mcpctl.errors import NotFound
 from mcpctl.presentation.envelope import SERVER_INFO_KEY
 from mcpctl.presentation.names import Namer, assign, prompt_key, shared_names
@@ -31,6 +31,7 @@ from mcpctl.presentation.view import (
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 
 if TYPE_CHECKING:
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.resources.store import ResourceStore
 
 RESOURCE_SCHEME: Final = "mcpctl"
@@ -38,7 +39,7 @@ RESOURCE_SCHEME: Final = "mcpctl"
 
 def cached_listing(entry: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The sections of a catalogue cache entry (`mcpctl.catalogue.cache`) a listing is made of."""
-    return {k: entry[k] for k in cache.SECTIONS if isinstance(entry.get(k), list)}
+    return {k: entry[k] for k in SECTIONS if isinstance(entry.get(k), list)}
 
 
 def tools_list_json(tools: Sequence[dict[str, Any]], modern: bool, stamp: Mapping[str, Any],
@@ -296,7 +297,7 @@ class CachedCatalogue:
         return self.catalogue.view(session)
 
 
-def cached_catalogue(project_name: str, store: ResourceStore) -> CachedCatalogue:
+def cached_catalogue(project_name: str, store: ResourceStore, cache: CatalogueCache) -> CachedCatalogue:
     """What `mcpctl serve --project P` would present right now, from the catalogue cache, so the
     CLI (`tools list`, `tools search`, `favourites list`) shows exactly what a client gets."""
     project, servers = load_gateway_config(project_name, store)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from mcpctl.audit.records import SearchEvidence
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.catalogue.learn import Learned
     from mcpctl.catalogue.rank import Ranker
     from mcpctl.catalogue.tool import CatalogueTool
@@ -103,16 +104,15 @@ def read_learned(evidence: Evidence, project: str, settings: LearnSettings, know
     return learn(rows, min_sessions=settings.min_sessions, window_days=settings.window_days, now=now, known=known)
 
 
-def _docs(tools: dict[str, CatalogueTool]) -> list[Any]:
+def _docs(tools: dict[str, CatalogueTool], cache: CatalogueCache) -> list[Any]:
     """ToolDocs of the searchable tools, with their servers' about texts (read from the cache)."""
-    from mcpctl.catalogue.cache import read_about
     from mcpctl.catalogue.rank import ToolDoc
 
-    about = read_about({t.server for t in tools.values()})
+    about = cache.read_about({t.server for t in tools.values()})
     return [ToolDoc.from_wire(t.server, dict(t.wire), about[t.server], t.canonical_id) for t in tools.values()]
 
 
-def index_listed(servers: Collection[str], store: ResourceStore) -> int:
+def index_listed(servers: Collection[str], store: ResourceStore, cache: CatalogueCache) -> int:
     """Embed now the tools a search will rank after `servers` were listed: those of every project
     with any of them (searchable in its open view, under its `search.ranker`), and of each server
     no project has yet (with its name in the text, as in a project of several servers). Returns
@@ -120,20 +120,20 @@ def index_listed(servers: Collection[str], store: ResourceStore) -> int:
     from mcpctl.catalogue.rank import warm_index
 
     return sum(warm_index(docs, kind, with_server=with_server) or 0
-               for docs, kind, with_server in _to_index(servers, store))
+               for docs, kind, with_server in _to_index(servers, store, cache))
 
 
-def pending_listed(servers: Collection[str], store: ResourceStore) -> int:
-    """How many texts `index_listed(servers, store)` would embed (without loading the model)."""
+def pending_listed(servers: Collection[str], store: ResourceStore, cache: CatalogueCache) -> int:
+    """How many texts `index_listed(servers, store, cache)` would embed (without loading the model)."""
     from mcpctl.catalogue.rank import pending_index
 
     return sum(pending_index(docs, kind, with_server=with_server)[0]
-               for docs, kind, with_server in _to_index(servers, store))
+               for docs, kind, with_server in _to_index(servers, store, cache))
 
 
-def _to_index(servers: Collection[str], store: ResourceStore) -> list[tuple[list[Any], str, bool | None]]:
+def _to_index(servers: Collection[str], store: ResourceStore,
+              cache: CatalogueCache) -> list[tuple[list[Any], str, bool | None]]:
     """(docs, ranker kind, with_server) of each index that listing `servers` concerns."""
-    from mcpctl.catalogue.cache import read_about, read_server_tools
     from mcpctl.catalogue.rank import DEFAULT_KIND, ToolDoc
     from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.resources.kinds import ProjectSpec
@@ -144,11 +144,11 @@ def _to_index(servers: Collection[str], store: ResourceStore) -> list[tuple[list
         if not spec.search.enabled or spec.search.ranker == "bm25" or not set(spec.servers) & set(servers):
             continue
         covered |= set(spec.servers)
-        view = cached_catalogue(res["metadata"]["name"], store).view()
-        out.append((_docs({t.canonical_id: t for t in view.searchable}), spec.search.ranker, None))
+        view = cached_catalogue(res["metadata"]["name"], store, cache).view()
+        out.append((_docs({t.canonical_id: t for t in view.searchable}, cache), spec.search.ranker, None))
     alone = [s for s in servers if s not in covered]
-    about = read_about(alone)
-    docs = [ToolDoc.from_wire(s, tool, about[s]) for s in alone for tool in read_server_tools(s) or []]
+    about = cache.read_about(alone)
+    docs = [ToolDoc.from_wire(s, tool, about[s]) for s in alone for tool in cache.read_server_tools(s) or []]
     return [*out, (docs, DEFAULT_KIND, True)]
 
 
@@ -161,10 +161,12 @@ def _close(ranker: Ranker | None) -> None:
 class ToolSearch:
     """The ranker over one catalogue's searchable tools, rebuilt when they change."""
 
-    def __init__(self, kind: str, learning: Learning | None = None) -> None:
+    def __init__(self, kind: str, cache: CatalogueCache, learning: Learning | None = None) -> None:
+        """`cache`: where the servers' about texts are read from when the index is built."""
         from mcpctl.catalogue.learn import NOTHING
 
         self.kind = kind
+        self.cache = cache
         self.learning = learning
         self.learned = NOTHING
         self._ranker: Ranker | None = None
@@ -217,7 +219,7 @@ class ToolSearch:
             tools = {t.canonical_id: t for t in view.searchable}
             import anyio.to_thread
 
-            docs = learned.apply(await anyio.to_thread.run_sync(_docs, tools))
+            docs = learned.apply(await anyio.to_thread.run_sync(_docs, tools, self.cache))
             # Shielded: a ranker built as the gateway stops is adopted and closed below, never
             # dropped with its embedding thread still running.
             with anyio.CancelScope(shield=True):

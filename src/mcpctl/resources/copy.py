@@ -13,7 +13,7 @@ from typing import Final
 
 from mcpctl.errors import Conflict, MCPCtlError
 from mcpctl.resources.kinds import KIND_ORDER
-from mcpctl.resources.store import ResourceStore, Store
+from mcpctl.resources.store import ResourceStore
 
 FILES: Final = "files"
 
@@ -32,16 +32,11 @@ class CopyReport:
                 f"unchanged: {part(self.unchanged)}")
 
 
-def open_store(where: str) -> ResourceStore:
-    """`files` (this machine's store under MCPCTL_HOME) or a postgresql:// URL."""
-    if where == FILES:
-        from mcpctl import paths
-
-        return Store(paths.resources_dir())
-    if where.startswith(("postgresql://", "postgres://")):
-        from mcpctl.resources.pgstore import PgStore
-
-        return PgStore.open(where)
+def check_end(where: str) -> None:
+    """Refuse an end of `db copy` that is neither `files` nor a postgresql:// URL (the store at it
+    is opened by `mcpctl.storage.Storage.at`)."""
+    if where == FILES or where.startswith(("postgresql://", "postgres://")):
+        return
     if where == "sqlite":
         raise MCPCtlError("db copy moves the store (servers, projects, tokens); 'sqlite' is the invocation log's "
                           "backend, which db copy does not move yet", hint="use --from files or --to files")
