@@ -374,9 +374,12 @@ def register(app: typer.Typer) -> None:
                 rows = log.query(project=PROJECT, since=started)
                 pairs = log.search_pairs(PROJECT, since=started)
                 log_path = log.path
-            from .favourites import set_command, suggestions
+            from mcpctl.presentation.favourites import set_command, suggestions
 
-            found, _, _ = suggestions(PROJECT, 5, started, DEMO_FLOOR)
+            from ._common import invocation_log, the_store
+
+            with invocation_log() as log:
+                found, _, _ = suggestions(PROJECT, the_store(), log, 5, started, DEMO_FLOOR)
             line = set_command(PROJECT, found.suggested) if found.suggested else None
             note = f"(MCPCTL_HOME={os.environ['MCPCTL_HOME']})" if os.environ.get("MCPCTL_HOME") \
                 else f"(store: {paths.resources_dir()})"
