@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from mcpctl.audit.formats import breakdown_section_json
 from mcpctl.catalogue.favourites import DEFAULT_FLOOR, Floor
 from mcpctl.presentation import favourites as fav
 
@@ -157,7 +158,7 @@ def _print_suggest(project: str, s: Suggestions, *, window: float, since: float,
     usage = bd.usage_by(by, project=project, since=since) if by else None
     if output == "json":
         print_json({**fav.suggest_json(project, s, window, since, command),
-                    **({"by": bd.section_json(by, usage)} if by and usage is not None else {})})
+                    **({"by": breakdown_section_json(by, usage)} if by and usage is not None else {})})
     elif not s.candidates:
         _nothing_to_suggest(project, window, ever)
     else:

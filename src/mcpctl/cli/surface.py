@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from mcpctl.audit.formats import breakdown_markdown, breakdown_section_json
 from mcpctl.presentation import surface_formats as sf
 
 from . import _bars as bars
@@ -239,11 +240,11 @@ def _print_report(report: SurfaceReport, output: str, by: str | None) -> None:
     usage = bd.usage_by(by, project=report.project, since=report.since, until=report.until) if by else None
     period = f"in the last {report.window_days:g} days"
     if output == "json":
-        print_json({**sf.report_json(report), **({"by": bd.section_json(by, usage)} if by and usage is not None else {})})
+        print_json({**sf.report_json(report), **({"by": breakdown_section_json(by, usage)} if by and usage is not None else {})})
     elif output == "markdown":
         text = sf.render_markdown(report)
         if by and usage is not None:
-            text += "\n" + "\n".join(bd.markdown(by, usage, period)) + "\n"
+            text += "\n" + "\n".join(breakdown_markdown(by, usage, period)) + "\n"
         write_stdout("\n".join(safe(line, markup=False) for line in text.split("\n")))
     else:
         render_table(report)
