@@ -128,10 +128,11 @@ def _flag_listing(name: str) -> None:
     """The first listing is pinned as the trusted one: say now what in it carries the marks of
     tool poisoning (`_flags`), before a project serves it."""
     from mcpctl.catalogue import cache
+    from mcpctl.presentation.tools import flags_of
 
     from . import _flags
 
-    found = _flags.flags_of((f"{name}/{t.get('name')}", t) for t in cache.read_server_tools(name) or [])
+    found = flags_of((f"{name}/{t.get('name')}", t) for t in cache.read_server_tools(name) or [])
     tools = " ".join(f"'{t}'" for t in found)
     _flags.say(found, _flags.headline(len(found), "tool description", "tool descriptions") +
                " (pinned as listed: flagged, not blocked)",

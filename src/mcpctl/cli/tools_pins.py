@@ -54,11 +54,12 @@ def register(tools_app: typer.Typer) -> None:
     ) -> None:
         """Tool definitions that differ from those pinned when each server was first listed, as diffs."""
         from mcpctl.catalogue.pins import changes
+        from mcpctl.presentation.tools import flags_of
 
         check_format(output, ("table", "json"))
         servers, listings = _changes(project, refresh)
         found = [c for s in servers for c in changes(s, listings[s])]
-        flagged = _flags.flags_of((c.id, c.after) for c in found)
+        flagged = flags_of((c.id, c.after) for c in found)
         if output == "json":
             print_json([{"id": c.id, "server": c.server, "tool": c.tool, "kind": c.kind, "pinned": c.before,
                          "listed": c.after, "flags": [{"kind": f.kind, "why": f.why, "text": f.text}
@@ -156,6 +157,7 @@ def _flagged_changes(servers: list[str], listings: dict[str, list[dict[str, Any]
                      chosen: dict[str, set[str]]) -> dict[str, list[Flag]]:
     """The flags of the listed definitions an approval of `chosen` would pin."""
     from mcpctl.catalogue.pins import changes
+    from mcpctl.presentation.tools import flags_of
 
     todo = [c for s in servers if s in chosen for c in changes(s, listings[s]) if c.tool in chosen[s]]
-    return _flags.flags_of((c.id, c.after) for c in todo)
+    return flags_of((c.id, c.after) for c in todo)
