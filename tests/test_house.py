@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mcpctl"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "__main__"),
     ("cli",),
-    ("clients", "bakeoff"),
+    ("clients", "bakeoff", "demo"),
     ("gateway",),
     ("presentation", "upstream", "evaluation"),
     ("ask", "auth"),

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from mcpctl.audit.formats import parse_time
 from mcpctl.audit.log import CallRecord, InvocationLog
 from mcpctl.cli import app
-from mcpctl.cli.logs import parse_time
 
 NOW = 1_800_000_000.0
 JSON_KEYS = ["time", "ts", "durationMs", "project", "presentedName", "canonicalId", "outcome",
@@ -157,7 +157,7 @@ def test_logs_reports_an_unopenable_database(runner: CliRunner, tmp_home: Path) 
 
 def test_logs_follow_prints_each_new_row_once(runner: CliRunner, seeded: list[CallRecord],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import mcpctl.cli.logs as logs_mod
+    import mcpctl.audit.formats as formats_mod
 
     late = [
         CallRecord(time.time(), 3.0, "demo", "calc__add", "calc/add", "ok", session_id="s9"),
@@ -173,7 +173,7 @@ def test_logs_follow_prints_each_new_row_once(runner: CliRunner, seeded: list[Ca
             with InvocationLog() as log:
                 log.record(late[len(polls) - 1])
 
-    monkeypatch.setattr(logs_mod.time, "sleep", fake_sleep)
+    monkeypatch.setattr(formats_mod.time, "sleep", fake_sleep)
     res = runner.invoke(app, ["logs", "-f", "--project", "demo", "--limit", "2", "--max-polls", "5",
                               "-o", "json"])
     assert res.exit_code == 0, res.output

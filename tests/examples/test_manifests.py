@@ -64,7 +64,7 @@ def test_example_servers_run_from_an_unactivated_venv(tmp_home: Path) -> None:
 def test_demo_registers_exactly_the_example_manifests() -> None:
     """`mcpctl demo` then `apply -f examples/servers.yaml -f examples/project.yaml` (the README's
     order) must report `unchanged`: the demo's objects are the manifests'."""
-    from mcpctl.cli.demo import demo_documents
+    from mcpctl.demo import demo_documents
     from mcpctl.resources.yamlio import parse_text
 
     manifests = [d.data for f in ("servers.yaml", "project.yaml")

@@ -243,8 +243,8 @@ CASES: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("spec", CASES)
 def test_project_command_recreates_the_project(kit: Kit, runner: CliRunner, spec: dict[str, Any]) -> None:
-    from mcpctl.cli.create import project_command
     from mcpctl.resources.apply import apply_documents
+    from mcpctl.resources.flags import project_command
     from mcpctl.resources.yamlio import Document
 
     kit.server("alpha")

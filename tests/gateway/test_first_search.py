@@ -26,7 +26,7 @@ from mcpctl.catalogue.cache import FilesCache, embeddings_dir
 from mcpctl.cli import app
 from mcpctl.presentation import search
 from mcpctl.presentation.catalogue import cached_catalogue
-from mcpctl.presentation.search import FIRST_SEARCH_WAIT_TOOLS, _docs
+from mcpctl.presentation.search import FIRST_SEARCH_WAIT_TOOLS, tool_docs
 from mcpctl.resources.store import Store
 
 DATASET = REPO / "tests" / "fixtures" / "livemcpbench_slice" / "tools.jsonl"
@@ -60,7 +60,7 @@ def _search(gw: Harness, project: str, query: str, want: set[str] | int) -> dict
 
 def _scores(project: str, kind: str, query: str) -> dict[str, float]:
     view = cached_catalogue(project, Store(), FilesCache()).view()
-    ranker = rank.build_ranker(_docs({t.canonical_id: t for t in view.searchable}, FilesCache()), kind)
+    ranker = rank.build_ranker(tool_docs({t.canonical_id: t for t in view.searchable}, FilesCache()), kind)
     return {view.present(cid) or cid: round(score, 6) for cid, score in ranker.search(query, 5)}
 
 
@@ -114,5 +114,5 @@ def test_create_server_and_tools_list_index_the_tools_for_search(kit: Kit, runne
     r = runner.invoke(app, ["tools", "list", "--project", "p", "--refresh", "-o", "name"])
     assert r.exit_code == 0, r.output
     view = cached_catalogue("p", Store(), FilesCache()).view()
-    texts = semantic.index_texts(_docs({t.canonical_id: t for t in view.searchable}, FilesCache()))[0]
+    texts = semantic.index_texts(tool_docs({t.canonical_id: t for t in view.searchable}, FilesCache()))[0]
     assert len(texts) > len(calc) and semantic.uncached(key, texts) == 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from mcpctl.ask.index import Hit
@@ -97,3 +97,21 @@ def text(result: dict[str, Any]) -> str:
     for i, p in enumerate(result["passages"], 1):
         lines += ["", f"[{i}] {p['uri']} (score {p['score']:.3f}) {p['title']}", p["text"]]
     return "\n".join(lines).strip()
+
+
+def retrieve(question: str, read: Mapping[tuple[str, str], tuple[str, str | None]], allowed: Collection[str], *,
+             ranker: str, max_bytes: int, top_k: int) -> dict[str, Any]:
+    """`mcpctl ask`'s answer without a model: the resources `read` ((server, uri) -> (title, text
+    or None)) cut into passages, the best `top_k` of those of `allowed` servers for `question`, as
+    the ask tool's payload with how many resources were read and the ranker that ranked them."""
+    from mcpctl.ask.index import PassageIndex
+
+    index = PassageIndex(ranker, max_bytes)
+    for (server, uri), (title, text) in read.items():
+        if text is not None:
+            index.put(server, uri, title, text)
+    hits = index.search(question, top_k, allowed)
+    result = payload(question, hits, None, None, None, len(index))
+    result["resources"] = len(read)
+    result["ranker"] = index.describe()
+    return result

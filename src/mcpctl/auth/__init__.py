@@ -6,5 +6,6 @@
 - `expiry`: which servers' sign-in lapsed in this gateway process, and the cheap watch for the
   new token file a `mcpctl login` writes (no `mcp` import).
 - `provider`: the SDK's `OAuthClientProvider` as the gateway and `login` use it (imports `mcp`).
-- `login`: `mcpctl login` itself: the loopback redirect, the browser, the bounded wait.
+- `mcpctl login` itself (the loopback redirect, the browser, the bounded wait) is `upstream.login`:
+  it starts as an ordinary request to the server, which is `upstream`'s, a floor above this one.
 """

@@ -123,6 +123,21 @@ async def run(cfg: RunConfig, tasks: Sequence[Task], *, store: ResourceStore | N
 PlayArm = Callable[["Arm", "Session"], Awaitable["ArmInfo"]]
 
 
+async def measure(cfg: RunConfig, tasks: Sequence[Task], output: str, *, store: ResourceStore | None = None,
+                  cache: CatalogueCache | None = None, api_key: str | None = None, save: Path | None = None, progress: Progress | None = None,
+                  notice: Notice | None = None) -> tuple[str, list[dict[str, Any]], int]:
+    """`run`, then its rows rendered in `output` (table, markdown or json); with the rows that ended
+    in an error (not scored; `notice` hears of them) and how many rows there were."""
+    from mcpctl.bakeoff.report import render
+
+    result = await run(cfg, tasks, store=store, cache=cache, api_key=api_key, save=save, progress=progress, notice=notice)
+    failed = [r for r in result.rows if r.get("stop") == "error"]
+    if failed and notice is not None:
+        notice(f"warning: {len(failed)} of {len(result.rows)} task(s) ended in an error (the errors column; "
+               f"not scored): {failed[0].get('error')}")
+    return render(result.rows, output), failed, len(result.rows)
+
+
 async def _one_by_one(ws: Workspace, play: PlayArm, result: RunResult) -> None:
     """`--project`: one gateway at a time, since copies of real servers side by side may clash
     (a fixed port, a lock, a rate limit)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcpctl.errors import did_you_mean
 
@@ -73,3 +73,22 @@ def check_against_cache(ids: Iterable[str], servers: Sequence[str], cache: Catal
         tools = cache.read_server_tools(server)
         listed[server] = None if tools is None else [str(t.get("name")) for t in tools]
     return check_ids(ids, servers, listed, where=where)
+
+
+def check_project_ids(name: str, spec: Mapping[str, object], cache: CatalogueCache, *, strict: bool) -> list[str]:
+    """The findings of `create project NAME` (its --favourite, --disable and --enable ids), each as
+    a warning; with `strict`, InvalidResource for the first that names nothing listed."""
+    from mcpctl.errors import InvalidResource
+
+    fav: Any = spec.get("favouriteIndex") or {}
+    tools: Any = spec.get("tools") or {}
+    servers: Any = spec.get("servers") or []
+    flagged = [("--favourite", fav.get("tools") or []), ("--disable", tools.get("disabled") or []),
+               ("--enable", tools.get("enabled") or [])]
+    findings = [(flag, f) for flag, ids in flagged
+                for f in check_against_cache(ids, servers, cache, where=f"project {name!r}")]
+    refused = [f"{flag} {f.message}" for flag, f in findings if not f.unchecked]
+    if strict and refused:
+        raise InvalidResource(refused[0], hint="; ".join(refused[1:]) or "fix the id (mcpctl tools list --project "
+                              f"{name} once it exists), or create the project without --strict")
+    return [f"{flag} {f.message}" for flag, f in findings]

@@ -9,8 +9,8 @@ for `--yes`). Flagged, never blocked: the detector decides nothing, the user doe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ._common import err, safe
 
@@ -18,18 +18,6 @@ if TYPE_CHECKING:
     from mcpctl.catalogue.poison import Flag
 
 MARK = "⚠"
-
-
-def flags_of(tools: Iterable[tuple[str, Mapping[str, Any] | None]]) -> dict[str, list[Flag]]:
-    """tool id -> its flags, for each (id, wire definition) that carries any (None: nothing to scan)."""
-    from mcpctl.catalogue.poison import scan_definition
-
-    found: dict[str, list[Flag]] = {}
-    for tool, wire in tools:
-        flags = scan_definition(tool, wire) if wire is not None else []
-        if flags:
-            found[tool] = flags
-    return found
 
 
 def describe(flag: Flag) -> str:

@@ -32,7 +32,6 @@ def _retrieve(project: str, question: str, top_k: int | None, profile: str | Non
     import anyio
 
     from mcpctl.ask import answer
-    from mcpctl.ask.index import PassageIndex
     from mcpctl.errors import MCPCtlError
     from mcpctl.gateway.knowledge import read_servers
     from mcpctl.presentation.catalogue import cached_catalogue, load_gateway_config
@@ -55,15 +54,8 @@ def _retrieve(project: str, question: str, top_k: int | None, profile: str | Non
         got, failed = anyio.run(read_servers, chosen, spec.ask.max_bytes)
     for name, why in sorted(failed.items()):
         warn(f"server {name!r} could not be read: {why}")
-    index = PassageIndex(spec.search.ranker, spec.ask.max_bytes)
-    for (server, uri), (title, text) in got.items():
-        if text is not None:
-            index.put(server, uri, title, text)
-    hits = index.search(question, top_k or spec.ask.top_k, allowed)
-    result = answer.payload(question, hits, None, None, None, len(index))
-    result["resources"] = len(got)
-    result["ranker"] = index.describe()
-    return result
+    return answer.retrieve(question, got, allowed, ranker=spec.search.ranker, max_bytes=spec.ask.max_bytes,
+                           top_k=top_k or spec.ask.top_k)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -159,8 +159,7 @@ def _run(endpoint: str, models: list[str], api_key_env: str | None, project: str
     import anyio
 
     from mcpctl.bakeoff.data import load_tasks
-    from mcpctl.bakeoff.report import render
-    from mcpctl.bakeoff.run import RunConfig, run
+    from mcpctl.bakeoff.run import RunConfig, measure
 
     task_list = load_tasks(tasks)
     cfg = RunConfig(endpoint=endpoint, models=models, tasks_file=str(tasks), presentations=presentations,
@@ -179,14 +178,10 @@ def _run(endpoint: str, models: list[str], api_key_env: str | None, project: str
 
         err.print(visible(text), highlight=False, markup=False)
 
-    async def go() -> tuple[str, list[dict[str, object]], int]:
-        result = await run(cfg, task_list, store=the_store() if project else None,
-                           cache=the_cache() if project else None, api_key=api_key, save=save, progress=progress, notice=notice)
-        failed = [r for r in result.rows if r.get("stop") == "error"]
-        if failed:
-            notice(f"warning: {len(failed)} of {len(result.rows)} task(s) ended in an error (the errors column; "
-                   f"not scored): {failed[0].get('error')}")
-        return render(result.rows, output), failed, len(result.rows)
+    async def go() -> tuple[str, list[dict[str, Any]], int]:
+        return await measure(cfg, task_list, output, store=the_store() if project else None,
+                             cache=the_cache() if project else None, api_key=api_key,
+                             save=save, progress=progress, notice=notice)
 
     # SIGTERM as Ctrl-C: the gateways are closed and the temporary homes removed either way
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)

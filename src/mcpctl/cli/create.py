@@ -1,4 +1,7 @@
-"""`mcpctl create server|project NAME ...`: imperative creation (AlreadyExists without --force)."""
+"""`mcpctl create server|project NAME ...`: imperative creation (AlreadyExists without --force).
+
+The flags become a manifest in `resources.flags`; a --url server's transport is asked of the server
+(`upstream.probe`) and a new server is listed once (`_listing`)."""
 
 from __future__ import annotations
 
@@ -8,90 +11,24 @@ import typer
 
 from mcpctl.errors import InvalidResource
 from mcpctl.resources.apply import create_object
-from mcpctl.resources.kinds import API_VERSION
+from mcpctl.resources.flags import flag_message, project_document, server_document
 from mcpctl.resources.settings import DEFAULT_MAX_RESULT_TOKENS
 from mcpctl.resources.yamlio import Document
 
 from . import token
-from ._common import cli_errors, complete_names, the_store, warn, write_stdout
-
-
-def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for v in values or []:
-        key, sep, val = v.partition("=")
-        if not sep or not key:
-            raise InvalidResource(f"{flag} {v!r}: expected KEY=VALUE", hint=f"for example {flag} API_KEY=${{env:API_KEY}}")
-        out[key] = val
-    return out
-
-
-def _headers(values: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for v in values or []:
-        if "=" in v:
-            key, _, val = v.partition("=")
-        elif ":" in v:
-            key, _, val = v.partition(":")
-        else:
-            raise InvalidResource(f"--header {v!r}: expected NAME=VALUE or 'NAME: VALUE'",
-                                  hint="for example --header 'Authorization=Bearer ${env:TOKEN}'")
-        out[key.strip()] = val.strip()
-    return out
-
-
-# Validation speaks in manifest paths; on the command line the user typed flags.
-_FLAGS = (
-    ("spec.favouriteIndex.maxFavourites", "--max-favourites"),
-    ("spec.favouriteIndex.tools", "--favourite"),
-    ("spec.tools.disabled", "--disable"),
-    ("spec.tools.enabled", "--enable"),
-    ("spec.presentation", "--presentation"),
-    ("spec.favouriteIndex.enabled", "--favourite-index"),
-    ("spec.gate.instructions", "--gate-instructions"),
-    ("spec.gate.enabled", "--gate"),
-    ("spec.names.maxLength", "--max-name-length"),
-    ("spec.names.style", "--names"),
-    ("spec.search.enabled", "--search"),
-    ("spec.search.ranker", "--ranker"),
-    ("spec.search.topK", "--top-k"),
-    ("spec.search.recordQueries", "--record-queries"),
-    ("spec.results.maxTokens", "--max-result-tokens"),
-    ("spec.ask.enabled", "--ask"),
-    ("spec.ask.topK", "--ask-top-k"),
-    ("metadata.annotations", "--annotation"),
-    ("spec.servers", "--server"),
-    ("spec.timeouts.connect", "--connect-timeout"),
-    ("spec.timeouts.call", "--call-timeout"),
-    ("spec.url", "--url"),
-    ("spec.env", "--env"),
-    ("spec.headers", "--header"),
-    ("spec.command", "the command"),
-    ("metadata.labels", "--label"),
-    ("metadata.name", "NAME"),
-)
-
-
-def _flag_message(text: str, src: str) -> str:
-    text = text.replace(f"{src}, document 1, ", "").replace(f"{src}, document 1: ", "")
-    for path, flag in _FLAGS:
-        for sep in ("[", ".", ":", " "):
-            text = text.replace(f"{path}{sep}", f"{flag}{' ' if sep == '.' else sep}")
-    return text
+from ._common import cli_errors, complete_names, the_cache, the_store, warn, write_stdout
 
 
 def _create(doc_data: dict[str, Any], *, force: bool, allow_missing: bool = False) -> None:
     src = f"mcpctl create {doc_data['kind'].lower()}"
     doc = Document(source=src, index=1, data=doc_data)
     try:
-        from ._common import the_cache
-
         change, warnings = create_object(doc, the_store(), force=force, allow_missing=allow_missing,
                                          known_tools=the_cache().read_server_tools)
     except InvalidResource as e:
-        raise InvalidResource(_flag_message(e.message, src), hint=e.hint) from None
+        raise InvalidResource(flag_message(e.message, src), hint=e.hint) from None
     for w in warnings:
-        warn(_flag_message(w, src))
+        warn(flag_message(w, src))
     write_stdout(f"{change.ref} {change.action}\n")
 
 
@@ -119,30 +56,10 @@ def create_server(
     """Register an upstream MCP server: `create server NAME -- CMD ARGS...` or `create server NAME --url URL`.
 
     Then it is listed once (--no-check skips that): its tool count, or why it failed."""
-    if url and command:
-        raise InvalidResource("give either a command (after --) or --url, not both")
-    if not url and not command:
-        raise InvalidResource(f"server {name!r} needs a command or a URL",
-                              hint=f"mcpctl create server {name} -- npx -y @modelcontextprotocol/server-memory, "
-                              f"or mcpctl create server {name} --url http://127.0.0.1:8080/mcp")
-    spec: dict[str, Any] = {}
-    if transport is not None or url:
-        spec.update(_remote_spec(url, transport, header, stdio_only=bool(env or cwd)))
-    else:
-        assert command
-        spec.update(transport="stdio", command=command[0], args=command[1:], env=_pairs(env, "--env"))
-        if cwd:
-            spec["cwd"] = cwd
-        if header:
-            raise InvalidResource("--header is for HTTP servers (--url), not a stdio command")
-    timeouts = {k: v for k, v in (("connect", connect_timeout), ("call", call_timeout)) if v is not None}
-    if timeouts:
-        spec["timeouts"] = timeouts
-    if description:
-        spec["description"] = description
-    meta: dict[str, Any] = {"name": name}
-    if label:
-        meta["labels"] = _pairs(label, "--label")
+    doc = server_document(name, command=command, url=url, transport=transport, header=header, env=env, cwd=cwd,
+                          description=description, connect_timeout=connect_timeout, call_timeout=call_timeout,
+                          label=label)
+    spec = doc["spec"]
     from mcpctl.resources.server_checks import static_problems
 
     problems = static_problems(spec)
@@ -156,7 +73,7 @@ def create_server(
         spec["transport"] = transport or found
         if oauth and not header:        # a static --header wins over a sign-in
             spec["auth"] = {"type": "oauth"}
-    _create({"apiVersion": API_VERSION, "kind": "Server", "metadata": meta, "spec": spec}, force=force)
+    _create(doc, force=force)
     if spec.get("auth"):
         from ._common import err
 
@@ -164,17 +81,6 @@ def create_server(
                   f"run mcpctl login {name}", markup=False)
     elif check and not problems:          # (with problems, listing would only fail the same way)
         _check_listing(name)
-
-
-def _remote_spec(url: str | None, transport: str | None, header: list[str] | None, *,
-                 stdio_only: bool) -> dict[str, Any]:
-    """The spec of a --url server (its transport decided later unless --transport gives it)."""
-    if transport is not None and (not url or transport not in ("http", "sse")):
-        raise InvalidResource(f"--transport {transport!r}: give --transport http or --transport sse, with --url",
-                              hint="a stdio server is a command after --")
-    if stdio_only:
-        raise InvalidResource("--env and --cwd are for stdio servers (a command after --), not --url")
-    return {"transport": transport or "http", "url": url, "headers": _headers(header)}
 
 
 def _remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, probe: bool) -> tuple[str, bool]:
@@ -219,10 +125,11 @@ def _check_listing(name: str) -> None:
 def _flag_listing(name: str) -> None:
     """The first listing is pinned as the trusted one: say now what in it carries the marks of
     tool poisoning (`_flags`), before a project serves it."""
-    from . import _flags
-    from ._common import the_cache
+    from mcpctl.presentation.tools import flags_of
 
-    found = _flags.flags_of((f"{name}/{t.get('name')}", t) for t in the_cache().read_server_tools(name) or [])
+    from . import _flags
+
+    found = flags_of((f"{name}/{t.get('name')}", t) for t in the_cache().read_server_tools(name) or [])
     tools = " ".join(f"'{t}'" for t in found)
     _flags.say(found, _flags.headline(len(found), "tool description", "tool descriptions") +
                " (pinned as listed: flagged, not blocked)",
@@ -233,8 +140,6 @@ def _flag_listing(name: str) -> None:
 def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     """Canonical ids `server/tool` from the catalogue cache: of the servers named on the command
     line (--server) or the project's (--project), else of every cached server."""
-    from ._common import the_cache
-
     cache = the_cache()
     servers = [s for s in (ctx.params.get("server") or []) if isinstance(s, str)]
     project = ctx.params.get("project")
@@ -306,144 +211,21 @@ def create_project(
                                  (ranker, RANKERS, "--ranker")):
         if value is not None and value not in allowed:       # a usage error (exit 2), as for any bad flag value
             raise typer.BadParameter(f"{value!r} is not one of: {', '.join(allowed)}", param_hint=f"'{flag}'")
-    spec: dict[str, Any] = {"servers": list(server or [])}
-    tools = {k: v for k, v in (("disabled", disable), ("enabled", enable)) if v}
-    if tools:
-        spec["tools"] = tools
-    fav: dict[str, Any] = {}
-    if favourite:
-        fav["tools"] = favourite
-        if presentation is None:          # else --presentation decides what is presented
-            fav["enabled"] = True
-    if favourite_index is not None:
-        fav["enabled"] = favourite_index
-    if max_favourites is not None:
-        fav["maxFavourites"] = max_favourites
-    if fav:
-        spec["favouriteIndex"] = fav
-    if presentation:
-        spec["presentation"] = presentation
-    sections: dict[str, dict[str, Any]] = {
+    from mcpctl.catalogue.idcheck import check_project_ids
+
+    settings: dict[str, dict[str, Any]] = {
         "gate": {"enabled": gate, "instructions": gate_instructions},
         "names": {"style": names, "maxLength": max_name_length},
         "search": {"enabled": search, "ranker": ranker, "topK": top_k, "recordQueries": record_queries},
         "results": {"maxTokens": max_result_tokens},
         "ask": {"enabled": ask, "topK": ask_top_k},
     }
-    for key, values in sections.items():
-        given = {k: v for k, v in values.items() if v is not None}
-        if given:
-            spec[key] = given
-    if description:
-        spec["description"] = description
-    meta: dict[str, Any] = {"name": name}
-    if label:
-        meta["labels"] = _pairs(label, "--label")
-    if annotation:
-        meta["annotations"] = _pairs(annotation, "--annotation")
-    _check_project_ids(name, spec, strict=strict)
-    doc = {"apiVersion": API_VERSION, "kind": "Project", "metadata": meta, "spec": spec}
+    doc = project_document(name, servers=server, favourites=favourite, favourite_index=favourite_index,
+                           max_favourites=max_favourites, disable=disable, enable=enable, presentation=presentation,
+                           settings=settings, description=description, label=label, annotation=annotation)
+    for w in check_project_ids(name, doc["spec"], the_cache(), strict=strict):
+        warn(w)
     _create(doc, force=force, allow_missing=allow_missing)
-
-
-def _check_project_ids(name: str, spec: dict[str, Any], *, strict: bool) -> None:
-    """Warn of (with --strict, refuse) tool ids and globs that match nothing the servers listed."""
-    from mcpctl.catalogue.idcheck import check_against_cache
-
-    from ._common import the_cache
-
-    flagged = [("--favourite", (spec.get("favouriteIndex") or {}).get("tools") or []),
-               ("--disable", (spec.get("tools") or {}).get("disabled") or []),
-               ("--enable", (spec.get("tools") or {}).get("enabled") or [])]
-    findings = [(flag, f) for flag, ids in flagged
-                for f in check_against_cache(ids, spec["servers"], the_cache(), where=f"project {name!r}")]
-    refused = [f"{flag} {f.message}" for flag, f in findings if not f.unchecked]
-    if strict and refused:
-        raise InvalidResource(refused[0], hint="; ".join(refused[1:]) or "fix the id (mcpctl tools list --project "
-                              f"{name} once it exists), or create the project without --strict")
-    for flag, f in findings:
-        warn(f"{flag} {f.message}")
-
-
-def project_command(resource: dict[str, Any], *, favourites: list[str] | None = None,
-                    max_favourites: int | None = None, force: bool = True) -> list[str]:
-    """The `mcpctl create project` command line that recreates `resource` (a stored project),
-    optionally with other favourites: running it changes nothing else. The inverse of
-    `create_project`'s flags; a test keeps the two in step. (One spec has no flags: favourites
-    pinned while the index is neither on nor off and no presentation is set; the line turns the
-    index on.)"""
-    meta, spec = resource.get("metadata") or {}, resource.get("spec") or {}
-    argv = ["mcpctl", "create", "project", str(meta["name"])] + (["--force"] if force else [])
-    for s in spec.get("servers") or []:
-        argv += ["--server", s]
-    tools = spec.get("tools") or {}
-    for key, flag in (("disabled", "--disable"), ("enabled", "--enable")):
-        for pattern in tools.get(key) or []:
-            argv += [flag, pattern]
-    argv += _favourite_flags(spec, favourites, max_favourites)
-    argv += _setting_flags(spec)
-    for key, flag in (("labels", "--label"), ("annotations", "--annotation")):
-        for k, v in (meta.get(key) or {}).items():
-            argv += [flag, f"{k}={v}"]
-    return argv
-
-
-def _favourite_flags(spec: dict[str, Any], favourites: list[str] | None, max_favourites: int | None) -> list[str]:
-    """--favourite-index, --favourite, --max-favourites and --presentation: the spec's, or with
-    `favourites` pinned instead (the index on; an explicit flat presentation dropped)."""
-    from mcpctl.resources.kinds import DEFAULT_MAX_FAVOURITES
-
-    fav = spec.get("favouriteIndex") or {}
-    presentation = spec.get("presentation")
-    if favourites is not None:
-        enabled: bool | None = True
-        pins, limit = favourites, max_favourites or fav.get("maxFavourites") or DEFAULT_MAX_FAVOURITES
-        if presentation == "flat":
-            presentation = None
-    else:
-        enabled, pins, limit = fav.get("enabled"), list(fav.get("tools") or []), fav.get("maxFavourites")
-    argv: list[str] = []
-    if enabled is not None:
-        argv.append("--favourite-index" if enabled else "--no-favourite-index")
-    for tool in pins:
-        argv += ["--favourite", tool]
-    if limit is not None and (limit != DEFAULT_MAX_FAVOURITES or favourites is not None):
-        argv += ["--max-favourites", str(limit)]
-    if presentation:
-        argv += ["--presentation", presentation]
-    return argv
-
-
-def _setting_flags(spec: dict[str, Any]) -> list[str]:
-    """The gate, names and search flags, and --description: each only where the spec differs from
-    the schema's default."""
-    from mcpctl.resources.kinds import PROJECT_SPEC
-    from mcpctl.resources.schema import default_at
-
-    def default(*path: str) -> Any:
-        return default_at(PROJECT_SPEC, *path)
-
-    gate, names, search = spec.get("gate") or {}, spec.get("names") or {}, spec.get("search") or {}
-    argv: list[str] = []
-    if gate.get("enabled"):
-        argv.append("--gate")
-    if gate.get("instructions"):
-        argv += ["--gate-instructions", gate["instructions"]]
-    if names.get("style", default("names", "style")) != default("names", "style"):
-        argv += ["--names", names["style"]]
-    if names.get("maxLength", default("names", "maxLength")) != default("names", "maxLength"):
-        argv += ["--max-name-length", str(names["maxLength"])]
-    if search.get("enabled") is False:
-        argv.append("--no-search")
-    if search.get("ranker", default("search", "ranker")) != default("search", "ranker"):
-        argv += ["--ranker", search["ranker"]]
-    if search.get("topK", default("search", "topK")) != default("search", "topK"):
-        argv += ["--top-k", str(search["topK"])]
-    if search.get("recordQueries"):
-        argv.append("--record-queries")
-    if spec.get("description"):
-        argv += ["--description", spec["description"]]
-    return argv
 
 
 def register(app: typer.Typer) -> None:

@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 
 from mcpctl.errors import MCPCtlError
-from mcpctl.resources.apply import delete_object
-from mcpctl.resources.store import ResourceStore
+from mcpctl.resources.apply import delete_objects
 
 from ._common import cli_errors, the_store, warn, write_stdout
 from ._resources import complete_kind, resolve_kind
@@ -44,24 +43,7 @@ def register(app: typer.Typer) -> None:
                 raise MCPCtlError("what to delete?", hint="mcpctl delete server NAME, mcpctl delete project NAME, or mcpctl delete -f FILE")
             k = resolve_kind(kind)
             targets = [(k.name, n) for n in names]
-        store = the_store()
-        deleted: list[tuple[str, str]] = []
-        warnings: list[str] = []
-        with store.locked():    # one transaction on PostgreSQL: nothing is reported before it commits
-            if not ignore_not_found:
-                for k_name, n in targets:   # all-or-nothing on missing names
-                    store.get(k_name, n)
-            if not force:
-                _refuse_servers_in_use(store, targets)
-            for k_name, n in targets:
-                if store.find(k_name, n) is None:
-                    continue
-                warnings += delete_object(store, k_name, n, force=force)
-                if k_name == "Token":      # revoked: a running gateway refuses it at the next request
-                    from mcpctl.resources import tokens
-
-                    tokens.delete_hash(n, store)
-                deleted.append((k_name, n))
+        deleted, warnings = delete_objects(the_store(), targets, force=force, ignore_not_found=ignore_not_found)
         for w in warnings:
             warn(w)
         for k_name, n in deleted:
@@ -73,15 +55,3 @@ def register(app: typer.Typer) -> None:
                 the_cache().delete_server(n)
                 delete_pins(n)          # and its pinned definitions (state, not spec)
             write_stdout(f"{k_name.lower()}/{n} deleted\n")
-
-
-def _refuse_servers_in_use(store: ResourceStore, targets: list[tuple[str, str]]) -> None:
-    from mcpctl.errors import Conflict
-    from mcpctl.resources.apply import projects_using
-
-    going = {n for k_name, n in targets if k_name == "Project"}
-    for k_name, n in targets:
-        users = [p for p in projects_using(store, n) if p not in going] if k_name == "Server" else []
-        if users:
-            raise Conflict(f"server {n!r} is used by project(s): {', '.join(users)}",
-                           hint="remove it from those projects first, or pass --force")

@@ -12,14 +12,15 @@ what was learned.
 
 The RANKER column says what ran: `hybrid`, or `auto->hybrid` / `auto->bm25` (and
 `semantic->bm25`) when the requested kind resolved to another; why a fallback happened is
-printed on stderr.
+printed on stderr. The runs are `evaluation.runs`'s; this module checks options and renders.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
@@ -37,41 +38,30 @@ from ._common import (
 
 if TYPE_CHECKING:
     from mcpctl.catalogue.rank import ToolDoc
-    from mcpctl.evaluation.datasets import Query
     from mcpctl.evaluation.evaluate import Result
 
 _FORMATS = ("table", "json")
 _PROGRESS_MIN_QUERIES = 500   # below this a run takes well under a second
 
 
-def _run(name: str, docs: Sequence[ToolDoc], queries: Sequence[Query], kinds: Sequence[str],
-         portion: str, learned: str | None = None) -> list[Result]:
-    from mcpctl.catalogue.rank import build_ranker, describe
-    from mcpctl.catalogue.rank import label as ranker_label
-    from mcpctl.evaluation.evaluate import Result, evaluate
+class _Reporter:
+    """What a run says on stderr: a status while a ranker indexes and a progress bar for long runs
+    (on a terminal only), a ranker's fallback once per process, warnings."""
 
-    results: list[Result] = []
-    for kind in kinds:
-        if kind != "bm25" and err.is_terminal:   # embedding a new catalogue takes a while
-            with err.status(f"{name}: indexing {len(docs)} tools for {kind}…"):
-                ranker = build_ranker(docs, kind)
-        else:
-            ranker = build_ranker(docs, kind)
-        label = ranker_label(ranker, kind)
-        if getattr(ranker, "fallback", None):
-            _note_once(f"ranker {describe(ranker, kind)}")
-        with _progress(f"{name} ({label})", len(queries)) as advance:
-            metrics = evaluate(ranker, queries, progress=advance)
-        results.append(Result(name, label, portion, len(queries), len(docs), metrics, learned))
-    return results
+    noted: ClassVar[set[str]] = set()
 
+    def indexing(self, text: str) -> AbstractContextManager[object]:
+        return err.status(text) if err.is_terminal else nullcontext()
 
-_noted: set[str] = set()
+    def progress(self, label: str, total: int) -> AbstractContextManager[Callable[[int], None]]:
+        return _progress(label, total)
 
+    def note(self, message: str) -> None:
+        if message not in self.noted:
+            self.noted.add(message)
+            warn(message)
 
-def _note_once(message: str) -> None:
-    if message not in _noted:
-        _noted.add(message)
+    def warn(self, message: str) -> None:
         warn(message)
 
 
@@ -99,10 +89,9 @@ class _progress:
 
 
 def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> list[Result]:
-    from mcpctl.catalogue.rank import ToolDoc
-    from mcpctl.errors import MCPCtlError
-    from mcpctl.evaluation.datasets import Query
+    from mcpctl.evaluation.runs import score_log
     from mcpctl.presentation.catalogue import cached_catalogue
+    from mcpctl.presentation.search import tool_docs
 
     from ._common import invocation_log, the_cache
     from .tools_search import load_project
@@ -110,78 +99,15 @@ def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> 
     spec = load_project(project)
     with invocation_log() as log:             # the team database's log when a database URL is set
         evidence = [e for e in log.search_evidence(project) if e.ok]
-    pairs = [(e.query, e.tool) for e in evidence]
-    if not pairs:
-        use = (f"let an agent use search_tools through `mcpctl serve --project {project}`; "
-               "each search followed by a tool call becomes one pair")
-        if spec.search.record_queries:
-            raise MCPCtlError(f"no recorded searches for project {project!r} yet (query recording is on)",
-                              hint=use)
-        raise MCPCtlError(
-            f"no recorded searches for project {project!r}: query recording is off",
-            hint=("turn it on with `search: {recordQueries: true}` in the project's spec "
-                  f"(mcpctl edit project {project}), then " + use),
-        )
-    cached = cached_catalogue(project, the_store(), the_cache())
-    for server in cached.unlisted:
-        warn(f"server {server!r} has not been listed yet; its tools are not in the catalogue")
-    searchable = cached.view().searchable
-    about = the_cache().read_about({t.server for t in searchable})
-    docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server], t.canonical_id) for t in searchable]   # what search_tools ranks
-    known = {d.id for d in docs}
-    evidence = [e for e in evidence if e.tool in known]
-    gone = len(pairs) - len(evidence)
-    if gone:
-        warn(f"{gone} of {len(pairs)} recorded pairs name a tool no longer in the catalogue; left out")
-    if not evidence:
-        raise MCPCtlError(f"none of the {len(pairs)} recorded pairs of project {project!r} "
-                          "names a tool in its current catalogue")
-    kinds = kinds or [spec.search.ranker]
-    if split != "time":
-        queries = [Query(f"log-{i}", e.query, (frozenset([e.tool]),)) for i, e in enumerate(evidence)]
-        return _run(f"log:{project}", docs, queries, kinds, "log")
-    return _time_split(project, spec, docs, evidence, kinds)
 
+    def catalogue() -> list[ToolDoc]:         # what search_tools ranks
+        cache = the_cache()
+        cached = cached_catalogue(project, the_store(), cache)
+        for server in cached.unlisted:
+            warn(f"server {server!r} has not been listed yet; its tools are not in the catalogue")
+        return tool_docs({t.canonical_id: t for t in cached.view().searchable}, cache)
 
-def _time_split(project: str, spec: Any, docs: list[ToolDoc], evidence: list[Any], kinds: Sequence[str]) -> list[Result]:
-    """Learn from the older pairs (as the gateway would, under the project's search.learn), score
-    the newer ones with and without what was learned."""
-    from mcpctl.catalogue.learn import learn
-    from mcpctl.errors import MCPCtlError
-    from mcpctl.evaluation.datasets import Query
-    from mcpctl.evaluation.learning import time_split
-
-    older, newer, split_at = time_split(evidence)
-    if not older:
-        raise MCPCtlError(f"project {project!r} has {len(evidence)} recorded pair(s): too few to split by time",
-                          hint="--split time learns from the older two thirds and scores the newest third")
-    settings = spec.search.learn
-    learned = learn(older, min_sessions=settings.min_sessions, window_days=settings.window_days, now=split_at,
-                    known={d.id for d in docs})
-    if not learned:
-        warn(f"nothing learned from the {len(older)} older pair(s): no tool was called after a search in "
-             f"{settings.min_sessions} distinct sessions (search.learn.minSessions)")
-    queries = [Query(f"log-{i}", e.query, (frozenset([e.tool]),)) for i, e in enumerate(newer)]
-    said = f"{len(older)} older pairs ({sum(learned.uses.values())} uses of {len(learned.uses)} tools)"
-    return (_run(f"log:{project}", docs, queries, kinds, "time", "nothing")
-            + _run(f"log:{project}", learned.apply(docs), queries, kinds, "time", said))
-
-
-def _dataset_results(ds: Any, queries: Sequence[Query], kinds: Sequence[str], split: str, learn_n: int,
-                     attach: str) -> list[Result]:
-    """A dataset's results; with `learn_n`, after learning that many queries per tool from its dev
-    portion."""
-    if not learn_n:
-        return _run(ds.name, ds.tools, queries, kinds, split)
-    from mcpctl.evaluation.learning import simulated
-
-    dev = ds.select("dev")
-    if not dev:
-        warn(f"dataset {ds.name!r} has no dev portion to learn from; scored without learning")
-        return _run(ds.name, ds.tools, queries, kinds, split)
-    learned = simulated(dev, learn_n, attach)
-    said = f"{learn_n}/tool from dev ({attach}: {sum(learned.uses.values())} queries)"
-    return _run(ds.name, learned.apply(ds.tools), queries, kinds, split, said)
+    return score_log(project, spec, catalogue, evidence, kinds, split, _Reporter())
 
 
 def _check_rankers(kinds: list[str] | None) -> None:
@@ -216,33 +142,6 @@ def _check_dataset_options(split: str, learn_n: int, attach: str) -> None:
                                  f"--split {split} would score what it learned from", param_hint="'--split'")
     if attach not in ATTACH:
         raise typer.BadParameter(f"{attach!r} is not one of: {', '.join(ATTACH)}", param_hint="'--attach'")
-
-
-def _datasets(folders: list[Path], kinds: list[str] | None, split: str, learn_n: int, attach: str) -> list[Result]:
-    from mcpctl.catalogue.rank import DEFAULT_KIND
-    from mcpctl.errors import MCPCtlError
-    from mcpctl.evaluation.ask import evaluate_ask, is_ask_dataset, load_ask_dataset
-    from mcpctl.evaluation.datasets import load_dataset
-
-    if not folders:
-        raise MCPCtlError("nothing to evaluate",
-                          hint="give --dataset DIR (a folder with tools.jsonl and queries.jsonl) "
-                               "or --from-log --project P")
-    results: list[Result] = []
-    for folder in folders:
-        if is_ask_dataset(folder):       # questions over resources: ask's retrieval (docs/ask.md)
-            asked = load_ask_dataset(folder)
-            results.extend(evaluate_ask(asked, kind) for kind in kinds or [DEFAULT_KIND])
-            continue
-        ds = load_dataset(folder)
-        queries = ds.select(split)
-        if not queries:
-            warn(f"dataset {ds.name!r} has no {split} queries; skipped")
-            continue
-        results.extend(_dataset_results(ds, queries, kinds or [DEFAULT_KIND], split, learn_n, attach))
-    if not results:
-        raise MCPCtlError(f"no {split} queries in the given datasets")
-    return results
 
 
 def _render(results: Sequence[Result], output: str) -> None:
@@ -302,4 +201,6 @@ def register(app: typer.Typer) -> None:
             return
         split = split or "test"
         _check_dataset_options(split, learn_n, attach)
-        _render(_datasets(dataset or [], ranker, split, learn_n, attach), output)
+        from mcpctl.evaluation.runs import score_datasets
+
+        _render(score_datasets(dataset or [], ranker, split, learn_n, attach, _Reporter()), output)

@@ -5,19 +5,20 @@ cache); `add`/`remove` pin and unpin tools and `set` replaces them (validated li
 `suggest` ranks tools by their calls in the invocation log and prints a ready-to-run
 `mcpctl favourites set` line, which changes nothing but the favourites (`--by credential|host`
 adds the window's calls per token name or gateway host: `cli/_breakdown.py`). `suggest --apply` runs
-that very command (`set_favourites_of`), so the line and `--apply` cannot drift apart.
+that very command (`presentation.favourites.set_favourites_of`), so the line and `--apply` cannot
+drift apart. What is computed or edited is `presentation.favourites`'s; this module renders it.
 """
 
 from __future__ import annotations
 
-import shlex
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from mcpctl.audit.formats import breakdown_section_json
 from mcpctl.catalogue.favourites import DEFAULT_FLOOR, Floor
+from mcpctl.presentation import favourites as fav
 
 from . import _breakdown as bd
 from ._common import (
@@ -29,6 +30,7 @@ from ._common import (
     output_option,
     print_json,
     safe,
+    the_cache,
     the_store,
     warn,
     write_stdout,
@@ -58,36 +60,6 @@ _Pinned = Annotated[list[str], typer.Argument(help="Canonical tool ids server/to
 
 
 # -- list ----------------------------------------------------------------------------------------------
-
-
-def favourites_report(cached: CachedCatalogue, project_name: str) -> dict[str, Any]:
-    """What the gateway presents of the project's favourites (the JSON/YAML shape of `list`)."""
-    from mcpctl.presentation.names import ALL
-
-    project = cached.project
-    view = cached.view()
-    table = view.table
-    pinned = list(project.favourite_index.tools)
-    if project.favourite_index.enabled:
-        rows = [{"id": f.canonical_id, "pinned": True, "name": f.name,
-                 "state": "listed" if f.listed else "pending" if f.pending else "not listed",
-                 "reason": f.reason, "description": f.description} for f in view.favourites]
-    else:
-        rows = [{"id": cid, "pinned": True, "name": None, "state": "not presented",
-                 "reason": "the favourite index is off (flat presentation)", "description": ""} for cid in pinned]
-    listed = set(view.listed_names)
-    under_all = [t for t in view.searchable if table.name(ALL, t.canonical_id) is not None]
-    return {
-        "project": project_name,
-        "presentation": project.presentation,
-        "names": project.names.style,
-        "maxFavourites": project.favourite_index.max_favourites,
-        "gate": project.gate.enabled,
-        "favourites": rows,
-        "all": {"count": len(under_all), "pattern": table.namer.pattern(ALL) if under_all else None,
-                "listed": any(table.name(ALL, t.canonical_id) in listed for t in under_all)},
-        "instructions": cached.catalogue.instructions,
-    }
 
 
 def _render_list(report: dict[str, Any], cached: CachedCatalogue) -> None:
@@ -122,130 +94,11 @@ def _render_list(report: dict[str, Any], cached: CachedCatalogue) -> None:
              f"(mcpctl tools list --project {report['project']} --refresh)")
 
 
-# -- add / remove --------------------------------------------------------------------------------------
-
-
-def _check_ids(ids: list[str]) -> None:
-    from mcpctl.errors import InvalidResource
-    from mcpctl.resources.kinds import check_favourite_id
-
-    for ident in ids:
-        problem = check_favourite_id(ident)
-        if problem:
-            raise InvalidResource(f"SERVER/TOOL: {problem}")
-
-
-def _flagged(message: str) -> str:
-    """Validation speaks in manifest paths; here the user typed ids and flags."""
-    return (message.split(": ", 1)[1] if message.startswith("favourites ") and ": " in message else message) \
-        .replace("spec.favouriteIndex.maxFavourites", "maxFavourites (--max-favourites)") \
-        .replace("spec.favouriteIndex.tools", "the favourites")
-
-
-def _edit(project: str, change: Any, verb: str) -> Any:
-    from mcpctl.errors import InvalidResource
-    from mcpctl.resources.edit import edit_spec
-
-
-    try:
-        return edit_spec(the_store(), "Project", project, change, where=f"favourites {verb}")
-    except InvalidResource as e:
-        raise InvalidResource(f"project {project!r}: {_flagged(e.message)}", hint=e.hint) from None
-
-
-def set_favourites_of(project: str, ids: list[str], max_favourites: int | None = None) -> Any:
-    """`favourites set` and `suggest --apply`: `ids` become the project's favourites (the index
-    on); nothing else in the spec changes. Returns the store's edit result."""
-    from mcpctl.catalogue import favourites as fv
-
-    _check_ids(ids)
-    return _edit(project, lambda spec: fv.set_favourites(spec, ids, max_favourites), "set")
-
-
-def set_command(project: str, ids: list[str]) -> str:
-    """The shell line that runs `set_favourites_of(project, ids)`, each word quoted for a POSIX shell."""
-    return shlex.join(["mcpctl", "favourites", "set", "--project", project, *ids])
-
-
 def _warn_unknown(project: str, ids: list[str]) -> None:
-    from mcpctl.catalogue.idcheck import check_against_cache
+    from mcpctl.presentation.favourites import unknown_ids
 
-    from ._common import the_cache
-
-    servers = list((the_store().get("Project", project).get("spec") or {}).get("servers") or [])
-    for finding in check_against_cache(ids, servers, the_cache(), where=f"project {project!r}"):
-        warn(f"{finding.message} (a favourite is presented only once its server lists it)")
-
-
-# -- suggest -------------------------------------------------------------------------------------------
-
-
-def _when(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
-
-
-def suggestions(project: str, top: int, since: float, floor: Floor | None = None
-                ) -> tuple[Suggestions, CachedCatalogue, int]:
-    """Favourites suggested from the calls of `project` since `since` (unix seconds), the cached
-    catalogue they were judged against, and (when there were none) how many calls the log holds."""
-    from mcpctl.catalogue import favourites as fv
-    from mcpctl.presentation.catalogue import cached_catalogue
-    from mcpctl.presentation.view import Refusal
-
-    from ._common import invocation_log, the_cache
-
-    cached = cached_catalogue(project, the_store(), the_cache())
-    with invocation_log() as log:
-        rows = log.usage(project, since=since)
-        ever = log.count(project) if not rows else -1
-    view = cached.view()
-
-    def resolve(name: str) -> str | None:
-        hit = view.table.lookup(name)
-        return hit[1].canonical_id if hit is not None else None
-
-    def ineligible(cid: str) -> str | None:
-        server = cid.split("/", 1)[0]
-        if server not in cached.project.servers:
-            return f"server {server!r} is no longer in the project"
-        hit = view.resolve(cid)
-        if hit is None:
-            return "not in the catalogue now" if server not in cached.unlisted else "server not listed yet"
-        if isinstance(hit, Refusal):
-            return "disabled in the project" if hit.error_class == "ToolDisabled" else hit.message
-        return None
-
-    pinned = list(cached.project.favourite_index.tools)
-    return fv.suggest(rows, pinned=pinned, top=top, resolve=resolve, ineligible=ineligible,
-                      floor=floor or fv.DEFAULT_FLOOR), cached, ever
-
-
-def _suggest_json(project: str, s: Suggestions, window: float, since: float, command: str | None) -> dict[str, Any]:
-    return {
-        "project": project, "windowDays": window, "since": since, "calls": s.calls, "sessions": s.sessions,
-        "suggested": s.suggested,
-        "tools": [{"id": c.use.canonical_id, "calls": c.use.calls, "sessions": c.use.sessions,
-                   "errors": c.use.errors, "errorRate": round(c.use.error_rate, 4), "lastUse": c.use.last_ts,
-                   "pinned": c.pinned, "suggested": c.suggested, "flag": c.flag, "belowFloor": c.below,
-                   "names": list(c.use.names)}
-                  for c in s.candidates],
-        "pinnedUnused": s.pinned_unused,
-        "command": command,
-    }
-
-
-def _list_cost(cached: CachedCatalogue) -> tuple[tuple[int, int], tuple[int, int]]:
-    """(listed, ≈tokens) of the project's tools/list as presented, and of the flat list."""
-    from mcpctl.catalogue.tokens import definition_text, token_counter
-    from mcpctl.presentation.surface import FLAT, mode_catalogues
-
-    count = token_counter().count
-    cats = mode_catalogues(cached.catalogue)
-    costs = []
-    for cat in (cats[cached.project.presentation], cats[FLAT]):
-        tools = cat.view().tools
-        costs.append((len(tools), sum(count(definition_text(t)) for t in tools)))
-    return costs[0], costs[1]
+    for message in unknown_ids(the_store(), the_cache(), project, ids):
+        warn(f"{message} (a favourite is presented only once its server lists it)")
 
 
 def _report_cost(project: str, before: CachedCatalogue) -> None:
@@ -253,11 +106,8 @@ def _report_cost(project: str, before: CachedCatalogue) -> None:
     save (each favourite is listed in full: past a point the list outgrows the flat one)."""
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    from ._common import the_cache
-
-    (n0, t0), _ = _list_cost(before)
-    after = cached_catalogue(project, the_store(), the_cache())
-    (n1, t1), (nf, tf) = _list_cost(after)
+    (n0, t0), _ = fav.list_cost(before)
+    (n1, t1), (nf, tf) = fav.list_cost(after := cached_catalogue(project, the_store(), the_cache()))
     mode = after.project.presentation
     err.print(f"{mode} list: {n0} tools ≈{t0:,} tokens -> {n1} tools ≈{t1:,} tokens (flat: {nf} tools "
               f"≈{tf:,} tokens)", markup=False)
@@ -266,36 +116,11 @@ def _report_cost(project: str, before: CachedCatalogue) -> None:
              f"(--top, or mcpctl favourites remove --project {project} …) or present deferred")
 
 
-def _spec_diff(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
-    import difflib
-
-    from mcpctl.resources.yamlio import to_yaml
-
-    return "".join(difflib.unified_diff(to_yaml({"spec": before.get("spec", {})}).splitlines(keepends=True),
-                                        to_yaml({"spec": after.get("spec", {})}).splitlines(keepends=True),
-                                        fromfile=f"live/{ref}", tofile=f"suggested/{ref}"))
+# -- suggest -------------------------------------------------------------------------------------------
 
 
-def _pinning(project: str, ids: list[str], max_favourites: int | None,
-             notes: list[str]) -> Callable[[dict[str, Any]], None]:
-    """The spec edit of `favourites add`: pin `ids`, turn the index on when the project left it
-    unsaid; what the user should know goes to `notes`."""
-    from mcpctl.catalogue import favourites as fv
-
-    def change(spec: dict[str, Any]) -> None:
-        fv.pin(spec, ids)
-        fav = spec["favouriteIndex"]
-        if max_favourites is not None:
-            fav["maxFavourites"] = max_favourites
-        if spec.get("presentation") is None and fav.get("enabled") is None:
-            fav["enabled"] = True
-            notes.append("favourite index turned on (favourite-index presentation)")
-        elif spec.get("presentation") == "flat" or fav.get("enabled") is False:
-            notes.append("the favourite index is off in this project, so favourites are not presented: "
-                         "remove spec.presentation: flat / set favouriteIndex.enabled: true "
-                         f"(mcpctl edit project {project})")
-
-    return change
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
 def _print_list(report: dict[str, Any], cached: CachedCatalogue, output: str) -> None:
@@ -333,8 +158,8 @@ def _print_suggest(project: str, s: Suggestions, *, window: float, since: float,
     period = f"over the last {window:g} days (since {_when(since)})"
     usage = bd.usage_by(by, project=project, since=since) if by else None
     if output == "json":
-        print_json({**_suggest_json(project, s, window, since, command),
-                    **({"by": bd.section_json(by, usage)} if by and usage is not None else {})})
+        print_json({**fav.suggest_json(project, s, window, since, command),
+                    **({"by": breakdown_section_json(by, usage)} if by and usage is not None else {})})
     elif not s.candidates:
         _nothing_to_suggest(project, window, ever)
     else:
@@ -347,9 +172,9 @@ def _print_suggest(project: str, s: Suggestions, *, window: float, since: float,
 
 def _apply_suggested(project: str, suggested: list[str], before: CachedCatalogue) -> None:
     """`suggest --apply`: run the very `favourites set` line it printed, show the change and its cost."""
-    result = set_favourites_of(project, suggested)
+    result = fav.set_favourites_of(the_store(), project, suggested)
     if result.changed:
-        diff = _spec_diff(result.before, result.after, f"project/{project}")
+        diff = fav.spec_diff(result.before, result.after, f"project/{project}")
         err.print("".join(safe(line, markup=False) + "\n" for line in diff.splitlines()), markup=False, end="")
         _report_cost(project, before)
     write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
@@ -374,7 +199,7 @@ def register(app: typer.Typer) -> None:
 
         check_format(output, ("table", "json", "yaml"))
         cached, _ = listed_catalogue(project)   # never-listed servers listed now, as the gateway's first start would
-        _print_list(favourites_report(cached, project), cached, output)
+        _print_list(fav.favourites_report(cached, project), cached, output)
 
     @favourites_app.command("add")
     @cli_errors
@@ -385,12 +210,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Pin tools as favourites (appended in order). Turns the favourite index on unless the project
         turned it off explicitly."""
-        _check_ids(ids)
-        notes: list[str] = []
-        result = _edit(project, _pinning(project, ids, max_favourites, notes), "add")
+        result, notes = fav.pin(the_store(), project, ids, max_favourites)
         for w in result.warnings:
             warn(w)
-        for note in notes if result.changed else []:
+        for note in notes:
             if "turned on" in note:
                 err.print(note, markup=False)
             else:
@@ -402,14 +225,9 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def remove_cmd(project: Project, ids: _Pinned) -> None:
         """Unpin favourites."""
-        from mcpctl.catalogue import favourites as fv
-
-        _check_ids(ids)
-        removed: list[str] = []
-        result = _edit(project, lambda spec: removed.extend(fv.unpin(spec, ids)), "remove")
-        for ident in ids:
-            if ident not in removed:
-                warn(f"{ident!r} is not pinned in project {project!r}")
+        result, not_pinned = fav.unpin(the_store(), project, ids)
+        for ident in not_pinned:
+            warn(f"{ident!r} is not pinned in project {project!r}")
         write_stdout(f"project/{project} {'configured' if result.changed else 'unchanged'}\n")
 
     @favourites_app.command("set")
@@ -417,7 +235,7 @@ def register(app: typer.Typer) -> None:
     def set_cmd(project: Project, ids: _Ids) -> None:
         """Make exactly these tools the favourites, in this order (the line `favourites suggest` prints).
         Turns the favourite index on; changes nothing else in the project."""
-        result = set_favourites_of(project, ids)
+        result = fav.set_favourites_of(the_store(), project, ids)
         for w in result.warnings:
             warn(w)
         _warn_unknown(project, ids)
@@ -444,8 +262,11 @@ def register(app: typer.Typer) -> None:
         bd.check_by(by)
         since = _now() - window * 86400.0
         floor = Floor(min_calls, min_sessions)
-        s, before, ever = suggestions(project, top, since, floor)
-        command = set_command(project, s.suggested) if s.suggested else None
+        from ._common import invocation_log
+
+        with invocation_log() as log:
+            s, before, ever = fav.suggestions(project, the_store(), the_cache(), log, top, since, floor)
+        command = fav.set_command(project, s.suggested) if s.suggested else None
         _print_suggest(project, s, window=window, since=since, command=command, output=output, ever=ever,
                        floor=floor, by=by, top=top)
         if apply and s.suggested:

@@ -28,8 +28,8 @@ def register(app: typer.Typer) -> None:
         """Sign in to a remote server (OAuth 2.1 + PKCE); a running gateway picks the tokens up."""
         import anyio
 
-        from mcpctl.cli.login_flow import login as run_login
         from mcpctl.resources.kinds import ServerSpec
+        from mcpctl.upstream.login import login as run_login
 
         from ._common import the_store
 

@@ -6,17 +6,18 @@
     mcpctl logs status    rows, size, oldest and newest call
     mcpctl logs stats     per tool: calls, errors, p50/p95 latency, last call
     mcpctl logs backup FILE / mcpctl logs prune --older-than 90d
+
+The times and JSON shapes are `audit.formats`'s; this module parses options and renders tables.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import re
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from mcpctl.audit import formats as fmt
 
 from ._common import (
     cli_errors,
@@ -33,73 +34,17 @@ from ._common import (
 if TYPE_CHECKING:
     from mcpctl.audit.log import LogSummary, ToolStats
 
-_RELATIVE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|wk|wks)\s*$",
-                          re.IGNORECASE)
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _LOG_FORMATS = ("table", "json")
 _OUTCOME_STYLE = {"ok": "green", "tool_error": "yellow", "denied": "magenta"}
-
-
-def parse_time(value: str, *, now: float | None = None) -> float:
-    """`30m`, `1h`, `2d`, `1w` ago, or an ISO-8601 date/time (naive means local time) → unix seconds.
-
-    Raises:
-        ValueError: the value is neither form.
-    """
-    m = _RELATIVE_RE.match(value)
-    if m:
-        amount = float(m.group(1))
-        unit = m.group(2)[0].lower()
-        return (time.time() if now is None else now) - amount * _UNIT_SECONDS[unit]
-    try:
-        when = dt.datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(
-            f"{value!r} is not a duration (30m, 1h, 2d, 1w) or an ISO-8601 time (2026-11-29T14:00:00Z)"
-        ) from None
-    if when.tzinfo is None:
-        when = when.astimezone()  # naive: the user's local time
-    return when.timestamp()
 
 
 def _time_option(value: str | None, flag: str) -> float | None:
     if value is None:
         return None
     try:
-        return parse_time(value)
+        return fmt.parse_time(value)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint=f"'{flag}'") from None
-
-
-def _iso_utc(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _local(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
-
-
-def record_to_json(rec: Any) -> dict[str, Any]:
-    """The stable JSON shape of one log row (keys never depend on the values)."""
-    return {
-        "time": _iso_utc(rec.ts),
-        "ts": rec.ts,
-        "durationMs": round(rec.duration_ms, 3),
-        "project": rec.project,
-        "presentedName": rec.presented_name,
-        "canonicalId": rec.canonical_id,
-        "outcome": rec.outcome,
-        "errorClass": rec.error_class,
-        "clientName": rec.client_name,
-        "clientVersion": rec.client_version,
-        "sessionId": rec.session_id,
-        "profile": rec.profile,
-        "query": rec.query,
-        "resultChars": rec.result_chars,
-        "resultSections": rec.result_sections,
-        "credential": rec.credential,
-        "host": rec.host,
-    }
 
 
 def render_table(records: list[Any]) -> Any:
@@ -119,7 +64,7 @@ def render_table(records: list[Any]) -> Any:
         outcome = safe(r.outcome + (f" ({r.error_class})" if r.error_class else ""))
         style = _OUTCOME_STYLE.get(r.outcome, "red")
         client = safe(" ".join(x for x in (r.client_name, r.client_version) if x) or "-")
-        table.add_row(_local(r.ts), safe(r.project), tool, f"[{style}]{outcome}[/{style}]",
+        table.add_row(fmt.local_time(r.ts), safe(r.project), tool, f"[{style}]{outcome}[/{style}]",
                       f"{r.duration_ms:.1f}", client, safe((r.session_id or "-")[:12]))
     return table
 
@@ -127,7 +72,7 @@ def render_table(records: list[Any]) -> Any:
 def _line(r: Any) -> str:
     outcome = r.outcome + (f" ({r.error_class})" if r.error_class else "")
     client = " ".join(x for x in (r.client_name, r.client_version) if x) or "-"
-    return safe(f"{_local(r.ts)}  {r.project}  {r.canonical_id or r.presented_name}  {outcome}  "
+    return safe(f"{fmt.local_time(r.ts)}  {r.project}  {r.canonical_id or r.presented_name}  {outcome}  "
                 f"{r.duration_ms:.1f}ms  {client}  {(r.session_id or '-')[:12]}", markup=False)
 
 
@@ -135,22 +80,14 @@ def _follow(filters: dict[str, Any], limit: int, output: str, interval: float, m
     """Print the newest `limit` calls, then every new one in insertion order until interrupted."""
     def emit(records: list[Any]) -> None:
         if output == "json":
-            write_stdout("".join(json_text(record_to_json(r), indent=None) + "\n" for r in records))
+            write_stdout("".join(json_text(fmt.record_json(r), indent=None) + "\n" for r in records))
         else:
             write_stdout("".join(_line(r) + "\n" for r in records))
 
     with invocation_log() as log:
-        cursor = log.cursor()
-        emit(log.query(**filters, upto_cursor=cursor, limit=limit or None))
-        polls = 0
         try:
-            while max_polls is None or polls < max_polls:
-                time.sleep(interval)
-                polls += 1
-                upto = log.cursor()
-                if upto > cursor:
-                    emit(log.query(**filters, after_cursor=cursor, upto_cursor=upto))
-                    cursor = upto
+            for records in fmt.follow(log, filters, limit, interval, max_polls):
+                emit(records)
         except KeyboardInterrupt:
             pass
 
@@ -162,18 +99,9 @@ def _breakdown(by: str, filters: dict[str, Any], output: str) -> None:
     bd.check_by(by)
     rows = bd.usage_by(by, project=filters["project"], since=filters["since"], until=filters["until"])
     if output == "json":
-        print_json(bd.to_json(rows))
+        print_json(fmt.breakdown_json(rows))
     else:
         bd.render(by, rows)
-
-
-def _human_size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _check_format(output: str) -> None:
@@ -187,7 +115,7 @@ def _print_calls(records: list[Any], output: str, limit: int, *, filtered: bool)
     if truncated:
         records = records[1:]
     if output == "json":
-        print_json([record_to_json(r) for r in records])
+        print_json([fmt.record_json(r) for r in records])
         return
     if not records:
         err.print("No calls logged" + (" matching those filters." if filtered
@@ -200,14 +128,7 @@ def _print_calls(records: list[Any], output: str, limit: int, *, filtered: bool)
 
 def _print_status(s: LogSummary, output: str) -> None:
     if output == "json":
-        print_json({
-            "path": str(s.path),
-            "rows": s.rows,
-            "sizeBytes": s.size_bytes,
-            "oldest": _iso_utc(s.oldest_ts) if s.oldest_ts is not None else None,
-            "newest": _iso_utc(s.newest_ts) if s.newest_ts is not None else None,
-            "migrations": list(s.migrations),
-        })
+        print_json(fmt.summary_json(s))
         return
     from rich.table import Table
 
@@ -216,20 +137,16 @@ def _print_status(s: LogSummary, output: str) -> None:
     table.add_column()
     table.add_row("Path", safe(str(s.path)))
     table.add_row("Rows", str(s.rows))
-    table.add_row("Size", _human_size(s.size_bytes))
-    table.add_row("Oldest", _local(s.oldest_ts) if s.oldest_ts is not None else "-")
-    table.add_row("Newest", _local(s.newest_ts) if s.newest_ts is not None else "-")
+    table.add_row("Size", fmt.human_size(s.size_bytes))
+    table.add_row("Oldest", fmt.local_time(s.oldest_ts) if s.oldest_ts is not None else "-")
+    table.add_row("Newest", fmt.local_time(s.newest_ts) if s.newest_ts is not None else "-")
     table.add_row("Migrations", ", ".join(s.migrations))
     out.print(table)
 
 
 def _print_stats(stats: list[ToolStats], output: str, *, filtered: bool) -> None:
     if output == "json":
-        print_json([{
-            "canonicalId": st.canonical_id, "calls": st.calls, "errors": st.errors,
-            "errorRate": round(st.error_rate, 4), "p50Ms": round(st.p50_ms, 3), "p95Ms": round(st.p95_ms, 3),
-            "firstCall": _iso_utc(st.first_ts), "lastCall": _iso_utc(st.last_ts),
-        } for st in stats])
+        print_json(fmt.stats_json(stats))
         return
     if not stats:
         err.print("No calls logged" + (" matching those filters." if filtered else " yet."))
@@ -250,7 +167,7 @@ def _print_stats(stats: list[ToolStats], output: str, *, filtered: bool) -> None
     top = max((st.calls for st in stats), default=0)
     for st in stats:
         table.add_row(safe(st.canonical_id), str(st.calls), bars.bar(st.calls, top), str(st.errors),
-                      f"{100 * st.error_rate:.1f}", f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", _local(st.last_ts))
+                      f"{100 * st.error_rate:.1f}", f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", fmt.local_time(st.last_ts))
     out.print(table)
 
 
@@ -382,7 +299,7 @@ def register(app: typer.Typer) -> None:
         with invocation_log() as log:
             if dry_run:
                 n = log.count(project, until=cutoff)
-                write_stdout(f"{n} calls older than {_local(cutoff)} would be deleted\n")
+                write_stdout(f"{n} calls older than {fmt.local_time(cutoff)} would be deleted\n")
                 return
             n = log.delete_before(cutoff, project=project)
-        write_stdout(f"{n} calls older than {_local(cutoff)} deleted\n")
+        write_stdout(f"{n} calls older than {fmt.local_time(cutoff)} deleted\n")

@@ -3,7 +3,7 @@
 Reads the catalogue exactly as the gateway presents it (the cache; servers never listed are
 listed now, every server with `--refresh`) and the invocation log's calls in the window, and
 renders the core's `SurfaceReport` for people (`table`), scripts (`json`, keys pinned by a test)
-or a pull-request comment (`markdown`). Only the report goes to stdout. `--by credential|host|...`
+or a pull-request comment (`markdown`); the last two are `presentation.surface_formats`. Only the report goes to stdout. `--by credential|host|...`
 adds the window's calls per token name, gateway host, ... (`cli/_breakdown.py`), in every format.
 """
 
@@ -13,6 +13,9 @@ import time
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from mcpctl.audit.formats import breakdown_markdown, breakdown_section_json
+from mcpctl.presentation import surface_formats as sf
 
 from . import _bars as bars
 from . import _breakdown as bd
@@ -30,10 +33,9 @@ from ._common import (
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from mcpctl.presentation.surface import SurfaceReport, ToolSurface
+    from mcpctl.presentation.surface import SurfaceReport
 
 FORMATS = ("table", "json", "markdown")
-TABLE_PAIRS = 12                # near-duplicate pairs shown in full by the table and markdown (json: all)
 _now = time.time                # the clock the window is measured from (a test can fix it)
 
 
@@ -44,7 +46,7 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
                    ) -> tuple[SurfaceReport, list[str]]:
     """The report for `project` and the servers that could not be listed (each warned about once)."""
     from mcpctl.catalogue.tokens import token_counter
-    from mcpctl.presentation.surface import NEIGHBOUR_WINDOW_S, build_report
+    from mcpctl.presentation.surface import surface_of
 
     from ._common import invocation_log
     from ._listing import listed_catalogue, warn_unservable, working
@@ -52,137 +54,16 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
     cached, failed = listed_catalogue(project, refresh=refresh, progress=True)
     failed = warn_unservable(cached, failed)
     now = _now() if now is None else now
-    with working("reading the invocation log") as stage:
-        with invocation_log() as log:
-            rows = log.transitions(project, since=now - window_days * 86400.0, until=now,
-                                   within=NEIGHBOUR_WINDOW_S)
-        spec = cached.project
-        # per-credential profiles: shown only when the project declares some (then the built-in ones too)
-        profiles = spec.profile_names() if spec.profiles else []
-        report = build_report(cached.catalogue, rows, now=now, window_days=window_days, counter=token_counter(),
-                              profiles=profiles, missing=cached.missing, on_stage=stage)
+    with working("reading the invocation log") as stage, invocation_log() as log:
+        report = surface_of(cached, log, window_days=window_days, now=now, counter=token_counter(), on_stage=stage)
     return report, failed
-
-
-# -- json ------------------------------------------------------------------------------------------
-
-
-def _tool_json(t: ToolSurface) -> dict[str, Any]:
-    return {
-        "id": t.id, "server": t.server, "name": t.name, "enabled": t.enabled, "listed": t.listed,
-        "favourite": t.favourite, "tokens": t.tokens,
-        "reach": {"kinds": list(t.reach.kinds), "source": t.reach.source, "evidence": t.reach.evidence},
-        "calls": t.calls, "failed": t.failed, "neighbour": t.neighbour, "lastCall": t.last_call,
-        "profiles": {p: {"visible": v, "calls": t.profile_calls.get(p, 0)} for p, v in t.profiles.items()},
-    }
-
-
-def report_json(r: SurfaceReport) -> dict[str, Any]:
-    """The machine-readable report (its keys never depend on the values; a test pins them)."""
-    from mcpctl.catalogue.judge import ANNOTATION_NOTE, SIMILARITY_METHOD
-    from mcpctl.catalogue.poison import MAX_DESCRIPTION
-
-    cur = r.current
-    writers = r.write_reach
-    return {
-        "project": r.project,
-        "presentation": r.presentation,
-        "gate": r.gate,
-        "tokens": {"label": r.tokenizer.label, "encoding": r.tokenizer.kind, "approximate": True,
-                   "counted": "compact JSON of each listed definition's name, description, inputSchema and "
-                              "annotations, as presented"},
-        "window": {"days": r.window_days, "since": r.since, "until": r.until},
-        "total": {"servers": len(r.servers), "tools": len(r.tools), "enabled": len(r.enabled),
-                  "listed": cur.listed, "tokens": cur.tokens},
-        "servers": [{"name": s.name, "status": s.status, "tools": s.tools, "enabled": s.enabled, "listed": s.listed,
-                     "tokens": s.tokens, "share": round(s.share, 4), "fullTokens": s.full_tokens, "calls": s.calls}
-                    for s in r.servers],
-        "builtins": {"listed": r.builtins_listed, "tokens": r.builtins_tokens,
-                     "share": round(r.builtins_tokens / cur.tokens, 4) if cur.tokens else 0.0},
-        "modes": [{"mode": m.mode, "current": m.current, "listed": m.listed, "tokens": m.tokens, "bytes": m.bytes,
-                   "instructionsTokens": m.instructions_tokens} for m in r.modes],
-        # tools.overrides: the project's presentation as the servers wrote the tools, and as reworded
-        "overrides": {"tools": r.overrides.tools if r.overrides else 0,
-                      "before": r.overrides.before if r.overrides else cur.tokens, "after": cur.tokens},
-        "writeReach": {"count": len(writers), "byAnnotations": sum(t.reach.source == "annotations" for t in writers),
-                       "byHeuristic": sum(t.reach.source == "heuristic" for t in writers),
-                       "tools": [t.id for t in writers], "note": ANNOTATION_NOTE},
-        "collisions": [{"name": c.name, "ids": list(c.ids)} for c in r.collisions],
-        "nearDuplicates": {"threshold": r.threshold, "method": SIMILARITY_METHOD, "total": r.near_duplicate_total,
-                           "pairs": [{"a": p.a, "b": p.b, "score": p.score, "sameName": p.same_name,
-                                      "descriptionA": p.description_a, "descriptionB": p.description_b}
-                                     for p in r.near_duplicates]},
-        "suspicious": {"maxDescription": MAX_DESCRIPTION, "tools": len({f.tool for f in r.suspicious}),
-                       "flags": [{"tool": f.tool, "kind": f.kind, "why": f.why, "text": f.text}
-                                 for f in r.suspicious]},
-        "use": {"calls": r.calls, "failed": r.failed, "neighbour": r.neighbour, "flagged": r.flagged,
-                "neverCalled": [t.id for t in r.never_called],
-                "neighbourPairs": [{"first": p.first, "then": p.then, "calls": p.calls} for p in r.neighbour_pairs],
-                "unknown": dict(r.unknown_calls)},
-        "numbers": {"visibleTools": cur.listed, "writeReach": len(writers), "calls": r.calls,
-                    "flaggedCalls": r.flagged,
-                    "flaggedShare": None if r.flagged_share is None else round(r.flagged_share, 4)},
-        "profiles": [{"name": p.name, "tools": p.tools, "writeReach": p.write_reach, "calls": p.calls}
-                     for p in r.profiles],
-        "tools": [_tool_json(t) for t in r.tools],
-        "recommendations": [{"kind": x.kind, "reason": x.reason, "command": x.command, "argv": list(x.argv),
-                             "savesTokens": x.saves_tokens} for x in r.recommendations],
-        "notes": list(r.notes),
-    }
-
-
-# -- shared text -----------------------------------------------------------------------------------
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0%}" if x >= 0.01 or x == 0 else "<1%"
-
-
-def _when(ts: float | None) -> str:
-    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
-
-
-def _json_lists(r: SurfaceReport) -> str:
-    listed = len(r.near_duplicates)
-    return "-o json lists them all" if listed == r.near_duplicate_total else f"-o json lists the best {listed:,}"
-
-
-def _one_line(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
-
-
-def _suspicious_headline(r: SurfaceReport) -> str:
-    tools = len({f.tool for f in r.suspicious})
-    return (f"Suspicious descriptions: {tools} tool(s) carry what tool poisoning uses ({len(r.suspicious)} mark(s); "
-            "flagged, not blocked: read them, and disable what the server should not say)")
 
 
 def _headline(r: SurfaceReport) -> str:
     return (f"Surface of project {r.project}: {r.presentation} presentation, {len(r.tools)} tools on "
             f"{len(r.servers)} server(s), {len(r.enabled)} enabled; calls from the last {r.window_days:g} days "
-            f"(since {_when(r.since)}). Tokens counted "
+            f"(since {sf.when(r.since)}). Tokens counted "
             f"{'with cl100k' if r.tokenizer.exact_encoding else 'as characters / 4'} (approximate).")
-
-
-def _numbers(r: SurfaceReport) -> list[tuple[str, str]]:
-    writers = r.write_reach
-    by_ann = sum(t.reach.source == "annotations" for t in writers)
-    share = (f"{_pct(r.flagged_share)}", f"of calls failed or were followed within a minute by a different tool of "
-             f"the same server ({r.flagged} of {r.calls}: {r.failed} failed, {r.neighbour} followed by a neighbour)")
-    if r.calls == 0:
-        share = ("-", f"no calls in the last {r.window_days:g} days to judge picks by")
-    return [
-        (str(r.current.listed), f"tools visible in a typical request ({r.presentation} presentation, "
-                                f"≈ {r.current.tokens:,} tokens)"),
-        (str(len(writers)), f"enabled tools can write, delete or send ({by_ann} by annotations, "
-                            f"{len(writers) - by_ann} by name heuristic)"),
-        share,
-    ]
-
-
-def _kinds(t: ToolSurface) -> str:
-    return ", ".join(t.reach.kinds)
 
 
 # -- table -----------------------------------------------------------------------------------------
@@ -220,13 +101,13 @@ def _servers_table(r: SurfaceReport) -> None:
                   *((status_cell,) if status else ()), **kw)
 
     for s in r.servers:
-        row(safe(s.name), str(s.tools), str(s.enabled), str(s.listed), f"{s.tokens:,}", _pct(s.share),
+        row(safe(s.name), str(s.tools), str(s.enabled), str(s.listed), f"{s.tokens:,}", sf.pct(s.share),
             str(s.calls), tokens=s.tokens, full_cell=f"{s.full_tokens:,}",
             status_cell="" if s.status == "listed" else safe(s.status))
     cur = r.current
     if r.builtins_listed:
         row("(mcpctl built-ins)", "", "", str(r.builtins_listed), f"{r.builtins_tokens:,}",
-            _pct(r.builtins_tokens / cur.tokens if cur.tokens else 0.0), "", tokens=r.builtins_tokens)
+            sf.pct(r.builtins_tokens / cur.tokens if cur.tokens else 0.0), "", tokens=r.builtins_tokens)
     row("TOTAL", str(len(r.tools)), str(len(r.enabled)), str(cur.listed), f"{cur.tokens:,}", "", str(r.calls),
         full_cell=f"{sum(s.full_tokens for s in r.servers):,}", style="bold")
     out.print(t)
@@ -240,17 +121,8 @@ def _modes_table(r: SurfaceReport) -> None:
     flat = next(m for m in r.modes if m.mode == "flat")
     for m in r.modes:
         t.add_row(m.mode + ("  ← this project" if m.current else ""), str(m.listed), f"{m.tokens:,}",
-                  _pct(m.tokens / flat.tokens if flat.tokens else None), f"{m.instructions_tokens:,}")
+                  sf.pct(m.tokens / flat.tokens if flat.tokens else None), f"{m.instructions_tokens:,}")
     out.print(t)
-
-
-def _overrides_line(r: SurfaceReport) -> str:
-    o = r.overrides
-    assert o is not None
-    saved = o.before - o.after
-    change = f"{saved:,} fewer" if saved >= 0 else f"{-saved:,} more"
-    return (f"Overrides: {o.tools} tool(s) reworded by tools.overrides: ≈ {o.before:,} tokens as the servers "
-            f"wrote them, ≈ {o.after:,} as presented ({change}, {_pct(abs(saved) / o.before if o.before else 0.0)})")
 
 
 def _reach_section(r: SurfaceReport) -> None:
@@ -259,7 +131,7 @@ def _reach_section(r: SurfaceReport) -> None:
     if writers:
         t = _table("TOOL", "CAN", "FROM", "EVIDENCE")
         for w in writers:
-            t.add_row(safe(w.id), _kinds(w), w.reach.source, safe(w.reach.evidence))
+            t.add_row(safe(w.id), sf.kinds(w), w.reach.source, safe(w.reach.evidence))
         out.print(t)
 
 
@@ -276,15 +148,15 @@ def _confusion_section(r: SurfaceReport) -> None:
     pairs = r.near_duplicates
     _say(f"Near-duplicate descriptions across servers (similarity ≥ {r.threshold:.2f}): "
          + (f"{r.near_duplicate_total:,} pair(s)" if pairs else "none"))
-    for p in pairs[:TABLE_PAIRS]:
+    for p in pairs[:sf.TABLE_PAIRS]:
         _say(f"  {p.score:.2f}  {p.a}  ~  {p.b}" + ("  (same name)" if p.same_name else ""))
-        _say(f"        {p.a}: {_one_line(p.description_a)}")
-        _say(f"        {p.b}: {_one_line(p.description_b)}")
-    if r.near_duplicate_total > TABLE_PAIRS:
-        _say(f"  … and {r.near_duplicate_total - TABLE_PAIRS:,} more ({_json_lists(r)})")
+        _say(f"        {p.a}: {sf.one_line(p.description_a)}")
+        _say(f"        {p.b}: {sf.one_line(p.description_b)}")
+    if r.near_duplicate_total > sf.TABLE_PAIRS:
+        _say(f"  … and {r.near_duplicate_total - sf.TABLE_PAIRS:,} more ({sf.json_lists(r)})")
     if r.suspicious:
         _say()
-        _say(_suspicious_headline(r))
+        _say(sf.suspicious_headline(r))
         for f in r.suspicious:
             _say(f"  {f.tool}: {f.why}: {f.text}")
 
@@ -297,7 +169,7 @@ def _use_section(r: SurfaceReport) -> None:
         t = _table("TOOL", "CALLS", "FAILED", "NEIGHBOUR NEXT", "LAST CALL", right=("CALLS", "FAILED", "NEIGHBOUR NEXT"))
         for x in used:
             t.add_row(safe(x.id) + ("" if x.enabled else " (disabled)"), str(x.calls), str(x.failed),
-                      str(x.neighbour), _when(x.last_call))
+                      str(x.neighbour), sf.when(x.last_call))
         out.print(t)
     for n in r.neighbour_pairs[:5]:
         _say(f"  {n.first} → {n.then} within a minute ×{n.calls}")
@@ -324,7 +196,7 @@ def _profiles_section(r: SurfaceReport) -> None:
 
 def _advice_section(r: SurfaceReport) -> None:
     _say("The three numbers to know before adding a server:")
-    for value, text in _numbers(r):
+    for value, text in sf.numbers(r):
         _say(f"  {value:>6}  {text}")
     _say()
     if r.recommendations:
@@ -348,7 +220,7 @@ def render_table(r: SurfaceReport) -> None:
     _say()
     _modes_table(r)
     if r.overrides:
-        _say(_overrides_line(r))
+        _say(sf.overrides_line(r))
     _say()
     _reach_section(r)
     _say()
@@ -360,82 +232,6 @@ def render_table(r: SurfaceReport) -> None:
     _advice_section(r)
 
 
-# -- markdown --------------------------------------------------------------------------------------
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(r: SurfaceReport) -> str:
-    cur = r.current
-    lines = [f"### Tool surface: project `{r.project}`", "",
-             f"{r.presentation} presentation · {len(r.tools)} tools on {len(r.servers)} server(s), "
-             f"{len(r.enabled)} enabled · calls from the last {r.window_days:g} days · tokens: {r.tokenizer.label}, "
-             "approximate", "", "**The three numbers**", ""]
-    lines += [f"- **{v}** {t}" for v, t in _numbers(r)]
-    lines += ["", "| server | tools | enabled | listed | ≈ tokens | share | full ≈ tokens | calls |",
-              "|---|--:|--:|--:|--:|--:|--:|--:|"]
-    for s in r.servers:
-        status = "" if s.status == "listed" else f" ({_md(s.status)})"
-        lines.append(f"| `{s.name}`{status} | {s.tools} | {s.enabled} | {s.listed} | {s.tokens:,} | {_pct(s.share)} "
-                     f"| {s.full_tokens:,} | {s.calls} |")
-    if r.builtins_listed:
-        lines.append(f"| mcpctl built-ins | | | {r.builtins_listed} | {r.builtins_tokens:,} | "
-                     f"{_pct(r.builtins_tokens / cur.tokens if cur.tokens else 0.0)} | | |")
-    lines.append(f"| **total** | {len(r.tools)} | {len(r.enabled)} | {cur.listed} | {cur.tokens:,} | | "
-                 f"{sum(s.full_tokens for s in r.servers):,} | {r.calls} |")
-    lines += ["", "| presentation | listed | ≈ tokens | instructions ≈ tokens |", "|---|--:|--:|--:|"]
-    lines += [f"| {m.mode}{' (this project)' if m.current else ''} | {m.listed} | {m.tokens:,} | "
-              f"{m.instructions_tokens:,} |" for m in r.modes]
-    if r.overrides:
-        lines += ["", _overrides_line(r)]
-    writers = r.write_reach
-    lines += ["", f"**Write reach**: {len(writers)} of {len(r.enabled)} enabled tools can write, delete or send"]
-    if writers:
-        lines += ["", "| tool | can | from | evidence |", "|---|---|---|---|"]
-        lines += [f"| `{w.id}` | {_kinds(w)} | {w.reach.source} | {_md(w.reach.evidence)} |" for w in writers]
-    lines += ["", "**Name collisions**: " + (", ".join(f"`{c.name}` ×{len(c.ids)} ({', '.join(c.ids)})"
-                                                      for c in r.collisions) or "none")]
-    pairs = r.near_duplicates
-    lines += ["", f"**Near-duplicate descriptions** (cross-server, similarity ≥ {r.threshold:.2f}): "
-              + (f"{r.near_duplicate_total:,} pair(s)" if pairs else "none")]
-    if pairs:
-        lines += ["", "| score | tool | description | tool | description |", "|--:|---|---|---|---|"]
-        lines += [f"| {p.score:.2f} | `{p.a}` | {_md(_one_line(p.description_a, 120))} | `{p.b}` | "
-                  f"{_md(_one_line(p.description_b, 120))} |" for p in pairs[:TABLE_PAIRS]]
-        if r.near_duplicate_total > TABLE_PAIRS:
-            lines.append(f"\n… and {r.near_duplicate_total - TABLE_PAIRS:,} more (`{_json_lists(r)}`)")
-    if r.suspicious:
-        lines += ["", f"**{_suspicious_headline(r)}**", "", "| tool | mark | text |", "|---|---|---|"]
-        lines += [f"| `{f.tool}` | {_md(f.why)} | {_md(f.text)} |" for f in r.suspicious]
-    used = sorted((x for x in r.tools if x.calls), key=lambda x: (-x.calls, x.id))
-    lines += ["", f"**Use** (last {r.window_days:g} days): {r.calls} call(s), {r.failed} failed, {r.neighbour} "
-              "followed within a minute by a different tool of the same server"]
-    if used:
-        lines += ["", "| tool | calls | failed | neighbour next |", "|---|--:|--:|--:|"]
-        lines += [f"| `{x.id}`{'' if x.enabled else ' (disabled)'} | {x.calls} | {x.failed} | {x.neighbour} |"
-                  for x in used]
-    never = r.never_called
-    if never:
-        lines += ["", f"Never called ({len(never)}): " + ", ".join(f"`{x.id}`" for x in never)]
-    if r.profiles:
-        lines += ["", "| tool | " + " | ".join(p.name for p in r.profiles) + " |",
-                  "|---|" + "--:|" * len(r.profiles)]
-        lines += [f"| `{x.id}` | " + " | ".join(str(x.profile_calls.get(p.name, 0)) if x.profiles.get(p.name)
-                                                 else "·" for p in r.profiles) + " |" for x in r.enabled]
-    if r.recommendations:
-        lines += ["", "**Recommendations**", "", "```sh"]
-        for rec in r.recommendations:
-            saves = f"; saves ≈ {rec.saves_tokens:,} tokens" if rec.saves_tokens else ""
-            lines += [f"# {rec.reason}{saves}", rec.command]
-        lines.append("```")
-    else:
-        lines += ["", "**Recommendations**: none"]
-    lines += [""] + [f"<sub>{_md(n)}</sub><br>" for n in r.notes]
-    return "\n".join(lines) + "\n"
-
-
 # -- the command -----------------------------------------------------------------------------------
 
 
@@ -444,11 +240,11 @@ def _print_report(report: SurfaceReport, output: str, by: str | None) -> None:
     usage = bd.usage_by(by, project=report.project, since=report.since, until=report.until) if by else None
     period = f"in the last {report.window_days:g} days"
     if output == "json":
-        print_json({**report_json(report), **({"by": bd.section_json(by, usage)} if by and usage is not None else {})})
+        print_json({**sf.report_json(report), **({"by": breakdown_section_json(by, usage)} if by and usage is not None else {})})
     elif output == "markdown":
-        text = render_markdown(report)
+        text = sf.render_markdown(report)
         if by and usage is not None:
-            text += "\n" + "\n".join(bd.markdown(by, usage, period)) + "\n"
+            text += "\n" + "\n".join(breakdown_markdown(by, usage, period)) + "\n"
         write_stdout("\n".join(safe(line, markup=False) for line in text.split("\n")))
     else:
         render_table(report)

@@ -1,4 +1,5 @@
-"""`mcpctl tools list|enable|disable --project P`: a project's catalogue and its curation."""
+"""`mcpctl tools list|enable|disable --project P`: a project's catalogue and its curation (the rows
+and the edit are `presentation.tools`'s; this module renders)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ._common import (
     output_option,
     print_json,
     safe,
+    the_cache,
     warn,
     write_stdout,
 )
@@ -31,59 +33,15 @@ _Force = Annotated[bool, typer.Option("--force", help="ResourceStore ids or glob
 
 
 def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[str]]:
-    """One row per catalogue tool, named as the gateway presents it (the same pipeline). Servers
-    never listed are listed now (all of them with `refresh`); returns (rows, failed servers)."""
-    from mcpctl.catalogue.effect import wire_effect
-    from mcpctl.presentation.modes import FLAT
-    from mcpctl.presentation.names import ALL
-    from mcpctl.presentation.view import Refusal
+    """The catalogue's rows (`presentation.tools.tool_rows`) after listing the servers never listed
+    (all of them with `refresh`); with the servers that failed."""
+    from mcpctl.presentation.tools import tool_rows
 
     from ._listing import listed_catalogue, warn_unservable
 
     cached, failed = listed_catalogue(project_name, refresh=refresh, progress=True)
     failed = warn_unservable(cached, failed)
-    view = cached.view()
-    listed = set(view.listed_names)
-    table = view.table
-    slot = FLAT if FLAT in table.presentation.slot_kinds else ALL
-    favourites = {f.canonical_id: f.name for f in view.favourites if f.listed}
-    rows: list[dict[str, Any]] = []
-    pinned = _pin_changes(cached.catalogue.tools)
-    # flags read what the server wrote (an override never hides a poisoned description)
-    flagged = _flags.flags_of((t.canonical_id, t.own) for t in cached.catalogue.tools)
-    for tool in cached.catalogue.tools:
-        cid = tool.canonical_id
-        name = table.name(slot, cid) or cid
-        ann = tool.wire.get("annotations") or {}
-        refused = view.resolve(cid)
-        enabled = not isinstance(refused, Refusal)
-        held = isinstance(refused, Refusal) and refused.error_class == "ToolHeld"
-        effect = wire_effect(tool.wire)
-        rows.append({
-            "server": tool.server, "canonicalId": cid, "presentedName": name,
-            "state": "enabled" if enabled else "held" if held else "disabled",
-            "listed": name in listed,
-            "favouriteName": favourites.get(cid),
-            "readOnly": ann.get("readOnlyHint"), "destructive": ann.get("destructiveHint"),
-            # what search reads the tool as doing (reads, records, changes, deletes, runs), and from what
-            "effect": {"class": effect.effect, "source": effect.source or None, "evidence": effect.evidence},
-            "description": tool.description,
-            "pinned": pinned.get(cid),       # changed | new since its server was pinned (tools changes)
-            "flags": [{"kind": f.kind, "why": f.why, "text": f.text} for f in flagged.get(cid, [])],
-            "overridden": tool.override is not None,     # tools.overrides rewords it (tools show)
-        })
-    return rows, failed
-
-
-def _pin_changes(tools: Any) -> dict[str, str]:
-    """canonical id -> changed | new, for the tools whose definition differs from its pin."""
-    from mcpctl.catalogue.pins import REMOVED, changes
-
-    from ._common import the_cache
-
-    cache = the_cache()
-    servers = dict.fromkeys(t.server for t in tools)
-    return {c.id: c.kind for s in servers for c in changes(s, cache.read_server_tools(s) or []) if c.kind != REMOVED}
+    return tool_rows(cached, the_cache()), failed
 
 
 def _say_flags(project: str, rows: list[dict[str, Any]]) -> None:
@@ -102,54 +60,13 @@ def _hint(value: Any) -> str:
     return "-" if value is None else ("yes" if value else "no")
 
 
-def _edit(project_name: str, ids: list[str], *, enable: bool) -> bool:
-    from mcpctl.catalogue import curation
-    from mcpctl.errors import InvalidResource
-    from mcpctl.resources.edit import edit_spec
-
-    from ._common import the_store
-
-    change = curation.enable if enable else curation.disable
-    verb = "enable" if enable else "disable"
-    try:
-        return edit_spec(the_store(), "Project", project_name, lambda spec: change(spec, ids), where=f"tools {verb}").changed
-    except InvalidResource as e:
-        raise InvalidResource(f"project {project_name!r}: {e.message}", hint=e.hint) from None
-
-
 def _edit_and_report(project: str, ids: list[str], *, enable: bool, force: bool) -> None:
-    from mcpctl.errors import InvalidResource
-    from mcpctl.resources.schema import check_tool_id
-
-    for ident in ids:
-        problem = check_tool_id(ident)
-        if problem:
-            raise InvalidResource(f"ID_OR_GLOB: {problem}")
-    _check_matches(project, ids, enable=enable, force=force)
-    changed = _edit(project, ids, enable=enable)
-    out.print(f"project/{project} {'configured' if changed else 'unchanged'}", markup=False)
-
-
-def _check_matches(project_name: str, ids: list[str], *, enable: bool, force: bool) -> None:
-    """Refuse (store nothing) an id or glob that matches no tool its server last listed, unless
-    `force`; an exact entry of the opposite list is a removal and always goes through."""
-    from mcpctl.catalogue.idcheck import check_against_cache
-    from mcpctl.errors import InvalidResource
+    from mcpctl.presentation.tools import curate
 
     from ._common import the_cache, the_store
 
-    spec = the_store().get("Project", project_name).get("spec") or {}
-    opposite = set((spec.get("tools") or {}).get("disabled" if enable else "enabled") or [])
-    findings = check_against_cache([i for i in ids if i not in opposite], list(spec.get("servers") or []),
-                                   the_cache(), where=f"project {project_name!r}")
-    refused = [f for f in findings if not f.unchecked]
-    for f in findings if force else [f for f in findings if f.unchecked]:
-        warn(f.message)
-    if refused and not force:
-        verb = "enable" if enable else "disable"
-        raise InvalidResource(refused[0].message + "".join(f"; {f.message}" for f in refused[1:]),
-                              hint=f"check the ids (mcpctl tools list --project {project_name}), or store them "
-                              f"anyway with mcpctl tools {verb} --project {project_name} --force …")
+    changed = curate(the_store(), the_cache(), project, ids, enable=enable, force=force, warn=warn)
+    out.print(f"project/{project} {'configured' if changed else 'unchanged'}", markup=False)
 
 
 def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: list[str]) -> None:

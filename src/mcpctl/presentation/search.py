@@ -104,7 +104,7 @@ def read_learned(evidence: Evidence, project: str, settings: LearnSettings, know
     return learn(rows, min_sessions=settings.min_sessions, window_days=settings.window_days, now=now, known=known)
 
 
-def _docs(tools: dict[str, CatalogueTool], cache: CatalogueCache) -> list[Any]:
+def tool_docs(tools: dict[str, CatalogueTool], cache: CatalogueCache) -> list[Any]:
     """ToolDocs of the searchable tools, with their servers' about texts (read from the cache)."""
     from mcpctl.catalogue.rank import ToolDoc
 
@@ -145,7 +145,7 @@ def _to_index(servers: Collection[str], store: ResourceStore,
             continue
         covered |= set(spec.servers)
         view = cached_catalogue(res["metadata"]["name"], store, cache).view()
-        out.append((_docs({t.canonical_id: t for t in view.searchable}, cache), spec.search.ranker, None))
+        out.append((tool_docs({t.canonical_id: t for t in view.searchable}, cache), spec.search.ranker, None))
     alone = [s for s in servers if s not in covered]
     about = cache.read_about(alone)
     docs = [ToolDoc.from_wire(s, tool, about[s]) for s in alone for tool in cache.read_server_tools(s) or []]
@@ -219,7 +219,7 @@ class ToolSearch:
             tools = {t.canonical_id: t for t in view.searchable}
             import anyio.to_thread
 
-            docs = learned.apply(await anyio.to_thread.run_sync(_docs, tools, self.cache))
+            docs = learned.apply(await anyio.to_thread.run_sync(tool_docs, tools, self.cache))
             # Shielded: a ranker built as the gateway stops is adopted and closed below, never
             # dropped with its embedding thread still running.
             with anyio.CancelScope(shield=True):

@@ -20,7 +20,8 @@ the presentation pipeline of `presentation.view`) and the invocation log's call 
 
 Profiles (per-credential views) plug in as names: each gets its own view of the catalogue
 (`SessionKey(profile=...)`), the log says which profile made each call, and the report holds a
-profile x tool matrix. No I/O here: the caller passes the catalogue, the log rows and the clock.
+profile x tool matrix. No I/O here but the reading of the log the caller passes (`surface_of`); the
+caller passes the catalogue, the log and the clock.
 """
 
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from mcpctl.catalogue.judge import (
     NEAR_DUPLICATE_THRESHOLD,
@@ -56,7 +57,7 @@ from mcpctl.presentation.surface_report import (
 )
 
 if TYPE_CHECKING:
-    from mcpctl.presentation.catalogue import Catalogue
+    from mcpctl.presentation.catalogue import CachedCatalogue, Catalogue
     from mcpctl.presentation.view import View
 
 MODES: Final = ("flat", "favourite-index", "deferred")
@@ -324,6 +325,26 @@ def build_report(catalogue: Catalogue, transitions: Iterable[TransitionRow], *, 
     return report
 
 
+class TransitionLog(Protocol):
+    """What `surface_of` reads of the invocation log (`audit.records.AuditLog`)."""
+
+    def transitions(self, project: str, *, since: float | None = None, until: float | None = None,
+                    within: float = 60.0) -> Sequence[TransitionRow]: ...
+
+
+def surface_of(cached: CachedCatalogue, log: TransitionLog, *, window_days: float, now: float,
+               counter: TokenCounter, on_stage: Callable[[str], None] | None = None) -> SurfaceReport:
+    """The report of `cached`'s project (as `cached_catalogue` read it) with the calls `log` holds in
+    the `window_days` before `now`. Profiles are shown only when the project declares some (then the
+    built-in ones too)."""
+    project = cached.catalogue.project_name
+    rows = log.transitions(project, since=now - window_days * 86400.0, until=now, within=NEIGHBOUR_WINDOW_S)
+    spec = cached.project
+    profiles = spec.profile_names() if spec.profiles else []
+    return build_report(cached.catalogue, rows, now=now, window_days=window_days, counter=counter,
+                        profiles=profiles, missing=cached.missing, on_stage=on_stage)
+
+
 __all__ = [
     "FLAT",
     "MIN_CALLS_TO_JUDGE",
@@ -347,4 +368,5 @@ __all__ = [
     "near_duplicate_pairs",
     "reach",
     "recommendations",
+    "surface_of",
 ]

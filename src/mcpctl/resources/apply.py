@@ -259,3 +259,34 @@ def delete_object(store: ResourceStore, kind: str, name: str, *, force: bool = F
                 warnings.append(f"projects {', '.join(users)} still name server {name!r}; it will be down until re-registered")
         store.delete(kind, name)
     return warnings
+
+
+def delete_objects(store: ResourceStore, targets: Sequence[tuple[str, str]], *, force: bool = False,
+                   ignore_not_found: bool = False) -> tuple[list[tuple[str, str]], list[str]]:
+    """`mcpctl delete`: delete each (kind, name) in one transaction (nothing is reported before it
+    commits); all or nothing on missing names unless `ignore_not_found`, and on servers still used
+    by projects not deleted with them unless `force`. A token's secret hash goes with it (a running
+    gateway refuses it at the next request). Returns what was deleted and the warnings."""
+    deleted: list[tuple[str, str]] = []
+    warnings: list[str] = []
+    with store.locked():
+        if not ignore_not_found:
+            for k_name, n in targets:
+                store.get(k_name, n)
+        if not force:
+            going = {n for k_name, n in targets if k_name == "Project"}
+            for k_name, n in targets:
+                users = [p for p in projects_using(store, n) if p not in going] if k_name == "Server" else []
+                if users:
+                    raise Conflict(f"server {n!r} is used by project(s): {', '.join(users)}",
+                                   hint="remove it from those projects first, or pass --force")
+        for k_name, n in targets:
+            if store.find(k_name, n) is None:
+                continue
+            warnings += delete_object(store, k_name, n, force=force)
+            if k_name == "Token":
+                from mcpctl.resources import tokens
+
+                tokens.delete_hash(n, store)
+            deleted.append((k_name, n))
+    return deleted, warnings

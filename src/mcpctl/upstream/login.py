@@ -1,4 +1,4 @@
-"""`mcpctl login SERVER`: the authorization-code flow with PKCE on a loopback redirect.
+"""The sign-in of `mcpctl login SERVER`: the authorization-code flow with PKCE on a loopback redirect.
 
 The flow is the SDK's (`OAuthClientProvider`: discovery, dynamic registration or the client
 given in `spec.auth`, PKCE, the token exchange); this module supplies what it leaves to its
@@ -7,7 +7,7 @@ redirect, the URL printed (and a browser opened when there is one), a bounded wa
 that say what happened. The flow starts from an ordinary request to the server: its 401 is what
 sets the SDK going, so a server that answers without one never asked for a sign-in.
 
-Tokens and the registration land in the server's token file (`storage`), written through as the
+Tokens and the registration land in the server's token file (`auth.storage`), written through as the
 SDK obtains them; nothing here prints or logs a token, a code or a state value.
 """
 
