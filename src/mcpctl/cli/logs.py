@@ -37,7 +37,7 @@ _RELATIVE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hr
                           re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _LOG_FORMATS = ("table", "json")
-_OUTCOME_STYLE = {"ok": "green", "tool_error": "yellow", "denied": "magenta"}
+_OUTCOME_STYLE = {"ok": "green", "tool_error": "yellow", "denied": "magenta", "limited": "magenta"}
 
 
 def parse_time(value: str, *, now: float | None = None) -> float:
@@ -277,7 +277,7 @@ def register(app: typer.Typer) -> None:
         tool: Annotated[str | None, typer.Option(
             "--tool", "-t", help="Only calls to tools matching this glob (canonical id, e.g. 'github/*').")] = None,
         outcome: Annotated[str | None, typer.Option(
-            "--outcome", help="Only this outcome: ok|tool_error|protocol_error|timeout|upstream_down|denied.")] = None,
+            "--outcome", help="Only this outcome: ok|tool_error|protocol_error|timeout|upstream_down|denied|limited.")] = None,
         limit: Annotated[int, typer.Option("--limit", "-n", min=0,
                                            help="Show the newest N calls (0: all).")] = 100,
         output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",

@@ -22,6 +22,7 @@ from mcp import MCPError
 from mcp.types.jsonrpc import INVALID_PARAMS
 
 from mcpctl.gateway.asks import counted, retry_params
+from mcpctl.gateway.limits import LIMITED_CLASS, held
 from mcpctl.gateway.sessions import Caller
 from mcpctl.presentation.builtins import (
     ASK,
@@ -89,6 +90,11 @@ class Router:
         if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
             self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
+        limits = self.views.limits
+        if limits.rates and (over := limits.take(caller)) is not None:
+            self.log_call(caller, ts, t0, _bounded(name), hit_id(self.views.view_for(caller), name), "limited",
+                          LIMITED_CLASS)
+            return error_result(over.message)
         if "requestState" in params and self.asks.owns(params):
             return await self._resume(caller, ts, t0, name, params)
         view = self.views.view_for(caller)
@@ -149,11 +155,12 @@ class Router:
             return await up.request("tools/call", p, timeout=timeout,
                                     on_progress=None if progress is None else counted(progress))
 
+        ceiling = self.pool.ceilings.get(server)         # maxConcurrency (None: no ceiling)
         try:
-            result = await self.asks.relay(caller, server, send, tool=(presented, cid))
+            result = await held(ceiling, partial(self.asks.relay, caller, server, send, tool=(presented, cid)))
             if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
-                result = await self.asks.resolve(caller, result, lambda answers, state: self.asks.relay(
-                    caller, server, partial(send, retry_params(fwd, answers, state))))
+                result = await self.asks.resolve(caller, result, lambda answers, state: held(ceiling, partial(
+                    self.asks.relay, caller, server, partial(send, retry_params(fwd, answers, state)))))
         except (UpstreamTimeout, UpstreamUnavailable) as e:
             self.log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
             return error_result(str(e))
