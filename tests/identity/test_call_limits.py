@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from ci_support import SLACK
 from mcpctl.cli import app
-from mcpctl.gateway.limits import LIMITED
+from mcpctl.presentation.budgets import LIMITED
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 """Limits as resources: a profile's `limits` and a server's `maxConcurrency` are checked at `apply`
 (errors name the field), stored canonically so that `get -o yaml | apply -f -` is unchanged; and
-the budgets themselves (`gateway.limits.Limits`) on a still clock: refill, an identity's own
+the budgets themselves (`presentation.budgets.Limits`) on a still clock: refill, an identity's own
 budget, the stdio client under `serve --profile`, a project edit while serving."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from mcpctl.cli import app
 from mcpctl.errors import EXIT_USER
-from mcpctl.gateway.limits import Limits
 from mcpctl.gateway.sessions import Caller
+from mcpctl.presentation.budgets import Limits
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 
 SERVER = """\
@@ -111,7 +111,7 @@ def _spec(limits: dict[str, Any]) -> ProjectSpec:
 
 def _spend(limits: Limits, caller: Caller, n: int) -> list[bool]:
     """Whether each of `n` calls had budget."""
-    return [limits.take(caller) is None for _ in range(n)]
+    return [limits.take(caller.profile, caller.credential) is None for _ in range(n)]
 
 
 def test_a_bucket_spends_its_burst_then_refills_at_its_rate() -> None:
@@ -119,10 +119,10 @@ def test_a_bucket_spends_its_burst_then_refills_at_its_rate() -> None:
     limits = Limits(_spec({"callsPerMinute": 30, "burst": 3}), clock)
     tok = Caller("s1", profile="ci", credential="tok")
     assert _spend(limits, tok, 4) == [True, True, True, False]
-    over = limits.take(tok)
+    over = limits.take(tok.profile, tok.credential)
     assert over is not None and over.retry_after == 2          # 30 a minute: one every 2 s
     clock.now += 1.9
-    assert limits.take(tok) is not None
+    assert limits.take(tok.profile, tok.credential) is not None
     clock.now += 0.1
     assert _spend(limits, tok, 2) == [True, False]
     clock.now += 3600                                          # refilled to the burst, no further
@@ -139,7 +139,7 @@ def test_the_stdio_client_under_a_profile_has_the_profiles_budget() -> None:
     limits = Limits(_spec({"callsPerMinute": 60, "burst": 2, "identities": {"tok": {"burst": 9}}}), Clock())
     stdio = Caller("stdio", profile="ci")
     assert _spend(limits, stdio, 3) == [True, True, False]
-    over = limits.take(stdio)
+    over = limits.take(stdio.profile, stdio.credential)
     assert over is not None and over.message.startswith("call limit reached: the stdio client may make 60 calls")
 
 

@@ -17,7 +17,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from mcpctl.gateway.limits import Ceiling
+from mcpctl.upstream.ceiling import Ceiling
 from mcpctl.upstream.supervisor import Upstream
 
 FIRST_CONTACT_CAP: Final = 15.0
@@ -29,7 +29,7 @@ class Pool:
     def __init__(self, first_contact_cap: float = FIRST_CONTACT_CAP, failed_before: Collection[str] = ()) -> None:
         self.upstreams: dict[str, Upstream] = {}
         self.unavailable: dict[str, str] = {}       # server -> why it cannot start at all
-        self.ceilings: dict[str, Ceiling] = {}      # server -> its maxConcurrency (`gateway.limits`)
+        self.ceilings: dict[str, Ceiling] = {}      # server -> its maxConcurrency (`upstream.ceiling`)
         self.cap = first_contact_cap
         self.failed_before = frozenset(failed_before)     # never listed, down on an earlier start
         self._pending: set[str] = set()             # never-listed servers worth waiting for, not settled yet

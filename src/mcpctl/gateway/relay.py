@@ -40,9 +40,9 @@ from mcp.types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
 from mcpctl.gateway.asks import Relayed, retry_params
 from mcpctl.gateway.early import offered
-from mcpctl.gateway.limits import held
 from mcpctl.gateway.peers import LOG_RANK, log_allowed
 from mcpctl.presentation.envelope import relayed
+from mcpctl.upstream.ceiling import held
 from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from mcp import MCPError
 from mcp.types.jsonrpc import INVALID_PARAMS
 
 from mcpctl.gateway.asks import counted, retry_params
-from mcpctl.gateway.limits import LIMITED_CLASS, held
 from mcpctl.gateway.sessions import Caller
+from mcpctl.presentation.budgets import LIMITED_CLASS
 from mcpctl.presentation.builtins import (
     ASK,
     ASK_CANONICAL_ID,
@@ -50,6 +50,7 @@ from mcpctl.presentation.envelope import strip_upstream_meta
 from mcpctl.presentation.overrides import upstream_arguments
 from mcpctl.presentation.sections import SectionError
 from mcpctl.presentation.view import GATED, Refusal, Route, View
+from mcpctl.upstream.ceiling import held
 from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable, describe_error
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class Router:
             self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
         limits = self.views.limits
-        if limits.rates and (over := limits.take(caller)) is not None:
+        if limits.rates and (over := limits.take(caller.profile, caller.credential)) is not None:
             self.log_call(caller, ts, t0, _bounded(name), hit_id(self.views.view_for(caller), name), "limited",
                           LIMITED_CLASS)
             return error_result(over.message)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from mcpctl.gateway.limits import Limits
+from mcpctl.presentation.budgets import Limits
 from mcpctl.presentation.search import Evidence, Learning, ToolSearch
 from mcpctl.presentation.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
 

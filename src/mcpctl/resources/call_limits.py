@@ -12,7 +12,7 @@ typed view).
 The budget is per identity (a token's name; later a person), not shared by the profile: one
 agent spending its budget leaves every other identity's whole. An identity's entry replaces what
 it gives and keeps the profile's values for the rest; a profile may give budgets to named
-identities only (no `callsPerMinute` of its own). Enforced by `gateway.limits`.
+identities only (no `callsPerMinute` of its own). Enforced by `presentation.budgets`.
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ SERVER_SPEC: Final = Obj({
     }),
     "description": Scalar(str, nullable=True),
     # The most calls (and other requests for clients) in flight at this server at once; more wait
-    # for one to finish, each for at most timeouts.call (gateway.limits). Unset: no ceiling.
+    # for one to finish, each for at most timeouts.call (upstream.ceiling). Unset: no ceiling.
     "maxConcurrency": Scalar(int, nullable=True, check=check_range(1, 100_000)),
     # Remote sign-in (http and sse only): `mcpctl login` runs OAuth 2.1 + PKCE; tokens live in a
     # 0600 file under the state directory (mcpctl.auth.storage), never here.
@@ -198,7 +198,7 @@ PROJECT_SPEC: Final = Obj({
         "readOnly": Scalar(bool, default=False),
         "allow": ListOf(Scalar(str, check=check_tool_id)),
         "deny": ListOf(Scalar(str, check=check_tool_id)),
-        # calls per minute per identity, with a burst (resources.call_limits; gateway.limits)
+        # calls per minute per identity, with a burst (resources.call_limits; presentation.budgets)
         "limits": LIMITS,
     }), key_check=check_profile_name),
     "search": Obj({
