@@ -154,3 +154,15 @@ def test_a_project_edit_changes_the_rates_and_keeps_what_was_spent() -> None:
     assert _spend(limits, tok, 9) == [True] * 8 + [False]
     limits.reproject(_spec({}))
     assert not limits.rates and _spend(limits, tok, 20) == [True] * 20
+
+
+def test_a_person_is_named_by_the_whole_identity_their_sub_or_their_email() -> None:
+    """A person signed in through an identity provider is `sub (email)` in the log; their own
+    budget may name any of the three."""
+    limits = Limits(_spec({"callsPerMinute": 60, "burst": 1, "identities": {
+        "alice@example.com": {"burst": 2}, "auth0|bob": {"burst": 3}, "carol (carol@example.com)": {"burst": 4}}}),
+        Clock())
+    for who, burst in (("auth0|alice (alice@example.com)", 2), ("auth0|bob (Bob)", 3),
+                       ("carol (carol@example.com)", 4), ("dave (dave@example.com)", 1)):
+        assert _spend(limits, Caller("s", profile="ci", credential=who), burst + 1) == [True] * burst + [False], who
+

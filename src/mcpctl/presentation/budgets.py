@@ -101,7 +101,7 @@ class Limits:
         limits = self.rates.get(profile)
         if limits is None:
             return None
-        own = limits[1].get(identity) if identity is not None else None
+        own = _own(limits[1], identity) if identity is not None and limits[1] else None
         rate = own or limits[0]
         if rate is None:
             return None
@@ -125,3 +125,14 @@ class Limits:
             bucket.refill(now)
             if bucket.level >= bucket.rate.burst:
                 del self.buckets[key]
+
+
+def _own(rates: dict[str, Rate], identity: str) -> Rate | None:
+    """An identity's own rate: by the whole name the log shows, else for a person signed in through
+    an identity provider (shown as `sub (email or name)`, `auth.identity.Person`) by the `sub` or
+    by the email or name."""
+    rate = rates.get(identity)
+    if rate is None and identity.endswith(")") and " (" in identity:
+        sub, _, shown = identity[:-1].partition(" (")
+        rate = rates.get(sub) or rates.get(shown)
+    return rate

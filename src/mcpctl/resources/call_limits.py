@@ -6,7 +6,7 @@ typed view).
         limits:
           callsPerMinute: 60      # each identity of the profile refills at this rate
           burst: 10               # and may spend this many at once (unset: callsPerMinute)
-          identities:             # one identity's own budget, by the name the log shows for it
+          identities:             # one identity's own budget: a token's name, a person's sub or email
             nightly: {callsPerMinute: 600, burst: 50}
 
 The budget is per identity (a token's name; later a person), not shared by the profile: one
