@@ -8,6 +8,7 @@ holds them until the test opens its gate."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,6 +165,10 @@ async def test_budgets_hold_exactly_under_16_concurrent_callers(kit: Kit, gw: Ha
         assert row.outcome == "ok" or (row.error_class, row.canonical_id) == ("CallLimit", "up/quick")
     assert outcomes == {("alice", "ok"): 6, ("alice", "limited"): per - 5 + 1,
                         ("vip", "ok"): 13, ("vip", "limited"): per - 12 + 1}
+    shown = CliRunner().invoke(app, ["logs", "--project", "p", "--outcome", "limited", "-o", "json"])
+    assert shown.exit_code == 0, shown.output
+    assert {r["outcome"] for r in json.loads(shown.stdout)} == {"limited"}
+    assert len(json.loads(shown.stdout)) == 2 * per - 17 + 2
 
 
 async def test_a_limited_identity_does_not_slow_another(kit: Kit, gw: Harness) -> None:
