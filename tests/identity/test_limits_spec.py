@@ -61,6 +61,11 @@ def test_limits_are_stored_and_round_trip_unchanged(runner: CliRunner) -> None:
     got = runner.invoke(app, ["get", "project", "p", "-o", "yaml"]).stdout
     assert "limits:" in got and "reviewers:\n      readOnly: true\n" in got     # no limits: none written
     assert "maxConcurrency: 4" in runner.invoke(app, ["get", "server", "shared", "-o", "yaml"]).stdout
+    described = " ".join(runner.invoke(app, ["describe", "project", "p"]).stdout.split())
+    assert ("Limits (ci): each identity 60 calls per minute (burst 10); nightly: 600 calls per minute (burst 50); "
+            "alice@example.com: 60 calls per minute (burst 2)") in described, described
+    described = " ".join(runner.invoke(app, ["describe", "server", "shared"]).stdout.split())
+    assert "Max concurrency: 4 calls in flight (more wait, each up to the call timeout)" in described, described
 
 
 @pytest.mark.parametrize(("change", "names"), [
