@@ -117,7 +117,8 @@ class Relay:
             result = await send()
         else:
             ceiling = self.pool.ceilings.get(server)
-            result = await held(ceiling, functools.partial(asks.relay, caller, server, send))
+            result = await (asks.relay(caller, server, send) if ceiling is None else
+                            held(ceiling, functools.partial(asks.relay, caller, server, send)))
             if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
                 result = await asks.resolve(caller, result, lambda answers, state: held(ceiling, functools.partial(
                     asks.relay, caller, server, functools.partial(send, retry_params(params, answers, state)))))

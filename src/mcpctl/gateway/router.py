@@ -158,7 +158,8 @@ class Router:
 
         ceiling = self.pool.ceilings.get(server)         # maxConcurrency (None: no ceiling)
         try:
-            result = await held(ceiling, partial(self.asks.relay, caller, server, send, tool=(presented, cid)))
+            result = await (self.asks.relay(caller, server, send, tool=(presented, cid)) if ceiling is None else
+                            held(ceiling, partial(self.asks.relay, caller, server, send, tool=(presented, cid))))
             if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
                 result = await self.asks.resolve(caller, result, lambda answers, state: held(ceiling, partial(
                     self.asks.relay, caller, server, partial(send, retry_params(fwd, answers, state)))))

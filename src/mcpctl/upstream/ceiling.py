@@ -5,7 +5,7 @@ arrival order, each for at most the server's `timeouts.call`, then fail as `limi
 (`Saturated`). Waiting is what a client expects of a busy shared server (as of a connection
 pool): a refused call costs an agent a turn and invites a retry storm, a queued one costs only
 time, and the bound keeps that time finite. The gateway keeps one `Ceiling` per server that has
-one (`gateway.pool`); without one, `held` is a single `is None` test.
+one (`gateway.pool`); without one, the gateway relays as it did (one dict lookup, one `is None` test).
 """
 
 from __future__ import annotations
