@@ -7,7 +7,9 @@ result saying why), and relayed verbatim to its upstream over the pooled connect
 upstream asks of the client meanwhile reaches this caller (`asks`); a 2026-07-28 input-required
 result goes to a 2026 client as it is (its retry carries `inputResponses` and `requestState` back)
 and is resolved by asking a handshake-era client. Every call is one row in the invocation log,
-under the name the caller used and the canonical id.
+under the name the caller used and the canonical id. A call over its identity's budget
+(`presentation.budgets`) is answered `isError` before anything else; one to a server with a
+`maxConcurrency` waits for room there (`upstream.ceiling`).
 """
 
 from __future__ import annotations
