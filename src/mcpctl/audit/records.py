@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
 
-OUTCOMES: Final = ("ok", "tool_error", "protocol_error", "timeout", "upstream_down", "denied")
+OUTCOMES: Final = ("ok", "tool_error", "protocol_error", "timeout", "upstream_down", "denied", "limited")
 SEARCH_TOOL_ID: Final = "mcpctl/search_tools"
 SEARCH_TOOL_NAME: Final = "search_tools"
 # Each search with the call its session made next, newest first (`search_evidence`, both backends;

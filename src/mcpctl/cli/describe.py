@@ -48,6 +48,8 @@ def _describe_server(store: ResourceStore, res: dict[str, Any]) -> None:
             _kv(f"  env {k}", v)
     t = s.get("timeouts", {})
     _kv("Timeouts", f"connect {t.get('connect', 30)}s, call {t.get('call', 120)}s")
+    if s.get("maxConcurrency"):
+        _kv("Max concurrency", f"{s['maxConcurrency']} calls in flight (more wait, each up to the call timeout)")
     if s.get("description"):
         _kv("Description", s["description"])
     _kv("Used by", ", ".join(projects_using(store, res["metadata"]["name"])) or "-")
@@ -87,6 +89,11 @@ def _describe_project(store: ResourceStore, res: dict[str, Any]) -> None:
     rs = p.results
     _kv("Results", "never cut" if not rs.max_tokens else
         f"cut over {rs.max_tokens} tokens (read_result), kept {rs.keep_minutes} min, {rs.keep_megabytes} MB in all")
+    for prof in p.profiles:         # calls per minute per identity (presentation.budgets)
+        if prof.limits is not None:
+            rates = [f"each identity {prof.limits.default.describe()}"] if prof.limits.default else []
+            rates += [f"{who}: {rate.describe()}" for who, rate in prof.limits.identities]
+            _kv(f"Limits ({prof.name})", "; ".join(rates))
 
 
 def _describe_token(store: ResourceStore, res: dict[str, Any]) -> None:

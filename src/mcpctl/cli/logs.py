@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mcpctl.audit.log import LogSummary, ToolStats
 
 _LOG_FORMATS = ("table", "json")
-_OUTCOME_STYLE = {"ok": "green", "tool_error": "yellow", "denied": "magenta"}
+_OUTCOME_STYLE = {"ok": "green", "tool_error": "yellow", "denied": "magenta", "limited": "magenta"}
 
 
 def _time_option(value: str | None, flag: str) -> float | None:
@@ -194,7 +194,7 @@ def register(app: typer.Typer) -> None:
         tool: Annotated[str | None, typer.Option(
             "--tool", "-t", help="Only calls to tools matching this glob (canonical id, e.g. 'github/*').")] = None,
         outcome: Annotated[str | None, typer.Option(
-            "--outcome", help="Only this outcome: ok|tool_error|protocol_error|timeout|upstream_down|denied.")] = None,
+            "--outcome", help="Only this outcome: ok|tool_error|protocol_error|timeout|upstream_down|denied|limited.")] = None,
         limit: Annotated[int, typer.Option("--limit", "-n", min=0,
                                            help="Show the newest N calls (0: all).")] = 100,
         output: Annotated[str, typer.Option("-o", "--output", help="table|json")] = "table",

@@ -102,9 +102,9 @@ class Gateway:
         for name in project.servers:
             spec = servers.get(name)
             if isinstance(spec, ServerSpec):
-                pool.upstreams[name] = Upstream(spec, on_listing=self._on_listing, on_state=listings.on_state,
-                                                era="legacy", on_event=self._on_upstream_event,
-                                                client_kw={**asks.hooks(name), **relay.hooks(name)}, **transport)
+                pool.add(Upstream(spec, on_listing=self._on_listing, on_state=listings.on_state,
+                                  era="legacy", on_event=self._on_upstream_event,
+                                  client_kw={**asks.hooks(name), **relay.hooks(name)}, **transport))
             else:
                 pool.unavailable[name] = spec or f"server {name!r} not found"
         views.catalogue.set_down(pool.unavailable)

@@ -17,6 +17,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
+from mcpctl.upstream.ceiling import Ceiling
 from mcpctl.upstream.supervisor import Upstream
 
 FIRST_CONTACT_CAP: Final = 15.0
@@ -28,6 +29,7 @@ class Pool:
     def __init__(self, first_contact_cap: float = FIRST_CONTACT_CAP, failed_before: Collection[str] = ()) -> None:
         self.upstreams: dict[str, Upstream] = {}
         self.unavailable: dict[str, str] = {}       # server -> why it cannot start at all
+        self.ceilings: dict[str, Ceiling] = {}      # server -> its maxConcurrency (`upstream.ceiling`)
         self.cap = first_contact_cap
         self.failed_before = frozenset(failed_before)     # never listed, down on an earlier start
         self._pending: set[str] = set()             # never-listed servers worth waiting for, not settled yet
@@ -37,6 +39,12 @@ class Pool:
 
     def get(self, server: str) -> Upstream | None:
         return self.upstreams.get(server)
+
+    def add(self, up: Upstream) -> None:
+        """Supervise `up`, within its server's maxConcurrency if it has one."""
+        self.upstreams[up.name] = up
+        if up.spec.max_concurrency is not None:
+            self.ceilings[up.name] = Ceiling(up.name, up.spec.max_concurrency, up.spec.timeouts.call)
 
     def why(self, server: str) -> str:
         """Why `server` has no upstream."""

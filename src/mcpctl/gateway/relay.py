@@ -42,6 +42,7 @@ from mcpctl.gateway.asks import Relayed, retry_params
 from mcpctl.gateway.early import offered
 from mcpctl.gateway.peers import LOG_RANK, log_allowed
 from mcpctl.presentation.envelope import relayed
+from mcpctl.upstream.ceiling import held
 from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable
 
 if TYPE_CHECKING:
@@ -112,13 +113,15 @@ class Relay:
                 raise MCPError(code=INTERNAL_ERROR, message=str(e)) from None
 
         asks = self.asks
-        if caller is None:
+        if caller is None:          # the gateway's own (a subscription, `ask`'s reading): no ceiling
             result = await send()
         else:
-            result = await asks.relay(caller, server, send)
+            ceiling = self.pool.ceilings.get(server)
+            result = await (asks.relay(caller, server, send) if ceiling is None else
+                            held(ceiling, functools.partial(asks.relay, caller, server, send)))
             if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
-                result = await asks.resolve(caller, result, lambda answers, state: asks.relay(
-                    caller, server, functools.partial(send, retry_params(params, answers, state))))
+                result = await asks.resolve(caller, result, lambda answers, state: held(ceiling, functools.partial(
+                    asks.relay, caller, server, functools.partial(send, retry_params(params, answers, state)))))
         return relayed(result)
 
     # -- upstream events ---------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ result saying why), and relayed verbatim to its upstream over the pooled connect
 upstream asks of the client meanwhile reaches this caller (`asks`); a 2026-07-28 input-required
 result goes to a 2026 client as it is (its retry carries `inputResponses` and `requestState` back)
 and is resolved by asking a handshake-era client. Every call is one row in the invocation log,
-under the name the caller used and the canonical id.
+under the name the caller used and the canonical id. A call over its identity's budget
+(`presentation.budgets`) is answered `isError` before anything else; one to a server with a
+`maxConcurrency` waits for room there (`upstream.ceiling`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from mcp.types.jsonrpc import INVALID_PARAMS
 
 from mcpctl.gateway.asks import counted, retry_params
 from mcpctl.gateway.sessions import Caller
+from mcpctl.presentation.budgets import LIMITED_CLASS
 from mcpctl.presentation.builtins import (
     ASK,
     ASK_CANONICAL_ID,
@@ -49,6 +52,7 @@ from mcpctl.presentation.envelope import strip_upstream_meta
 from mcpctl.presentation.overrides import upstream_arguments
 from mcpctl.presentation.sections import SectionError
 from mcpctl.presentation.view import GATED, Refusal, Route, View
+from mcpctl.upstream.ceiling import held
 from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable, describe_error
 
 if TYPE_CHECKING:
@@ -89,6 +93,11 @@ class Router:
         if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
             self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
+        limits = self.views.limits
+        if limits.rates and (over := limits.take(caller.profile, caller.credential)) is not None:
+            self.log_call(caller, ts, t0, _bounded(name), hit_id(self.views.view_for(caller), name), "limited",
+                          LIMITED_CLASS)
+            return error_result(over.message)
         if "requestState" in params and self.asks.owns(params):
             return await self._resume(caller, ts, t0, name, params)
         view = self.views.view_for(caller)
@@ -149,11 +158,13 @@ class Router:
             return await up.request("tools/call", p, timeout=timeout,
                                     on_progress=None if progress is None else counted(progress))
 
+        ceiling = self.pool.ceilings.get(server)         # maxConcurrency (None: no ceiling)
         try:
-            result = await self.asks.relay(caller, server, send, tool=(presented, cid))
+            result = await (self.asks.relay(caller, server, send, tool=(presented, cid)) if ceiling is None else
+                            held(ceiling, partial(self.asks.relay, caller, server, send, tool=(presented, cid))))
             if result.get("resultType") == "input_required" and not (caller.peer and caller.peer.modern):
-                result = await self.asks.resolve(caller, result, lambda answers, state: self.asks.relay(
-                    caller, server, partial(send, retry_params(fwd, answers, state))))
+                result = await self.asks.resolve(caller, result, lambda answers, state: held(ceiling, partial(
+                    self.asks.relay, caller, server, partial(send, retry_params(fwd, answers, state)))))
         except (UpstreamTimeout, UpstreamUnavailable) as e:
             self.log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
             return error_result(str(e))

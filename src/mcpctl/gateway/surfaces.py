@@ -24,6 +24,7 @@ from mcp.types.jsonrpc import INVALID_PARAMS
 
 from mcpctl.gateway.asks import mrtr_params
 from mcpctl.gateway.sessions import Caller
+from mcpctl.presentation.budgets import LIMITED, LIMITED_CLASS
 
 if TYPE_CHECKING:
     from mcpctl.gateway.calllog import CallLog
@@ -45,14 +46,17 @@ class Surfaces:
 
     def admit(self, caller: Caller, server: str, method: str, name: str) -> None:
         """Refuse (MCPError, logged `denied`) a request for `server`'s item `name` outside the
-        caller's view."""
+        caller's view, and (logged `limited`) one over the caller's budget (`presentation.budgets`)."""
         ts, t0 = time.time(), time.perf_counter()
         shown = _bounded(name)
         refusal = self.views.view_for(caller).admit(server, f"{_ITEM.get(method, 'item')} {shown!r}")
-        if refusal is None:
-            return
-        self.log_call(caller, ts, t0, f"{method} {shown}", None, refusal.outcome, refusal.error_class)
-        raise MCPError(code=INVALID_PARAMS, message=refusal.message)
+        if refusal is not None:
+            self.log_call(caller, ts, t0, f"{method} {shown}", None, refusal.outcome, refusal.error_class)
+            raise MCPError(code=INVALID_PARAMS, message=refusal.message)
+        limits = self.views.limits
+        if limits.rates and (over := limits.take(caller.profile, caller.credential)) is not None:
+            self.log_call(caller, ts, t0, f"{method} {shown}", None, "limited", LIMITED_CLASS)
+            raise MCPError(code=LIMITED, message=over.message, data={"retryAfterSeconds": over.retry_after})
 
     def lists(self, caller: Caller, section: str) -> list[dict[str, Any]]:
         """The session's `prompts`, `resources` or `resourceTemplates` list."""

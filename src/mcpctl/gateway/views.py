@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from mcpctl.presentation.budgets import Limits
 from mcpctl.presentation.search import Evidence, Learning, ToolSearch
 from mcpctl.presentation.view import GATED_SESSION, OPEN_SESSION, SessionKey, View
 
@@ -41,6 +42,7 @@ class Views:
         self.sessions = sessions
         self.evidence = evidence
         self.cache = cache
+        self.limits = Limits(project)      # each identity's calls-per-minute budget (its profile's)
         self.search = _search_for(project, catalogue.project_name, evidence, cache)
 
     def reproject(self, spec: ProjectSpec) -> None:
@@ -49,6 +51,7 @@ class Views:
             self.close()
             self.search = _search_for(spec, self.catalogue.project_name, self.evidence, self.cache)
         self.project = spec
+        self.limits.reproject(spec)
         self.catalogue.set_project(spec)
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mcpctl.resources.call_limits import LIMITS, ProfileLimits
 from mcpctl.resources.idp import IDP_SPEC
 from mcpctl.resources.overrides import ToolOverride, overrides_from, overrides_node
 from mcpctl.resources.presents import Presents, presents
@@ -143,6 +144,9 @@ SERVER_SPEC: Final = Obj({
         "call": Scalar(float, default=120.0, check=check_positive),
     }),
     "description": Scalar(str, nullable=True),
+    # The most calls (and other requests for clients) in flight at this server at once; more wait
+    # for one to finish, each for at most timeouts.call (upstream.ceiling). Unset: no ceiling.
+    "maxConcurrency": Scalar(int, nullable=True, check=check_range(1, 100_000)),
     # Remote sign-in (http and sse only): `mcpctl login` runs OAuth 2.1 + PKCE; tokens live in a
     # 0600 file under the state directory (mcpctl.auth.storage), never here.
     "auth": Obj({
@@ -194,6 +198,8 @@ PROJECT_SPEC: Final = Obj({
         "readOnly": Scalar(bool, default=False),
         "allow": ListOf(Scalar(str, check=check_tool_id)),
         "deny": ListOf(Scalar(str, check=check_tool_id)),
+        # calls per minute per identity, with a burst (resources.call_limits; presentation.budgets)
+        "limits": LIMITS,
     }), key_check=check_profile_name),
     "search": Obj({
         "enabled": Scalar(bool, default=DEFAULT_SEARCH_ENABLED),
@@ -322,6 +328,7 @@ class ServerSpec:
     timeouts: Timeouts = Timeouts()
     description: str | None = None
     auth: AuthSpec | None = None
+    max_concurrency: int | None = None           # calls in flight at once (None: no ceiling)
 
     @classmethod
     def from_resource(cls, res: dict[str, Any]) -> ServerSpec:
@@ -339,6 +346,7 @@ class ServerSpec:
             timeouts=Timeouts(float(t.get("connect", 30.0)), float(t.get("call", 120.0))),
             description=s.get("description"),
             auth=AuthSpec.from_spec(s.get("auth")),
+            max_concurrency=s.get("maxConcurrency"),
         )
 
 
@@ -358,10 +366,12 @@ class Profile:
     read_only: bool = False
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    limits: ProfileLimits | None = None      # calls per minute per identity (None: none)
 
     @classmethod
     def from_spec(cls, name: str, s: dict[str, Any]) -> Profile:
-        return cls(name, bool(s.get("readOnly", False)), tuple(s.get("allow") or ()), tuple(s.get("deny") or ()))
+        return cls(name, bool(s.get("readOnly", False)), tuple(s.get("allow") or ()), tuple(s.get("deny") or ()),
+                   ProfileLimits.from_spec(s.get("limits")))
 
 
 BUILTIN_PROFILES: Final = {READ_ONLY_PROFILE: Profile(READ_ONLY_PROFILE, read_only=True)}

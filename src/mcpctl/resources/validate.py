@@ -148,10 +148,21 @@ def _check_names(v: Validated) -> None:
         f"anyway: {budget}")
 
 
+def _check_limits(v: Validated) -> None:
+    """A budget needs a rate: its own, or its profile's (`resources.call_limits`)."""
+    from mcpctl.resources.call_limits import limits_problem
+
+    problem = limits_problem(v.spec.get("profiles") or {})
+    if problem is not None:
+        path, message, hint = problem
+        raise InvalidResource(f"{v.doc.where(path)}: {message}", hint=hint)
+
+
 def _check_project(v: Validated) -> None:
     """What no single field can say: the presentation settings must agree with each other."""
     _check_names(v)
     _check_overrides(v)
+    _check_limits(v)
     s, doc = v.spec, v.doc
     fav = s.get("favouriteIndex") or {}
     presentation, enabled = s.get("presentation"), fav.get("enabled")
