@@ -36,6 +36,7 @@ def claude_env(tmp_path: Path, tmp_home: Path) -> dict[str, str]:
     work = tmp_path / "work"
     home.mkdir()
     work.mkdir()
+    (tmp_path / "tmp").mkdir()
     env = {
         "HOME": str(home),
         "MCPCTL_HOME": str(tmp_home),
@@ -44,6 +45,7 @@ def claude_env(tmp_path: Path, tmp_home: Path) -> dict[str, str]:
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "LANG": "C.UTF-8",
         "PWD": str(work),
+        "TMPDIR": str(tmp_path / "tmp"),    # Claude Code keeps its own (claude-<uid>/) there: not in /tmp
     }
     return env
 
