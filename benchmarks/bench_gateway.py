@@ -420,14 +420,19 @@ def baseline_metrics(calls: dict[str, Any], many: dict[int, dict[str, Any]],
         rounds = many_rounds[n_up]
         return [r[key] for r in rounds["gateway"]], [r[key] for r in rounds["baseline"]]
 
-    tools = many[20]["tools"]
-    return [
+    rows = [
         Metric("call_p50_ms", "tools/call round trip p50 (ms)", ".3f", "lower", *call("p50_ms")),
         Metric("call_p95_ms", "tools/call round trip p95 (ms)", ".3f", "lower", *call("p95_ms")),
         Metric("overhead_p50_ms", "overhead over direct p50 (ms)", "+.3f", "lower", *over("p50_ms")),
         Metric("overhead_p95_ms", "overhead over direct p95 (ms)", "+.3f", "lower", *over("p95_ms")),
         Metric("cpu_ms_per_call", "gateway CPU per call (ms)", ".3f", "lower", *call("cpu_ms_per_call")),
         Metric("calls_per_s", "calls/s @16 in flight", ".0f", "higher", *call("calls_per_s")),
+    ]
+    if 20 not in many:      # --calls-only
+        return rows
+    tools = many[20]["tools"]
+    return [
+        *rows,
         Metric("list_ms", f"tools/list, {tools} tools, 20 upstreams (ms)", ".2f", "lower",
                *start(20, "list_p50_ms")),
         *(Metric(f"cached_ready_{n}_ms", f"ready from cache, {n} upstreams (ms)", ".0f", "lower",
@@ -515,6 +520,16 @@ def verdict(ok: bool) -> str:
     return "ok " if ok else "MISS"
 
 
+def print_calls(c: dict[str, Any]) -> None:
+    print(f"tools/call p50: direct {c['direct_p50_ms']:.3f} ms, mcpctl {c['gateway_p50_ms']:.3f} ms -> overhead "
+          f"{c['overhead_ms']:+.3f} ms ({c['latency_ratio']:.2f}x)   [{verdict(c['overhead_ms'] <= TARGET_OVERHEAD_MS)}] "
+          f"target <= {TARGET_OVERHEAD_MS} ms; peers: FastMCP +1.4, magg +2.6")
+    print(f"gateway CPU per call: {c['gateway_cpu_ms']:.3f} ms (call p95 {c['gateway_p95_ms']:.3f} ms)")
+    print(f"calls/s @16 in flight: direct {c['direct_cps']:.0f}, mcpctl {c['gateway_cps']:.0f} ({c['cps_ratio']:.2f}x)   "
+          f"[{verdict(c['gateway_cps'] >= TARGET_CALLS_PER_S)}] target >= {TARGET_CALLS_PER_S:.0f}; peers 300-440 "
+          "(0.14-0.23x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer iterations (about a minute)")
@@ -523,7 +538,13 @@ def main() -> None:
     ap.add_argument("--baseline", metavar="MCPCTL_EXE",
                     help="the mcpctl executable of another installation, measured in the same rounds "
                          "(quick: about 4 minutes)")
+    ap.add_argument("--calls-only", action="store_true",
+                    help="only 1 and 2 (tools/call round trip, CPU per call, calls/s): for a change to the "
+                         "call path, with --rounds for as many paired rounds as the machine's noise needs")
+    ap.add_argument("--rounds", type=int, metavar="N", help="interleaved rounds (default 5; quick: 3)")
     args = ap.parse_args()
+    if args.rounds is not None and not 1 <= args.rounds <= 100:
+        ap.error("--rounds: from 1 to 100")
     baseline: str | None = None
     if args.baseline:
         found = shutil.which(args.baseline)
@@ -541,11 +562,17 @@ def main() -> None:
         print(f"baseline: {baseline} ({baseline_version}); current: {MCPCTL} ({mcpctl_version(MCPCTL)})")
     root = Path(tempfile.mkdtemp(prefix="mcpctl-bench-"))
     iters, seconds, rounds = (300, 2.0, 3) if args.quick else (1000, 5.0, 5)
+    rounds = args.rounds or rounds
     try:
         print("\n[1,2] tools/call: direct vs through mcpctl serve (1 upstream, 20 tools)"
               + (" vs the baseline's" if baseline else ""))
         calls = asyncio.run(bench_calls(root, use_shared, iters, seconds, rounds, baseline))
         c = paired(calls)
+        if args.calls_only:
+            print_calls(c)
+            if baseline:
+                print_baseline(baseline, baseline_version, baseline_metrics(calls, {}, {}))
+            return
         print("\n[3,4,5] many upstreams" + (f" (this checkout and the baseline, {rounds} interleaved rounds)"
                                             if baseline else ""))
         many: dict[int, dict[str, Any]] = {}
@@ -562,13 +589,7 @@ def main() -> None:
 
     m20 = many[20]
     print(f"\n== summary (same run; medians over {rounds} interleaved rounds of per-round comparisons) ==")
-    print(f"tools/call p50: direct {c['direct_p50_ms']:.3f} ms, mcpctl {c['gateway_p50_ms']:.3f} ms -> overhead "
-          f"{c['overhead_ms']:+.3f} ms ({c['latency_ratio']:.2f}x)   [{verdict(c['overhead_ms'] <= TARGET_OVERHEAD_MS)}] "
-          f"target <= {TARGET_OVERHEAD_MS} ms; peers: FastMCP +1.4, magg +2.6")
-    print(f"gateway CPU per call: {c['gateway_cpu_ms']:.3f} ms (call p95 {c['gateway_p95_ms']:.3f} ms)")
-    print(f"calls/s @16 in flight: direct {c['direct_cps']:.0f}, mcpctl {c['gateway_cps']:.0f} ({c['cps_ratio']:.2f}x)   "
-          f"[{verdict(c['gateway_cps'] >= TARGET_CALLS_PER_S)}] target >= {TARGET_CALLS_PER_S:.0f}; peers 300-440 "
-          "(0.14-0.23x)")
+    print_calls(c)
     print(f"tools/list of {m20['tools']} tools from 20 upstreams: {m20['list_p50_ms']:.2f} ms "
           f"(one upstream listing them: {m20.get('direct_list_p50_ms', float('nan')):.2f} ms)   "
           f"[{verdict(m20['list_p50_ms'] <= TARGET_LIST_MS)}] target <= {TARGET_LIST_MS:.0f} ms; peers 178-252")
