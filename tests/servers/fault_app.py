@@ -159,6 +159,8 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
         args = params.arguments or {}
         name = params.name
         if name == "echo":
+            SEEN["echo_meta"] = {k: v for k, v in (params.meta or {}).items() if k != "progress_token"}
+            hooks.changed()
             return _text(str(args.get("text", "")), _meta={"upstream/meta": "kept"})
         if name == "add":
             return _text(str(int(args.get("a", 0)) + int(args.get("b", 0))))
