@@ -185,7 +185,10 @@ def test_create_server_url_falls_back_to_sse_and_get_describe_doctor_show_it(kit
         assert re.search(r"Transport:\s+sse", described.stdout) and url in described.stdout, described.stdout
         kit.project("p", ["legacy"])
         doc = _mcpctl(kit, "doctor", "--project", "p")
-        assert "legacy HTTP+SSE transport: the event stream at " + url in doc.stdout, doc.stdout
+        said = " ".join(doc.stdout.split())
+        assert f"legacy HTTP+SSE transport: the event stream at {url}; deprecated by the 2026-07-28 protocol" \
+            in said, doc.stdout
+        assert "streamable HTTP replaces it" in said and said.count("deprecated by the 2026-07-28") == 1, said
         assert "listed: 3 tool(s)" in doc.stdout, doc.stdout
     finally:
         stop(proc)

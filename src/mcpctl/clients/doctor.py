@@ -188,9 +188,11 @@ def _static(report: DoctorReport, spec: ServerSpec, refused_at: str | None = Non
     scope = f"server/{spec.name}"
     fields = _fields(spec)
     if spec.transport == "sse":
-        report.add(scope, "transport", "info", f"legacy HTTP+SSE transport: the event stream at {spec.url}",
-                   "if the server also serves streamable HTTP, prefer that URL (mcpctl create server NAME "
-                   "--url URL --force)")
+        report.add(scope, "transport", "info", f"legacy HTTP+SSE transport: the event stream at {spec.url}; "
+                   "deprecated by the 2026-07-28 protocol (to be removed no earlier than the first revision "
+                   "on or after 2027-07-28)",
+                   "streamable HTTP replaces it: if the server also serves that, use its URL (mcpctl create "
+                   f"server {spec.name} --url URL --force)")
     resolved, ok = _references(report, scope, fields)
     _literal_secrets(report, scope, spec)
     if spec.auth is not None and not _sign_in(report, spec, refused_at):
