@@ -206,7 +206,7 @@ async def test_a_failing_model_gives_the_passages_and_a_note(kit: Kit, gw: Harne
     assert got["note"].startswith(f"The project's model ({failing} at {url}) gave no answer: ")
     assert got["note"].endswith("These are the passages found, best first; answer from them and cite their URIs.")
     why = {"error-500": "answered 500: {\"error\": {\"message\": \"the model fell over\"}}",
-           "unreachable": "ConnectError", "hang": "no answer within 1 s (ask's bound on its model, 1 s"}[failing]
+           "unreachable": "ConnectError", "hang": "no answer within 1 s (ask's bound on its model; "}[failing]
     assert why in got["note"], got["note"]
     assert took < 4.5, took                     # the hung endpoint was not waited out (it answers at 5 s)
 

@@ -118,7 +118,7 @@ async def project_answer(model: AskModel, question: str, hits: Sequence[Hit]) ->
 
     key = resolve(model.api_key, where="spec.ask.model.apiKey") if model.api_key else None
     client = ChatEndpoint(model.endpoint, model.model, key, timeout=MODEL_S, named="ask.model.endpoint",
-                          timeout_named=f"ask's bound on its model, {MODEL_S:g} s")
+                          timeout_named="ask's bound on its model")
     try:
         return await client.answer(SYSTEM_PROMPT, sampling_text(question, hits), max_tokens=MAX_ANSWER_TOKENS)
     finally:
@@ -128,14 +128,13 @@ async def project_answer(model: AskModel, question: str, hits: Sequence[Hit]) ->
 async def with_project_model(model: AskModel, question: str, hits: Sequence[Hit], searched: int) -> dict[str, Any]:
     """The ask payload answered by the project's model, or, when it failed, the passages with a
     note naming the endpoint and the error: an ask never fails because its model did."""
-    from mcpctl.errors import MCPCtlError
-
     if not hits:
         return payload(question, hits, None, None, None, searched)
     try:
         reply = await project_answer(model, question, hits)
-    except MCPCtlError as e:             # EndpointError, SecretError
-        why = e.message.removeprefix(f"ask.model.endpoint {model.endpoint.rstrip('/')}: ")
+    except Exception as e:               # EndpointError, SecretError, or anything the client let through
+        why = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+        why = why.removeprefix(f"ask.model.endpoint {model.endpoint.rstrip('/')}: ")
         note = MODEL_FAILED.format(model=model.model, endpoint=model.endpoint, why=why.rstrip("."))
         return payload(question, hits, None, None, note, searched)
     return payload(question, hits, reply, model.model, None, searched)
