@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ask", "auth"),
     ("storage",),
     ("catalogue",),
-    ("resources", "audit", "examples"),
+    ("resources", "audit", "examples", "chat"),
     ("db",),
     ("errors", "heap", "paths", "terminal", "sdk"),
 )

@@ -1,9 +1,11 @@
-"""What `ask` sends to a client's model and what it returns (no `mcp` import).
+"""What `ask` sends to a model and what it returns (no `mcp` import).
 
-The model gets the question and the retrieved passages only, each headed by the resource URI it
-comes from, and is told to answer from them alone and to cite each passage it uses as `[uri]`.
-The result always carries the passages (URI, score, text), and the answer with the URIs it cites
-when a model was lent; without one, a line says so.
+The model is the project's own when its spec sets `ask.model` (an OpenAI-compatible endpoint,
+`project_answer`), else the client's, lent through sampling (the gateway's `knowledge`). Either
+gets the same two messages: the question and the retrieved passages only, each headed by the
+resource URI it comes from, and is told to answer from them alone and to cite each passage it
+uses as `[uri]`. The result always carries the passages (URI, score, text), and the answer with
+the URIs it cites when a model answered; without one, a line says why.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from mcpctl.ask.index import Hit
+
+if TYPE_CHECKING:
+    from mcpctl.resources.settings import AskModel
 
 SYSTEM_PROMPT: Final = (
     "You answer a question using only the numbered passages given, which come from resources of the user's "
@@ -31,6 +36,11 @@ NO_MODEL: Final = ("No model was lent: the client did not offer sampling, so the
 NO_REQUEST_2026: Final = ("No model was asked: in the 2026-07-28 protocol a request reaches the client only "
                           "within a call to an upstream server, and ask is mcpctl's own tool, so these are the "
                           "passages found, best first; answer from them and cite their URIs.")
+MODEL_S: Final = 60.0             # how long the project's model may take to answer, in all
+# The project's model failed (unreachable, an error status, no answer within MODEL_S, a key that
+# cannot be resolved): the ask still gives the passages.
+MODEL_FAILED: Final = ("The project's model ({model} at {endpoint}) gave no answer: {why}. These are the "
+                       "passages found, best first; answer from them and cite their URIs.")
 DECLINED: Final = "No model was lent: the client declined the sampling request ({why}); these are the passages found."
 _CITE: Final = re.compile(r"\[([^\[\]\s]+)\]")
 
@@ -99,11 +109,45 @@ def text(result: dict[str, Any]) -> str:
     return "\n".join(lines).strip()
 
 
+async def project_answer(model: AskModel, question: str, hits: Sequence[Hit]) -> str:
+    """The project's model's answer (`ask.model`) to `question` from `hits`: the system prompt and
+    the fenced passages a client's model would get, at temperature 0, bounded by MODEL_S.
+    Raises EndpointError when the endpoint fails, SecretError when its key cannot be resolved."""
+    from mcpctl.chat import ChatEndpoint
+    from mcpctl.resources.secrets import resolve
+
+    key = resolve(model.api_key, where="spec.ask.model.apiKey") if model.api_key else None
+    client = ChatEndpoint(model.endpoint, model.model, key, timeout=MODEL_S, named="ask.model.endpoint",
+                          timeout_named="ask's bound on its model")
+    try:
+        return await client.answer(SYSTEM_PROMPT, sampling_text(question, hits), max_tokens=MAX_ANSWER_TOKENS)
+    finally:
+        await client.aclose()
+
+
+async def with_project_model(model: AskModel, question: str, hits: Sequence[Hit], searched: int) -> dict[str, Any]:
+    """The ask payload answered by the project's model, or, when it failed, the passages with a
+    note naming the endpoint and the error: an ask never fails because its model did."""
+    if not hits:
+        return payload(question, hits, None, None, None, searched)
+    try:
+        reply = await project_answer(model, question, hits)
+    except Exception as e:               # EndpointError, SecretError, or anything the client let through
+        why = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+        why = why.removeprefix(f"ask.model.endpoint {model.endpoint.rstrip('/')}: ")
+        note = MODEL_FAILED.format(model=model.model, endpoint=model.endpoint, why=why.rstrip("."))
+        return payload(question, hits, None, None, note, searched)
+    return payload(question, hits, reply, model.model, None, searched)
+
+
 def retrieve(question: str, read: Mapping[tuple[str, str], tuple[str, str | None]], allowed: Collection[str], *,
-             ranker: str, max_bytes: int, top_k: int) -> dict[str, Any]:
-    """`mcpctl ask`'s answer without a model: the resources `read` ((server, uri) -> (title, text
-    or None)) cut into passages, the best `top_k` of those of `allowed` servers for `question`, as
-    the ask tool's payload with how many resources were read and the ranker that ranked them."""
+             ranker: str, max_bytes: int, top_k: int, model: AskModel | None = None) -> dict[str, Any]:
+    """`mcpctl ask`'s answer: the resources `read` ((server, uri) -> (title, text or None)) cut
+    into passages, the best `top_k` of those of `allowed` servers for `question`, as the ask
+    tool's payload with how many resources were read and the ranker that ranked them; answered
+    by the project's `model` when it has one (else passages only: the shell lends no model)."""
+    import anyio
+
     from mcpctl.ask.index import PassageIndex
 
     index = PassageIndex(ranker, max_bytes)
@@ -111,7 +155,10 @@ def retrieve(question: str, read: Mapping[tuple[str, str], tuple[str, str | None
         if text is not None:
             index.put(server, uri, title, text)
     hits = index.search(question, top_k, allowed)
-    result = payload(question, hits, None, None, None, len(index))
+    if model is not None:
+        result = anyio.run(with_project_model, model, question, hits, len(index))
+    else:
+        result = payload(question, hits, None, None, None, len(index))
     result["resources"] = len(read)
     result["ranker"] = index.describe()
     return result

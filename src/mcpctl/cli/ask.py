@@ -1,6 +1,7 @@
 """`mcpctl ask --project P "QUESTION" [--top-k N] [--profile NAME] [-o table|json]`: the `ask`
-built-in's retrieval from the shell, for a user checking what an agent would get (passages only:
-no model is asked here). The project's servers are connected once, now, their text resources read
+built-in from the shell, for a user checking what an agent would get: the passages, answered by
+the project's own model when its spec sets `ask.model` (the shell lends no model of its own, so
+without it the passages only). The project's servers are connected once, now, their text resources read
 and cut into passages (as the gateway does, `ask.index`), ranked by the project's ranker, and only
 the servers the project's view admits (curation, and with --profile that credential's view) are
 drawn on.
@@ -55,7 +56,7 @@ def _retrieve(project: str, question: str, top_k: int | None, profile: str | Non
     for name, why in sorted(failed.items()):
         warn(f"server {name!r} could not be read: {why}")
     return answer.retrieve(question, got, allowed, ranker=spec.search.ranker, max_bytes=spec.ask.max_bytes,
-                           top_k=top_k or spec.ask.top_k)
+                           top_k=top_k or spec.ask.top_k, model=spec.ask.model)
 
 
 def register(app: typer.Typer) -> None:
@@ -72,7 +73,8 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str, output_option(_FORMATS)] = "table",
     ) -> None:
         """Ask what the project's servers know: the passages of their text resources that the ask
-        built-in would give an agent, best first, with URIs and scores (no model is asked)."""
+        built-in would give an agent, best first, with URIs and scores, and the answer of the
+        project's model when its spec sets ask.model (else no model is asked)."""
         check_format(output, _FORMATS)
         result = _retrieve(project, question, top_k, profile)
         if output == "json":

@@ -16,10 +16,14 @@ fresh, and answered with the calling client's own model when it lends one.
 - **Who sees what**: `search` takes the servers the caller's view admits (`View.servers`:
   curation, the credential's profile, the gate), so a passage of another server is never ranked
   for it, let alone returned.
-- **The answer**: only a handshake-era client that declared `sampling` is asked
-  (`sampling/createMessage` on the call's own channel, `peers`); it gets the question and the
-  top passages, nothing else. A 2026-07-28 client cannot be sent requests outside an upstream's
-  call (an input-required round trip for mcpctl's own request is not built), so it gets passages.
+- **The answer**: the project's own model when its spec sets `ask.model` (an OpenAI-compatible
+  endpoint, `answer.project_answer`), for every client of either era, whether or not it lends
+  sampling; when that endpoint fails, the passages with a note naming it and the error. Without
+  `ask.model`, only a handshake-era client that declared `sampling` is asked
+  (`sampling/createMessage` on the call's own channel, `peers`). Either model gets the question
+  and the top passages, nothing else. A 2026-07-28 client cannot be sent requests outside an
+  upstream's call (an input-required round trip for mcpctl's own request is not built), so
+  without `ask.model` it gets passages.
 """
 
 from __future__ import annotations
@@ -180,11 +184,23 @@ class Knowledge:
         return await anyio.to_thread.run_sync(self.index.search, question, top_k, servers)
 
     async def ask(self, peer: Peer | None, question: str, top_k: int, servers: Container[str]) -> dict[str, Any]:
-        """The `ask` payload: the passages, and the client's model's answer when it lends one."""
+        """The `ask` payload: the passages, and a model's answer: the project's own when `ask.model`
+        is set (whatever the client lends), else the client's when it lends one."""
         hits = await self.search(question, top_k, servers)
         searched = len(self.index)
         if not hits:
             return answer.payload(question, hits, None, None, None, searched)
+        model = self.settings.model
+        if model is not None:
+            result = await answer.with_project_model(model, question, hits, searched)
+            if "note" in result:
+                log.warning("ask: %s", result["note"])
+            return result
+        return await self._sampled(peer, question, hits, searched)
+
+    async def _sampled(self, peer: Peer | None, question: str, hits: list[Hit], searched: int) -> dict[str, Any]:
+        """The payload answered by the calling client's model through sampling, when it lends one
+        and can be asked; else the passages with a note saying why no model answered."""
         request = t.CreateMessageRequest(params=t.CreateMessageRequestParams(
             messages=[t.SamplingMessage(role="user", content=t.TextContent(
                 type="text", text=answer.sampling_text(question, hits)))],

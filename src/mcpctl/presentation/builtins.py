@@ -161,7 +161,7 @@ def ask_definition(default_top_k: int, *, always_load: bool) -> dict[str, Any]:
         "description": (
             "Ask a question of what this project's servers know (their notes, documents and other "
             "resources). Returns the passages that best answer it, each with the resource URI to cite, "
-            "and, when your client lends its model, an answer written from those passages alone."
+            "and, when the project has a model or your client lends one, an answer written from those passages alone."
         ),
         "inputSchema": {
             "type": "object",

@@ -122,6 +122,17 @@ def _check_https_url(value: str) -> str | None:
     return None
 
 
+def _check_endpoint(value: str) -> str | None:
+    """A model endpoint: an http:// or https:// base URL with a host (it usually ends in /v1)."""
+    from urllib.parse import urlparse
+
+    u = urlparse(value.strip())
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return (f"{value!r} is not an http:// or https:// URL: give the base URL of an OpenAI-compatible "
+                "endpoint, ending in /v1 (e.g. http://127.0.0.1:11434/v1)")
+    return None
+
+
 AUTH_TYPES: Final = ("oauth",)
 
 
@@ -225,12 +236,18 @@ PROJECT_SPEC: Final = Obj({
     }),
     # ask (mcpctl.ask): the `ask` built-in answers questions from the upstreams' text resources,
     # cut into passages (at most maxBytes of text indexed), re-read when a server says they
-    # changed and otherwise every refreshSeconds.
+    # changed and otherwise every refreshSeconds. model: the project's own OpenAI-compatible
+    # endpoint, which answers instead of the client's sampling (absent unless given).
     "ask": Obj({
         "enabled": Scalar(bool, default=False),
         "topK": Scalar(int, default=DEFAULT_ASK_TOP_K, check=check_range(1, 20)),
         "maxBytes": Scalar(int, default=DEFAULT_ASK_MAX_BYTES, check=check_range(4096, 2**30)),
         "refreshSeconds": Scalar(int, default=DEFAULT_ASK_REFRESH_SECONDS, check=check_range(10, 7 * 24 * 3600)),
+        "model": Obj({
+            "endpoint": Scalar(str, required=True, check=_check_endpoint),
+            "model": Scalar(str, required=True, check=_check_nonempty),
+            "apiKey": Scalar(str, nullable=True, check=check_reference),
+        }, omit_if_default=True),
     }),
 })
 

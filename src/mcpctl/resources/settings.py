@@ -82,17 +82,38 @@ class ResultSettings:
 
 
 @dataclass(frozen=True)
+class AskModel:
+    """`ask.model`: the project's own model, an OpenAI-compatible chat-completions endpoint (its
+    base URL ending in /v1) and model name, which answers every ask whatever the client lends.
+    `api_key` is the secret reference as written (`${env:NAME}` or `${file:PATH}`), resolved only
+    when a question is asked (`mcpctl.resources.secrets`), so the store holds no secret."""
+
+    endpoint: str
+    model: str
+    api_key: str | None = None
+
+    @classmethod
+    def from_spec(cls, model: Mapping[str, Any] | None) -> AskModel | None:
+        if not model or not model.get("endpoint") or not model.get("model"):
+            return None
+        key = model.get("apiKey")
+        return cls(str(model["endpoint"]), str(model["model"]), str(key) if key else None)
+
+
+@dataclass(frozen=True)
 class AskSettings:
     enabled: bool = False
     top_k: int = DEFAULT_ASK_TOP_K
     max_bytes: int = DEFAULT_ASK_MAX_BYTES
     refresh_seconds: int = DEFAULT_ASK_REFRESH_SECONDS
+    model: AskModel | None = None        # None: the client's sampling, if it lends it
 
     @classmethod
     def from_spec(cls, ask: dict[str, Any]) -> AskSettings:
         return cls(bool(ask.get("enabled", False)), int(ask.get("topK", DEFAULT_ASK_TOP_K)),
                    int(ask.get("maxBytes", DEFAULT_ASK_MAX_BYTES)),
-                   int(ask.get("refreshSeconds", DEFAULT_ASK_REFRESH_SECONDS)))
+                   int(ask.get("refreshSeconds", DEFAULT_ASK_REFRESH_SECONDS)),
+                   AskModel.from_spec(ask.get("model")))
 
 
 @dataclass(frozen=True)
