@@ -163,3 +163,20 @@ def test_suspicious_descriptions_are_flagged_naming_the_tool_and_the_escaped_tex
     [check] = by_scope(data, "server/adder")["descriptions"]
     assert check["status"] == "warn" and "adder/sub" not in check["message"]
     assert "descriptions" not in by_scope(data, "server/calc")  # a clean server: no line at all
+
+
+def test_ask_leaning_on_sampling_is_named_deprecated_once_and_a_projects_model_is_not(store: Env) -> None:
+    assert run("create", "project", "asks", "--server", "calc", "--ask").exit_code == 0
+    data = json.loads(run("doctor", "--project", "asks", "--no-connect", "-o", "json").stdout)
+    [ask] = by_scope(data, "project/asks")["ask"]
+    assert ask["status"] == "info" and "deprecated by the 2026-07-28 protocol" in ask["message"], ask
+    assert "ask.model" in ask["hint"] and "mcpctl edit project asks" in ask["hint"], ask
+    data = json.loads(run("doctor", "--project", "good", "--no-connect", "-o", "json").stdout)
+    assert "ask" not in by_scope(data, "project/good"), data
+    spec = Store().get("Project", "asks")
+    spec["spec"]["ask"]["model"] = {"endpoint": "http://127.0.0.1:9/v1", "model": "m"}
+    Store().put(spec)
+    data = json.loads(run("doctor", "--project", "asks", "--no-connect", "-o", "json").stdout)
+    [ask] = by_scope(data, "project/asks")["ask"]
+    assert ask["status"] == "ok" and ask["message"] == "ask answers with the project's model (m at http://127.0.0.1:9/v1)"
+    assert "deprecated" not in json.dumps(data)

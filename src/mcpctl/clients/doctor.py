@@ -287,6 +287,7 @@ def _project(report: DoctorReport, store: ResourceStore, cache: CatalogueCache, 
     else:
         report.add(scope, "tokens", "ok", f"tools/list ≈{total:,} tokens ({token_kind()}) for {len(names)} tool(s) "
                    f"({shown})")
+    _ask(report, scope, name, project)
     search = project.search
     if not search.enabled:
         report.add(scope, "search", "info", "search_tools is off (search.enabled: false)")
@@ -306,6 +307,22 @@ def _project(report: DoctorReport, store: ResourceStore, cache: CatalogueCache, 
         why = semantic[1] if semantic else "unknown"
         report.add(scope, "search", "warn", f"search.ranker is {search.ranker} but it falls back to bm25: {why}",
                    semantic_install_hint())
+
+
+def _ask(report: DoctorReport, scope: str, name: str, project: ProjectSpec) -> None:
+    """`ask` on without a model of the project's own leans on sampling, which the 2026-07-28
+    protocol deprecates (and a 2026-07-28 client cannot be asked from mcpctl's own tool)."""
+    if not project.ask.enabled:
+        return
+    if project.ask.model is not None:
+        report.add(scope, "ask", "ok", f"ask answers with the project's model ({project.ask.model.model} at "
+                   f"{project.ask.model.endpoint})")
+        return
+    report.add(scope, "ask", "info", "ask answers with a model only through the client's sampling, deprecated by "
+               "the 2026-07-28 protocol (to be removed no earlier than the first revision on or after "
+               "2027-07-28); 2026-07-28 clients get passages only",
+               f"give the project its own model: ask.model {{endpoint, model, apiKey}} (mcpctl edit project {name}; "
+               "docs/ask.md)")
 
 
 # -- clients ------------------------------------------------------------------------------------------------
