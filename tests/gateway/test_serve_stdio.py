@@ -246,7 +246,8 @@ async def test_http_upstream_with_headers_from_the_resource(kit: Kit, monkeypatc
             r = await c.session.call_tool("web__progress", {}, progress_callback=on_progress)
             assert text_of(r) == "done"
             assert not any(x.name.startswith("webbad__") for x in (await c.list_tools()).tools)
-        assert kit.store.status("Server", "webbad")["state"] == "down"
+        # never up: down, or (under load the backoff ends first) connecting again for the next try
+        assert kit.store.status("Server", "webbad")["state"] in ("down", "connecting"), kit.store.status("Server", "webbad")
         assert kit.store.status("Server", "web")["serverInfo"]["name"] == "web"
     finally:
         proc.terminate()
