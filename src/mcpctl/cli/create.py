@@ -106,13 +106,14 @@ def _check_listing(name: str) -> None:
 def _flag_listing(name: str) -> None:
     """The first listing is pinned as the trusted one: say now what in it carries the marks of
     tool poisoning (`_flags`), before a project serves it."""
+    from mcpctl.catalogue.poison.flags import headline
     from mcpctl.presentation.tools import flags_of
 
     from . import _flags
 
     found = flags_of((f"{name}/{t.get('name')}", t) for t in the_cache().read_server_tools(name) or [])
     tools = " ".join(f"'{t}'" for t in found)
-    _flags.say(found, _flags.headline(len(found), "tool description", "tool descriptions") +
+    _flags.say(found, headline(len(found), "tool description", "tool descriptions") +
                " (pinned as listed: flagged, not blocked)",
                f"read them before a project serves this server; keep them from the agent with: mcpctl tools "
                f"disable --project P {tools}")
