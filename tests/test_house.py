@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mcpctl"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "__main__"),
     ("cli",),
-    ("clients", "bakeoff", "demo"),
+    ("clients", "bakeoff", "demo", "preflight"),
     ("gateway",),
     ("presentation", "upstream", "evaluation"),
     ("ask", "auth"),

@@ -4,8 +4,9 @@ registered in a store, and one session through the real gateway with the officia
 `demo_documents` is exactly examples/servers.yaml and examples/project.yaml (tests/examples pins
 it); `register_demo` applies them, refusing to overwrite same-named objects the demo did not
 create; `run_session` starts `mcpctl serve --project demo` as a subprocess, waits for the tools
-it needs and makes the demo's calls, each a `Step` of the returned `Session`. `cli/demo.py`
-prints the report.
+it needs and makes the demo's calls, each a `Step` of the returned `Session`; `evidence` reads
+what the run left in the invocation log and the favourites it suggests. `cli/demo.py` prints the
+report.
 """
 
 from __future__ import annotations
@@ -15,11 +16,19 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpctl.catalogue.favourites import Floor
+
+if TYPE_CHECKING:
+    from mcpctl.audit.records import AuditLog
+    from mcpctl.catalogue.cache import CatalogueCache
+    from mcpctl.catalogue.favourites import Suggestions
+    from mcpctl.errors import UpstreamError
+    from mcpctl.resources.store import ResourceStore
 
 PROJECT = "demo"
 EXAMPLE_SERVERS = ("notes", "calc", "textkit")
@@ -227,3 +236,69 @@ def tail(path: Path, lines: int = 8) -> str:
     except OSError:
         return ""
     return "\n".join(text[-lines:])
+
+
+def gateway_failed(e: BaseException, errlog: Path) -> UpstreamError:
+    """The error `mcpctl demo` reports when its session failed: why (a timeout, or the innermost
+    exception of the SDK's groups) and the gateway's last lines of stderr."""
+    from mcpctl.errors import UpstreamError
+
+    inner = unwrap(e)
+    why = "timed out" if isinstance(inner, TimeoutError) else f"{type(inner).__name__}: {inner}"
+    last = tail(errlog)
+    return UpstreamError(f"the demo gateway failed: {why}",
+                         hint=(f"gateway stderr ({errlog}):\n{last}" if last else f"see {errlog}"))
+
+
+@contextlib.contextmanager
+def at_home(home: Path | None) -> Iterator[None]:
+    """Point mcpctl (this process and the gateway it starts) at `home` as MCPCTL_HOME for the
+    duration of the demo (`--home`: a separate store); nothing changes without one."""
+    if home is None:
+        yield
+        return
+    old = os.environ.get("MCPCTL_HOME")
+    os.environ["MCPCTL_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MCPCTL_HOME", None)
+        else:
+            os.environ["MCPCTL_HOME"] = old
+
+
+@dataclass
+class Evidence:
+    """What the run left: the demo's own invocation log rows and (search, call next) pairs since it
+    started, that log's file, and the favourites suggested from the calls with the line that sets them."""
+
+    rows: list[Any]
+    pairs: list[tuple[str, str]]
+    log_path: Path
+    suggested: Suggestions
+    line: str | None
+
+
+def evidence(since: float, store: ResourceStore, cache: CatalogueCache, log: AuditLog) -> Evidence:
+    """Read what the run since `since` left in the invocation log (the SQLite file the demo's
+    gateway wrote), and suggest favourites from `log`'s calls as `favourites suggest` would."""
+    from mcpctl.audit.log import InvocationLog
+    from mcpctl.presentation.favourites import set_command, suggestions
+
+    with InvocationLog() as own:
+        rows = own.query(project=PROJECT, since=since)
+        pairs = own.search_pairs(PROJECT, since=since)
+        log_path = own.path
+    found, _, _ = suggestions(PROJECT, store, cache, log, 5, since, DEMO_FLOOR)
+    line = set_command(PROJECT, found.suggested) if found.suggested else None
+    return Evidence(rows, pairs, log_path, found, line)
+
+
+def unregister_demo(store: ResourceStore) -> None:
+    """`--cleanup`: delete the demo's objects, the project before its servers; those already gone are skipped."""
+    from mcpctl.errors import MCPCtlError
+
+    for d in reversed(demo_documents()):
+        with contextlib.suppress(MCPCtlError):
+            store.delete(d["kind"], d["metadata"]["name"])

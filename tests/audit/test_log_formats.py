@@ -33,3 +33,8 @@ def test_a_row_in_json_and_the_times_and_sizes_people_read() -> None:
     assert data["time"] == "2027-01-15T08:00:00.000Z" and data["durationMs"] == 1.235
     assert formats.human_size(3 * 1024 * 1024) == "3.0 MiB" and formats.pct(0.001) == "<1%"
     assert formats.parse_time("2d", now=NOW) == NOW - 2 * 86400
+    line = formats.record_line(CallRecord(NOW, 1.23456, "p", "s__t", None, "tool_error", error_class="isError",
+                                          session_id="0123456789abcdef", client_name="claude-code",
+                                          client_version="2.1"))
+    assert line == (f"{formats.local_time(NOW)}  p  s__t  tool_error (isError)  1.2ms  claude-code 2.1  "
+                    "0123456789ab")

@@ -30,3 +30,15 @@ def test_ids_and_globs_choose_pending_changes_and_flags_name_the_poisoned_ones()
 
     [first, *_] = changes("dyn", listings["dyn"])
     assert list(change_json(first, [])) == ["id", "server", "tool", "kind", "pinned", "listed", "flags"]
+
+
+def test_the_refusal_names_each_flag_and_how_to_go_on() -> None:
+    from mcpctl.catalogue.approval import flagged_refusal
+    from mcpctl.catalogue.poison.flags import Flag, headline, lines
+
+    flags = {"dyn/a": [Flag("dyn/a", "markup", "an <IMPORTANT> tag", "<IMPORTANT>")]}
+    e = flagged_refusal("p", flags)
+    assert e.message == "1 change to approve carries what tool poisoning uses: dyn/a: an <IMPORTANT> tag: '<IMPORTANT>'"
+    assert e.hint is not None and e.hint.endswith("mcpctl tools disable --project p 'dyn/a'")
+    assert headline(2, "tool description", "tool descriptions") == "2 tool descriptions carry what tool poisoning uses"
+    assert lines(flags) == ["  ⚠ dyn/a: an <IMPORTANT> tag: '<IMPORTANT>'"]

@@ -44,3 +44,6 @@ def test_the_report_counts_the_windows_calls_and_reads_as_json_and_markdown(tmp_
     assert "| `notes/create_note` | 3 | 0 | 0 |" in text
     assert sf.pct(None) == "-" and sf.pct(0.004) == "<1%" and sf.pct(0.5) == "50%"
     assert sf.one_line("a\n  b " * 100, 10) == "a b a b a…"
+    assert sf.headline(report).startswith("Surface of project p: flat presentation, 2 tools on 2 server(s), 2 enabled; "
+                                       "calls from the last 1 days (since ")
+    assert sf.headline(report).endswith("Tokens counted as characters / 4 (approximate).")

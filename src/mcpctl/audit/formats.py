@@ -94,6 +94,15 @@ def record_json(rec: Any) -> dict[str, Any]:
     }
 
 
+def record_line(rec: Any) -> str:
+    """One call as `logs -f` prints it in text: time, project, tool, outcome, duration, client,
+    session (its first 12 characters); the caller escapes it for a terminal."""
+    outcome = rec.outcome + (f" ({rec.error_class})" if rec.error_class else "")
+    client = " ".join(x for x in (rec.client_name, rec.client_version) if x) or "-"
+    return (f"{local_time(rec.ts)}  {rec.project}  {rec.canonical_id or rec.presented_name}  {outcome}  "
+            f"{rec.duration_ms:.1f}ms  {client}  {(rec.session_id or '-')[:12]}")
+
+
 def summary_json(s: LogSummary) -> dict[str, Any]:
     """`logs status -o json`."""
     return {

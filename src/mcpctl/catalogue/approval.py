@@ -1,5 +1,6 @@
 """Which pending pin changes `mcpctl tools approve` accepts, and what poisoning their listed
-definitions carry (`catalogue.pins` keeps the pins; this is the choosing). No rich, no typer.
+definitions carry (`catalogue.pins` keeps the pins; this is the choosing), and the error that
+refuses flagged ones without --yes. No rich, no typer.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcpctl.catalogue.pins import Change
     from mcpctl.catalogue.poison import Flag
+    from mcpctl.errors import MCPCtlError
 
 
 def change_json(c: Change, flags: list[Flag]) -> dict[str, Any]:
@@ -66,3 +68,17 @@ def flagged_changes(servers: list[str], listings: dict[str, list[dict[str, Any]]
 
     todo = [c for s in servers if s in chosen for c in changes(s, listings[s]) if c.tool in chosen[s]]
     return {c.id: found for c in todo if c.after is not None and (found := scan_definition(c.id, c.after))}
+
+
+def flagged_refusal(project: str, flagged: dict[str, list[Flag]]) -> MCPCtlError:
+    """The error `tools approve` refuses flagged changes with (without --yes): each flag, then how
+    to read them, approve them anyway, or keep the tools from the agent."""
+    from mcpctl.catalogue.poison.flags import describe, headline
+    from mcpctl.errors import MCPCtlError
+
+    return MCPCtlError(
+        f"{headline(len(flagged), 'change to approve', 'changes to approve')}: "
+        + "; ".join(f"{tool}: {describe(f)}" for tool, fs in flagged.items() for f in fs),
+        hint=f"read them (mcpctl tools changes --project {project}); approve them anyway with --yes, or "
+             f"keep them from the agent: mcpctl tools disable --project {project} "
+             + " ".join(f"'{t}'" for t in flagged))

@@ -4,7 +4,8 @@
 poisoned description without a word: `create server` (its first listing becomes the pinned,
 trusted one), `tools list` (a mark, and one line per flagged tool), `tools changes` (the flags
 of the listed definition beside its diff) and `tools approve` (which names the flags and asks
-for `--yes`). Flagged, never blocked: the detector decides nothing, the user does.
+for `--yes`). Flagged, never blocked: the detector decides nothing, the user does. The words
+(`MARK`, `describe`, `lines`, `headline`) are `catalogue.poison.flags`'s; this module says them.
 """
 
 from __future__ import annotations
@@ -17,29 +18,15 @@ from ._common import err, safe
 if TYPE_CHECKING:
     from mcpctl.catalogue.poison import Flag
 
-MARK = "⚠"
-
-
-def describe(flag: Flag) -> str:
-    """One flag as a line: what the mark is, and the offending text (escaped)."""
-    return f"{flag.why}: {flag.text!r}"
-
-
-def lines(found: Mapping[str, list[Flag]]) -> list[str]:
-    """`  ⚠ server/tool: why: 'text'`, one line per flag, tool by tool."""
-    return [f"  {MARK} {tool}: {describe(f)}" for tool, flags in found.items() for f in flags]
 
 
 def say(found: Mapping[str, list[Flag]], headline: str, hint: str) -> None:
     """A warning on stderr: the headline, one line per flag, and what to do."""
     if not found:
         return
+    from mcpctl.catalogue.poison.flags import lines
+
     err.print(f"[yellow]warning:[/yellow] {safe(headline)}", markup=True, highlight=False)
     for line in lines(found):
         err.print(safe(line, markup=False), markup=False, highlight=False)
     err.print(f"  → {safe(hint, markup=False)}", markup=False, highlight=False)
-
-
-def headline(count: int, one: str, many: str) -> str:
-    """`1 tool description carries …`, `2 tool descriptions carry …`."""
-    return f"{count} {one if count == 1 else many} carr{'ies' if count == 1 else 'y'} what tool poisoning uses"

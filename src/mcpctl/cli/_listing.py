@@ -79,36 +79,16 @@ def index_for_search(servers: list[str]) -> None:
 
 
 def index_in_background(servers: Collection[str], todo: int) -> subprocess.Popen[bytes]:
-    """Embed what listing `servers` needs in a process of its own (it outlives this command; its
-    stderr goes to a log file), and say so on stderr. Searches rank by keyword until it is done,
+    """Embed what listing `servers` needs in a process of its own (`presentation.search.index_in_background`,
+    on this command's storage), and say so on stderr. Searches rank by keyword until it is done,
     and say so."""
-    import sys
+    from mcpctl.presentation.search import index_in_background as start
 
-    from mcpctl import paths
-
-    log_path = paths.log_dir() / "indexing.log"
-    paths.private_dir(log_path.parent)
-    code = "import sys\nfrom mcpctl.cli._listing import index_child\nindex_child(sys.argv[1], sys.argv[2:])\n"
-    with open(log_path, "ab", opener=paths.open_private) as log:
-        proc = subprocess.Popen([sys.executable, "-c", code, storage().url or "", *servers], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    proc, log_path = start(storage().url, servers)
     err.print(f"  indexing {todo} tool texts for semantic search in the background (pid {proc.pid}, log "
               f"{log_path}); until it is done, searches rank by keyword (BM25F) and say so", highlight=False,
               markup=False)
     return proc
-
-
-def index_child(url: str, servers: list[str]) -> None:
-    """The background indexing process (`index_in_background`): its own storage, on the database
-    its parent command used (`url`, "" for files)."""
-    from mcpctl.cli._storage import close, open_storage
-    from mcpctl.presentation.search import index_listed
-
-    try:
-        opened = open_storage(url or None)
-        index_listed(servers, opened.store, opened.cache)
-    finally:
-        close()
 
 
 def list_project_now(project: str, which: Callable[[str], bool], what: str) -> dict[str, Listed]:

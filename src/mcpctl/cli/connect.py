@@ -1,10 +1,9 @@
 """`mcpctl connect CLIENT --project P` / `mcpctl disconnect CLIENT`: the gateway entry in a
-client's configuration. Core: `mcpctl.clients.connect`."""
+client's configuration. Core: `mcpctl.clients.connect`; what they say: `mcpctl.clients.connect_report`."""
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,68 +22,15 @@ _Name = Annotated[str, typer.Option("--name", help="The entry's name in the clie
 _Output = Annotated[str, typer.Option("-o", "--output", help="text|json")]
 
 
-def _target(r: ConnectReport) -> str:
-    e = r.entry if isinstance(r.entry, dict) else {}
-    if e.get("url"):
-        return f"http: {e['url']}"
-    return "stdio: " + " ".join([str(e.get("command", "")), *[str(a) for a in e.get("args") or []]])
-
-
-def render_connect(r: ConnectReport) -> str:
-    suffix = " (dry run)" if r.dry_run else ""
-    where = "Claude Code's user scope (claude mcp)" if r.method == "claude" else str(r.file)
-    lines = [f"{r.client}: entry {r.name!r} {r.action}{suffix} in {where} ({_target(r)})"]
-    if r.dry_run and r.action != "unchanged":
-        lines.append("entry: " + json.dumps(r.entry, ensure_ascii=False))
-    lines += [f"{'would run' if r.dry_run else 'ran'}: {c}" for c in r.commands]
-    if r.backup:
-        lines.append(f"backup: {r.backup}")
-    if r.removed:
-        lines.append(f"{'would remove' if r.dry_run else 'removed'} (imported; the gateway serves them): "
-                     + ", ".join(r.removed))
-    lines += [f"kept {k}" for k in r.kept]
-    if (not r.dry_run and r.action != "unchanged") or r.removed:
-        lines.append(f"undo: mcpctl disconnect {r.client}" + (f" --file {r.file}" if r.method == "file" and
-                                                               r.file != _default(r.client) else "")
-                     + (f" --name {r.name}" if r.name != "mcpctl" else ""))
-    return "".join(line + "\n" for line in lines)
-
-
-def render_disconnect(r: ConnectReport) -> str:
-    suffix = " (dry run)" if r.dry_run else ""
-    where = "Claude Code's user scope (claude mcp)" if r.method == "claude" else str(r.file)
-    what = {"restored": "removed; original entries restored", "removed": "removed",
-            "unchanged": "not found: nothing to do",
-            "kept": "left in place: it is not the entry mcpctl connect wrote"}[r.action]
-    lines = [f"{r.client}: entry {r.name!r} {what}{suffix} ({where})"]
-    lines += [f"{'would run' if r.dry_run else 'ran'}: {c}" for c in r.commands]
-    if r.removed:
-        lines.append("put back: " + ", ".join(r.removed))
-    lines += [f"kept {k}" for k in r.kept]
-    if r.backup:
-        lines.append(f"backup: {r.backup}")
-    return "".join(line + "\n" for line in lines)
-
-
-def _default(client: str) -> Any:
-    from mcpctl.clients.registry import get_client
-
-    path = get_client(client).default_path()
-    return path.absolute() if path else None
-
-
-def _json(r: ConnectReport) -> dict[str, Any]:
-    return {"client": r.client, "file": str(r.file), "name": r.name, "action": r.action, "method": r.method,
-            "project": r.project, "transport": r.transport, "entry": r.entry, "dryRun": r.dry_run,
-            "backup": str(r.backup) if r.backup else None, "removed": r.removed, "kept": r.kept,
-            "commands": r.commands, "warnings": r.warnings}
-
-
 def _emit(r: ConnectReport, output: str, text: str) -> None:
+    import json
+
+    from mcpctl.clients.connect_report import report_json
+
     for w in r.warnings:
         err.print(f"warning: {w}", markup=False)
     if output == "json":
-        write_stdout(json.dumps(_json(r), indent=2, ensure_ascii=False) + "\n")
+        write_stdout(json.dumps(report_json(r), indent=2, ensure_ascii=False) + "\n")
     else:
         write_stdout(text)
     for h in r.hints:
@@ -118,10 +64,11 @@ def register(app: typer.Typer) -> None:
         if transport not in ("stdio", "http"):
             raise typer.BadParameter("must be stdio or http", param_hint="'--transport'")
         from mcpctl.clients.connect import connect
+        from mcpctl.clients.connect_report import connect_text
 
         r = connect(client, project, file=file, transport=transport, host=host, port=port, name=name,
                     replace_imported=replace_imported, dry_run=dry_run, store=the_store())
-        _emit(r, output, render_connect(r))
+        _emit(r, output, connect_text(r))
 
     @app.command("disconnect", rich_help_panel="Getting started")
     @cli_errors
@@ -138,6 +85,7 @@ def register(app: typer.Typer) -> None:
         """
         check_format(output, ("text", "json"))
         from mcpctl.clients.connect import disconnect
+        from mcpctl.clients.connect_report import disconnect_text
 
         r = disconnect(client, file=file, name=name, dry_run=dry_run, store=the_store())
-        _emit(r, output, render_disconnect(r))
+        _emit(r, output, disconnect_text(r))

@@ -69,7 +69,13 @@ def create_server(
     for problem in problems:
         warn(f"server {name!r}: {problem}")
     if url and (transport is None or not header):
-        found, oauth = _remote_transport(spec, connect_timeout, probe=check and not problems)
+        from mcpctl.upstream.probe import remote_transport
+
+        found, oauth, asked = remote_transport(spec, connect_timeout, probe=check and not problems)
+        if asked and found == "sse" and spec.get("transport") != "sse":
+            from ._common import err
+
+            err.print("  the server speaks the legacy HTTP+SSE transport: transport sse", markup=False)
         spec["transport"] = transport or found
         if oauth and not header:        # a static --header wins over a sign-in
             spec["auth"] = {"type": "oauth"}
@@ -81,31 +87,6 @@ def create_server(
                   f"run mcpctl login {name}", markup=False)
     elif check and not problems:          # (with problems, listing would only fail the same way)
         _check_listing(name)
-
-
-def _remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, probe: bool) -> tuple[str, bool]:
-    """http or sse for a --url server: asked of the server (POST initialize; a 400/404/405 and an
-    `endpoint` event on GET mean SSE), or, without asking, by the URL (a path ending in /sse);
-    and whether it asked for an OAuth sign-in (a 401 with a Bearer challenge)."""
-    from mcpctl.clients.base import sse_url
-
-    if not probe:
-        return ("sse" if sse_url(spec["url"]) else "http"), False
-    from mcpctl.errors import SecretError
-    from mcpctl.resources import secrets
-    from mcpctl.upstream.probe import probe_remote
-
-    try:
-        url = secrets.resolve(spec["url"], where="--url")
-        headers = secrets.resolve_map(spec.get("headers") or {}, where="--header")
-    except SecretError:
-        return ("sse" if sse_url(spec["url"]) else "http"), False
-    found, oauth = probe_remote(url, headers, connect_timeout or 30.0)
-    if found == "sse" and spec.get("transport") != "sse":
-        from ._common import err
-
-        err.print("  the server speaks the legacy HTTP+SSE transport: transport sse", markup=False)
-    return found, oauth
 
 
 def _check_listing(name: str) -> None:
@@ -125,42 +106,28 @@ def _check_listing(name: str) -> None:
 def _flag_listing(name: str) -> None:
     """The first listing is pinned as the trusted one: say now what in it carries the marks of
     tool poisoning (`_flags`), before a project serves it."""
+    from mcpctl.catalogue.poison.flags import headline
     from mcpctl.presentation.tools import flags_of
 
     from . import _flags
 
     found = flags_of((f"{name}/{t.get('name')}", t) for t in the_cache().read_server_tools(name) or [])
     tools = " ".join(f"'{t}'" for t in found)
-    _flags.say(found, _flags.headline(len(found), "tool description", "tool descriptions") +
+    _flags.say(found, headline(len(found), "tool description", "tool descriptions") +
                " (pinned as listed: flagged, not blocked)",
                f"read them before a project serves this server; keep them from the agent with: mcpctl tools "
                f"disable --project P {tools}")
 
 
 def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
-    """Canonical ids `server/tool` from the catalogue cache: of the servers named on the command
-    line (--server) or the project's (--project), else of every cached server."""
-    cache = the_cache()
+    """Canonical ids `server/tool` from the catalogue cache (`presentation.tools.tool_choices`): of
+    the servers named on the command line (--server) or the project's (--project), else of every
+    cached server."""
+    from mcpctl.presentation.tools import tool_choices
+
     servers = [s for s in (ctx.params.get("server") or []) if isinstance(s, str)]
     project = ctx.params.get("project")
-    if not servers and isinstance(project, str):
-        try:
-            servers = list((the_store().get("Project", project).get("spec") or {}).get("servers") or [])
-        except Exception:
-            servers = []
-    if not servers:
-        try:
-            servers = cache.servers()
-        except OSError:
-            return []
-    out: list[tuple[str, str]] = []
-    for server in servers:
-        for tool in cache.read_server_tools(server) or []:
-            name = tool.get("name") if isinstance(tool, dict) else None
-            cid = f"{server}/{name}"
-            if isinstance(name, str) and cid.startswith(incomplete):
-                out.append((cid, (str(tool.get("description") or "").strip().splitlines() or [""])[0][:80]))
-    return out
+    return tool_choices(the_store(), the_cache(), servers, project if isinstance(project, str) else None, incomplete)
 
 
 @cli_errors

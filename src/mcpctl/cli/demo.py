@@ -11,37 +11,18 @@ from them. Only the report goes to stdout. The run itself is `mcpctl.demo`'s; th
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from mcpctl import demo as demo_run
-from mcpctl.demo import DEMO_FLOOR, DISABLED, PROJECT, Session, demo_documents, run_session
+from mcpctl.demo import DEMO_FLOOR, DISABLED, EXAMPLE_SERVERS, PROJECT, Session, run_session
 
 from ._common import cli_errors, err, out
-
-
-@contextlib.contextmanager
-def _home(home: Path | None) -> Iterator[None]:
-    """Point mcpctl (this process and the gateway) at `home` for the duration of the demo."""
-    if home is None:
-        yield
-        return
-    old = os.environ.get("MCPCTL_HOME")
-    os.environ["MCPCTL_HOME"] = str(home)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("MCPCTL_HOME", None)
-        else:
-            os.environ["MCPCTL_HOME"] = old
 
 
 def register_demo(store: Any) -> list[str]:
@@ -105,9 +86,6 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
                   "(mcpctl create project P --server NAME --favourite NAME/TOOL), then mcpctl serve --project P")
 
 
-EXAMPLE_SERVERS = ("notes", "calc", "textkit")
-
-
 def register(app: typer.Typer) -> None:
     @app.command("example-server", hidden=True,
                  context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -151,8 +129,7 @@ def register(app: typer.Typer) -> None:
         import anyio
 
         from mcpctl import paths
-        from mcpctl.audit.log import InvocationLog
-        from mcpctl.errors import MCPCtlError, UpstreamError
+        from mcpctl.errors import MCPCtlError
         from mcpctl.storage import Storage
 
         if protocol not in ("auto", "legacy"):
@@ -160,7 +137,7 @@ def register(app: typer.Typer) -> None:
         if importlib.util.find_spec("mcpctl.cli.serve") is None:
             raise MCPCtlError("the gateway (mcpctl serve) is not part of this build yet",
                               hint="update mcpctl; the demo starts `mcpctl serve --project demo`")
-        with _home(home.expanduser().resolve() if home else None):
+        with demo_run.at_home(home.expanduser().resolve() if home else None):
             store = Storage.files().store             # the demo's own files, whatever the database
             registered = register_demo(store)
             started = time.time()
@@ -168,27 +145,15 @@ def register(app: typer.Typer) -> None:
             try:
                 session = anyio.run(run_session, timeout, errlog, protocol)
             except Exception as e:   # the SDK raises (nested) exception groups
-                inner = demo_run.unwrap(e)
-                why = "timed out" if isinstance(inner, TimeoutError) else f"{type(inner).__name__}: {inner}"
-                tail = demo_run.tail(errlog)
-                raise UpstreamError(f"the demo gateway failed: {why}",
-                                    hint=(f"gateway stderr ({errlog}):\n{tail}" if tail else f"see {errlog}")) from None
-            with InvocationLog() as log:
-                rows = log.query(project=PROJECT, since=started)
-                pairs = log.search_pairs(PROJECT, since=started)
-                log_path = log.path
-            from mcpctl.presentation.favourites import set_command, suggestions
-
+                raise demo_run.gateway_failed(e, errlog) from None
             from ._common import invocation_log, the_cache, the_store
 
             with invocation_log() as log:
-                found, _, _ = suggestions(PROJECT, the_store(), the_cache(), log, 5, started, DEMO_FLOOR)
-            line = set_command(PROJECT, found.suggested) if found.suggested else None
+                found = demo_run.evidence(started, the_store(), the_cache(), log)
             note = f"(MCPCTL_HOME={os.environ['MCPCTL_HOME']})" if os.environ.get("MCPCTL_HOME") \
                 else f"(store: {paths.resources_dir()})"
-            print_report(note, registered, session, rows, pairs, log_path, (found, line), kept=keep)
+            print_report(note, registered, session, found.rows, found.pairs, found.log_path,
+                         (found.suggested, found.line), kept=keep)
             if not keep:
-                for d in reversed(demo_documents()):
-                    with contextlib.suppress(MCPCtlError):
-                        store.delete(d["kind"], d["metadata"]["name"])
+                demo_run.unregister_demo(store)
                 err.print("Removed the demo servers and project (--cleanup).")

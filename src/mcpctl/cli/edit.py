@@ -12,11 +12,12 @@ from typing import Annotated
 import typer
 
 from mcpctl.errors import InvalidResource, MCPCtlError
+from mcpctl.presentation.resources import live_view
 from mcpctl.resources.apply import apply_documents
 from mcpctl.resources.yamlio import parse_text, to_yaml
 
 from ._common import cli_errors, err, the_store, warn, write_stdout
-from ._resources import complete_kind, live_view, resolve_kind
+from ._resources import complete_kind, resolve_kind
 from .get import _complete_name
 
 HEADER = ("# Edit the object below and save to apply it; close without saving (or empty the file) to cancel.\n"

@@ -6,8 +6,10 @@ from typing import Annotated
 
 import typer
 
+from mcpctl.presentation.resources import live_view
+
 from ._common import check_format, cli_errors, output_option, the_store
-from ._resources import TABLES, complete_kind, live_view, render_objects, resolve_kind
+from ._resources import TABLES, complete_kind, render_objects, resolve_kind
 
 
 def _complete_name(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:

@@ -69,20 +69,13 @@ def render_table(records: list[Any]) -> Any:
     return table
 
 
-def _line(r: Any) -> str:
-    outcome = r.outcome + (f" ({r.error_class})" if r.error_class else "")
-    client = " ".join(x for x in (r.client_name, r.client_version) if x) or "-"
-    return safe(f"{fmt.local_time(r.ts)}  {r.project}  {r.canonical_id or r.presented_name}  {outcome}  "
-                f"{r.duration_ms:.1f}ms  {client}  {(r.session_id or '-')[:12]}", markup=False)
-
-
 def _follow(filters: dict[str, Any], limit: int, output: str, interval: float, max_polls: int | None) -> None:
     """Print the newest `limit` calls, then every new one in insertion order until interrupted."""
     def emit(records: list[Any]) -> None:
         if output == "json":
             write_stdout("".join(json_text(fmt.record_json(r), indent=None) + "\n" for r in records))
         else:
-            write_stdout("".join(_line(r) + "\n" for r in records))
+            write_stdout("".join(safe(fmt.record_line(r), markup=False) + "\n" for r in records))
 
     with invocation_log() as log:
         try:

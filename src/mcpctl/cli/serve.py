@@ -3,7 +3,9 @@
 The gateway is a long-lived process, so a plain command line is served by `lean_main`, without
 typer or rich (several MB of resident memory for nothing). Both parsers read their options from
 `OPTIONS`; whatever `lean_main` does not recognise (`--help`, a bad value, an unknown option,
-shell completion) goes to the typer command, which then behaves exactly as before.
+shell completion) goes to the typer command, which then behaves exactly as before. What is
+checked before the gateway starts (where it listens, the profile, the Host names) is
+`mcpctl.preflight`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import typer
 
-    from mcpctl.resources.store import ResourceStore
     from mcpctl.storage import Storage
 
 TRANSPORTS = ("stdio", "http")
@@ -142,30 +143,6 @@ def _page_size_ok(n: int) -> bool:
     return 0 <= n <= MAX_PAGE_SIZE
 
 
-def _check_listen(host: str, port: int) -> None:
-    """Fail early, with a clear message, when the HTTP front could not listen."""
-    import socket
-
-    from mcpctl.errors import EXIT_USAGE, MCPCtlError
-
-    if not 0 <= port <= 65535:
-        raise MCPCtlError(f"--port {port}: must be between 1 and 65535 (or 0: any free port, printed when listening)",
-                          exit_code=EXIT_USAGE)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        raise MCPCtlError(f"--host {host!r}: cannot resolve it ({e.strerror})", exit_code=EXIT_USAGE,
-                          hint="use 127.0.0.1 (the default) or an address of this machine") from None
-    family, _, _, _, addr = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(addr)
-        except OSError as e:
-            raise MCPCtlError(f"cannot listen on {host}:{port}: {e.strerror}",
-                              hint="choose another --port (or stop what is using it)") from None
-
-
 def _check_limits(limits: dict[str, Any]) -> None:
     import math
 
@@ -178,47 +155,14 @@ def _check_limits(limits: dict[str, Any]) -> None:
                               exit_code=EXIT_USAGE)
 
 
-def _check_profile(store: ResourceStore, project: str, transport: str, profile: str) -> None:
-    from mcpctl.errors import EXIT_USAGE, MCPCtlError
-    from mcpctl.resources.kinds import ProjectSpec
-
-    if transport == "http":
-        raise MCPCtlError("--profile is for stdio: over HTTP each token selects its profile", exit_code=EXIT_USAGE,
-                          hint=f"mcpctl create token NAME --project {project} --profile {profile}")
-    spec = ProjectSpec.from_resource(store.get("Project", project))
-    if spec.profile(profile) is None:
-        raise MCPCtlError(f"--profile {profile!r}: project {project!r} has no such profile", exit_code=EXIT_USAGE,
-                          hint=f"profiles: {', '.join(spec.profile_names())} (declare more under spec.profiles)")
-
-
-def allowed_hosts(given: tuple[str, ...]) -> tuple[str, ...]:
-    """The Host names of `--allow-host` (each value comma-separated) and the setting
-    `serve.allowHosts`, checked: a name or address without port, user or path."""
-    from mcpctl.db.config import settings, settings_path
-    from mcpctl.errors import EXIT_USAGE, MCPCtlError
-    from mcpctl.gateway.http import authority_host
-
-    serve = settings().get("serve")
-    listed = serve.get("allowHosts") if isinstance(serve, dict) else None
-    if listed is not None and not (isinstance(listed, list) and all(isinstance(n, str) for n in listed)):
-        raise MCPCtlError(f"{settings_path()}: serve.allowHosts must be a list of host names",
-                          hint="for example: serve: {allowHosts: [mcpctl-gateway]}")
-    names = [n.strip() for value in (*given, *(listed or ())) for n in value.split(",") if n.strip()]
-    for n in names:
-        parsed = authority_host(n)
-        if parsed is None or parsed != n.lower():
-            raise MCPCtlError(f"--allow-host {n!r}: expected a host name or address (no port, user or path)",
-                              hint="for example: --allow-host mcpctl-gateway (every port of it is accepted)",
-                              exit_code=EXIT_USAGE)
-    return tuple(n.lower() for n in names)
-
-
 def _serve(storage: Storage, project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
            profile: str | None = None, page_size: int = 0, allow_host: tuple[str, ...] = (), **limits: Any) -> None:
     early = None
     http_limits = None
+    from mcpctl import preflight
+
     if profile is not None:
-        _check_profile(storage.store, project, transport, profile)
+        preflight.check_profile(storage.store, project, transport, profile)
     if allow_host and transport != "http":
         from mcpctl.errors import EXIT_USAGE, MCPCtlError
 
@@ -226,8 +170,8 @@ def _serve(storage: Storage, project: str, transport: str, host: str, port: int,
                           exit_code=EXIT_USAGE)
     if transport == "http":
         _check_limits(limits)
-        _check_listen(host, port)
-        allow_host = allowed_hosts(allow_host)
+        preflight.check_listen(host, port)
+        allow_host = preflight.allowed_hosts(allow_host)
     if transport == "stdio":
         # Before the SDK import (most of the start-up): read the project and its cache, and answer
         # the client's first messages meanwhile when the last run left what they need.

@@ -59,13 +59,6 @@ def surface_report(project: str, *, window_days: float, refresh: bool = False, n
     return report, failed
 
 
-def _headline(r: SurfaceReport) -> str:
-    return (f"Surface of project {r.project}: {r.presentation} presentation, {len(r.tools)} tools on "
-            f"{len(r.servers)} server(s), {len(r.enabled)} enabled; calls from the last {r.window_days:g} days "
-            f"(since {sf.when(r.since)}). Tokens counted "
-            f"{'with cl100k' if r.tokenizer.exact_encoding else 'as characters / 4'} (approximate).")
-
-
 # -- table -----------------------------------------------------------------------------------------
 
 
@@ -214,7 +207,7 @@ def _advice_section(r: SurfaceReport) -> None:
 
 def render_table(r: SurfaceReport) -> None:
     """The report for a terminal: one section after another, as `mcpctl surface` prints it."""
-    _say(_headline(r))
+    _say(sf.headline(r))
     _say()
     _servers_table(r)
     _say()

@@ -6,7 +6,7 @@ revokes it, at a running gateway's next request) work like any kind.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -43,39 +43,14 @@ def add_command(create_app: typer.Typer) -> None:
                                             "one stops working).")] = False,
     ) -> None:
         """Create a bearer token for a project's HTTP gateway; the secret is printed once (stdout)."""
-        from mcpctl.errors import InvalidResource, MCPCtlError
-        from mcpctl.resources import tokens
-        from mcpctl.resources.apply import create_object
-        from mcpctl.resources.kinds import API_VERSION
-        from mcpctl.resources.yamlio import Document
+        from mcpctl.resources import apply
 
         from ._common import the_store
 
-        spec: dict[str, Any] = {"project": project}
-        if profile is not None:
-            spec["profile"] = profile
-        if expires is not None:
-            spec["expires"] = tokens.parse_expires(expires)
-        if description:
-            spec["description"] = description
-        doc = Document("mcpctl create token", 1, {"apiVersion": API_VERSION, "kind": "Token",
-                                                 "metadata": {"name": name}, "spec": spec})
-        store = the_store()
-        secret = tokens.new_secret()
-        with store.locked():
-            try:
-                change, _ = create_object(doc, store, force=force)
-            except InvalidResource as e:
-                raise InvalidResource(e.message.replace("mcpctl create token, document 1: ", "")
-                                      .replace("spec.profile", "--profile").replace("spec.project", "--project"),
-                                      hint=e.hint) from None
-            try:
-                tokens.write_hash(name, secret, store)
-            except OSError as e:
-                store.delete("Token", name)
-                raise MCPCtlError(f"cannot store the token's hash: {e}") from None
+        change, secret = apply.create_token(the_store(), name, project, profile=profile, expires=expires,
+                                            description=description, force=force)
         write_stdout(secret + "\n")
         view = f"profile {profile}" if profile else "the full view"
-        until = f", expires {spec['expires']}" if "expires" in spec else ""
+        until = f", expires {change.resource['spec']['expires']}" if expires is not None else ""
         err.print(f"token/{name} {change.action} for project {project} ({view}{until}). The secret above is shown "
                   "only now: send it as 'Authorization: Bearer <secret>'.", markup=False)

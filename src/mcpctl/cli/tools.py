@@ -47,12 +47,13 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
 def _say_flags(project: str, rows: list[dict[str, Any]]) -> None:
     """Below the table (stderr): each flagged tool's marks, and what to do (`_flags`)."""
     from mcpctl.catalogue.poison import Flag
+    from mcpctl.catalogue.poison.flags import MARK, headline
 
     found = {r["canonicalId"]: [Flag(r["canonicalId"], f["kind"], f["why"], f["text"]) for f in r["flags"]]
              for r in rows if r["flags"]}
     ids = " ".join(f"'{cid}'" for cid in found)
-    said = _flags.headline(len(found), "tool description", "tool descriptions")
-    _flags.say(found, f"{said} ({_flags.MARK} flagged: not blocked)",
+    said = headline(len(found), "tool description", "tool descriptions")
+    _flags.say(found, f"{said} ({MARK} flagged: not blocked)",
                f"read them; keep them from the agent with: mcpctl tools disable --project {project} {ids}")
 
 
@@ -81,6 +82,8 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
     else:
         from rich.table import Table
 
+        from mcpctl.catalogue.poison.flags import MARK
+
         table = Table(box=None, pad_edge=False, header_style="bold")
         cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "★", "READ-ONLY", "DESTRUCTIVE"]
         if output == "wide":
@@ -92,7 +95,7 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
             if r["pinned"]:
                 state += f", {r['pinned']} (tools changes)"
             if r["flags"]:
-                state += f", {_flags.MARK} flagged"
+                state += f", {MARK} flagged"
             if r["overridden"]:
                 state += ", overridden"
             cells = [r["server"], r["canonicalId"], r["presentedName"], state,

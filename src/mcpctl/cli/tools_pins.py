@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from . import _flags
 from ._common import (
     Project,
     check_format,
@@ -55,6 +54,7 @@ def register(tools_app: typer.Typer) -> None:
     ) -> None:
         """Tool definitions that differ from those pinned when each server was first listed, as diffs."""
         from mcpctl.catalogue.pins import changes
+        from mcpctl.catalogue.poison.flags import MARK, lines
         from mcpctl.presentation.tools import flags_of
 
         check_format(output, ("table", "json"))
@@ -73,12 +73,12 @@ def register(tools_app: typer.Typer) -> None:
             out.print(safe(f"{c.id}: {c.kind}", markup=False), style="bold", markup=False)
             write_stdout("".join(safe(line, markup=False) + "\n" for line in c.diff().splitlines()))
             if c.id in flagged:         # beside its diff: what the listed definition carries
-                write_stdout(safe(f"{_flags.MARK} the listed definition carries what tool poisoning uses:",
+                write_stdout(safe(f"{MARK} the listed definition carries what tool poisoning uses:",
                                   markup=False) + "\n")
-                write_stdout("".join(safe(line, markup=False) + "\n" for line in _flags.lines({c.id: flagged[c.id]})))
+                write_stdout("".join(safe(line, markup=False) + "\n" for line in lines({c.id: flagged[c.id]})))
         write_stdout(f"{len(found)} change(s); accept with: mcpctl tools approve --project {project} "
                      f"{' '.join(dict.fromkeys(c.id for c in found))} (or --all)"
-                     + (f"; {len(flagged)} flagged ({_flags.MARK}): approving them takes --yes" if flagged else "")
+                     + (f"; {len(flagged)} flagged ({MARK}): approving them takes --yes" if flagged else "")
                      + "\n")
 
     @tools_app.command("approve")
@@ -92,23 +92,18 @@ def register(tools_app: typer.Typer) -> None:
                                           "what tool poisoning uses (refused without it, naming the flags).")] = False,
     ) -> None:
         """Accept changed, new or removed tool definitions: their pins become what the servers list now."""
-        from mcpctl.catalogue.approval import chosen_changes, flagged_changes
+        from mcpctl.catalogue.approval import chosen_changes, flagged_changes, flagged_refusal
         from mcpctl.catalogue.pins import approve
-        from mcpctl.errors import MCPCtlError
+        from mcpctl.catalogue.poison.flags import MARK
 
         servers, listings = _changes(project, False)
         chosen = chosen_changes(project, servers, listings, ids or [], all_)
         flagged = flagged_changes(servers, listings, chosen)
         if flagged and not yes:
-            raise MCPCtlError(
-                f"{_flags.headline(len(flagged), 'change to approve', 'changes to approve')}: "
-                + "; ".join(f"{tool}: {_flags.describe(f)}" for tool, fs in flagged.items() for f in fs),
-                hint=f"read them (mcpctl tools changes --project {project}); approve them anyway with --yes, or "
-                     f"keep them from the agent: mcpctl tools disable --project {project} "
-                     + " ".join(f"'{t}'" for t in flagged))
+            raise flagged_refusal(project, flagged)
         done = [c for s in servers if s in chosen for c in approve(s, listings[s], chosen[s])]
         for c in done:
-            mark = f" ({_flags.MARK} flagged: {'; '.join(f.why for f in flagged[c.id])})" if c.id in flagged else ""
+            mark = f" ({MARK} flagged: {'; '.join(f.why for f in flagged[c.id])})" if c.id in flagged else ""
             write_stdout(safe(f"{c.id}: {c.kind}, approved{mark}", markup=False) + "\n")
         if not done:
             write_stdout(f"Nothing to approve: every tool of project {project} is as pinned.\n")

@@ -15,20 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from mcpctl.clients import jsonc, tomledit
 from mcpctl.errors import InvalidResource
+from mcpctl.upstream.probe import sse_url
 
 TOKEN_ENV = "MCPCTL_TOKEN"     # the variable clients read the HTTP gateway's bearer token from
-
-
-def sse_url(url: str) -> bool:
-    """An SSE endpoint by its URL: the path ends in /sse, whatever the query (`/sse?key=…`)."""
-    try:
-        return urlsplit(url).path.rstrip("/").endswith("/sse")
-    except ValueError:
-        return False
 
 
 def remote_kind(transport: Any, url: Any) -> str:

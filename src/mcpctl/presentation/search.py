@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import subprocess
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mcpctl.audit.records import SearchEvidence
     from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.catalogue.learn import Learned
@@ -129,6 +132,35 @@ def pending_listed(servers: Collection[str], store: ResourceStore, cache: Catalo
 
     return sum(pending_index(docs, kind, with_server=with_server)[0]
                for docs, kind, with_server in _to_index(servers, store, cache))
+
+
+def index_in_background(url: str | None, servers: Collection[str]) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start a process of its own that embeds what listing `servers` needs (`index_child`, on the
+    storage at `url`, None for files); it outlives the command that started it, and its stderr goes
+    to a log file. Returns the process and that file."""
+    import sys
+
+    from mcpctl import paths
+
+    log_path = paths.log_dir() / "indexing.log"
+    paths.private_dir(log_path.parent)
+    code = "import sys\nfrom mcpctl.presentation.search import index_child\nindex_child(sys.argv[1], sys.argv[2:])\n"
+    with open(log_path, "ab", opener=paths.open_private) as log:
+        proc = subprocess.Popen([sys.executable, "-c", code, url or "", *servers], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    return proc, log_path
+
+
+def index_child(url: str, servers: list[str]) -> None:
+    """The background indexing process (`index_in_background`): its own storage, on the database
+    its parent command used (`url`, "" for files)."""
+    from mcpctl.storage import Storage
+
+    storage = Storage.open(url or None)
+    try:
+        index_listed(servers, storage.store, storage.cache)
+    finally:
+        storage.close()
 
 
 def _to_index(servers: Collection[str], store: ResourceStore,

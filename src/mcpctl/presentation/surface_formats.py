@@ -89,6 +89,15 @@ def when(ts: float | None) -> str:
     return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
+def headline(r: SurfaceReport) -> str:
+    """The report's first line for a terminal (`mcpctl surface`): what was judged, over what window,
+    and how tokens were counted."""
+    return (f"Surface of project {r.project}: {r.presentation} presentation, {len(r.tools)} tools on "
+            f"{len(r.servers)} server(s), {len(r.enabled)} enabled; calls from the last {r.window_days:g} days "
+            f"(since {when(r.since)}). Tokens counted "
+            f"{'with cl100k' if r.tokenizer.exact_encoding else 'as characters / 4'} (approximate).")
+
+
 def json_lists(r: SurfaceReport) -> str:
     """What `-o json` adds to the near-duplicate pairs shown."""
     listed = len(r.near_duplicates)

@@ -115,3 +115,28 @@ def curate(store: ResourceStore, cache: CatalogueCache, project: str, ids: list[
     except InvalidResource as e:
         raise InvalidResource(f"project {project!r}: {e.message}", hint=e.hint) from None
     return edit.changed
+
+
+def tool_choices(store: ResourceStore, cache: CatalogueCache, servers: list[str], project: str | None,
+                 incomplete: str) -> list[tuple[str, str]]:
+    """Shell completions for a tool id: each canonical id `server/tool` starting with `incomplete`
+    and the first line of its description, from the catalogue cache; of `servers`, else of
+    `project`'s, else of every cached server. Nothing (not an error) when the store cannot say."""
+    if not servers and project is not None:
+        try:
+            servers = list((store.get("Project", project).get("spec") or {}).get("servers") or [])
+        except Exception:
+            servers = []
+    if not servers:
+        try:
+            servers = cache.servers()
+        except OSError:
+            return []
+    out: list[tuple[str, str]] = []
+    for server in servers:
+        for tool in cache.read_server_tools(server) or []:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            cid = f"{server}/{name}"
+            if isinstance(name, str) and cid.startswith(incomplete):
+                out.append((cid, (str(tool.get("description") or "").strip().splitlines() or [""])[0][:80]))
+    return out

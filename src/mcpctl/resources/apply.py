@@ -237,6 +237,42 @@ def create_object(doc: Document, store: ResourceStore, *, force: bool = False, a
     return change, warnings
 
 
+def create_token(store: ResourceStore, name: str, project: str, *, profile: str | None = None,
+                 expires: str | None = None, description: str | None = None, force: bool = False
+                 ) -> tuple[Change, str]:
+    """`mcpctl create token`: a Token for `project`'s HTTP gateway (selecting `profile`, until
+    `expires`: 30d, 12h, a date) and its fresh secret, of which only the hash is stored; the object
+    and its hash go together or not at all. Returns the change and the secret (shown once). Errors
+    name the flags (--profile, --project), not the spec's fields."""
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.resources import tokens
+    from mcpctl.resources.kinds import API_VERSION
+
+    spec: dict[str, Any] = {"project": project}
+    if profile is not None:
+        spec["profile"] = profile
+    if expires is not None:
+        spec["expires"] = tokens.parse_expires(expires)
+    if description:
+        spec["description"] = description
+    doc = Document("mcpctl create token", 1, {"apiVersion": API_VERSION, "kind": "Token",
+                                             "metadata": {"name": name}, "spec": spec})
+    secret = tokens.new_secret()
+    with store.locked():
+        try:
+            change, _ = create_object(doc, store, force=force)
+        except InvalidResource as e:
+            raise InvalidResource(e.message.replace("mcpctl create token, document 1: ", "")
+                                  .replace("spec.profile", "--profile").replace("spec.project", "--project"),
+                                  hint=e.hint) from None
+        try:
+            tokens.write_hash(name, secret, store)
+        except OSError as e:
+            store.delete("Token", name)
+            raise MCPCtlError(f"cannot store the token's hash: {e}") from None
+    return change, secret
+
+
 def projects_using(store: ResourceStore, server: str) -> list[str]:
     return [p["metadata"]["name"] for p in store.list("Project") if server in (p.get("spec") or {}).get("servers", [])]
 

@@ -9,19 +9,54 @@ listing that follows reports the real problem. A session the POST opened is ende
 
 `probe_remote` answers the same question and one more: whether the server asked for an OAuth
 sign-in (a 401 with a `WWW-Authenticate: Bearer` challenge, to the POST or to the SSE GET), which
-`create server --url` records as `auth: {type: oauth}`.
+`create server --url` records as `auth: {type: oauth}`. `remote_transport` is what `create server
+--url` asks: the probe's answer, or, without probing, the URL's (`sse_url`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
+from urllib.parse import urlsplit
 
 FALLBACK_STATUSES: Final = (400, 404, 405)
 _INITIALIZE: Final = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {},
     "clientInfo": {"name": "mcpctl-probe", "version": "1"}}}
 _MAX_LINES: Final = 64          # an `endpoint` event comes first; comments (pings) may precede it
+
+
+def sse_url(url: str) -> bool:
+    """An SSE endpoint by its URL: the path ends in /sse, whatever the query (`/sse?key=…`)."""
+    try:
+        return urlsplit(url).path.rstrip("/").endswith("/sse")
+    except ValueError:
+        return False
+
+
+class Remote(NamedTuple):
+    transport: str          # http | sse
+    oauth: bool             # the server asked for a sign-in
+    asked: bool             # the server answered it (not the URL)
+
+
+def remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, probe: bool) -> Remote:
+    """http or sse for a --url server: asked of the server (POST initialize; a 400/404/405 and an
+    `endpoint` event on GET mean SSE), or, without asking (or when its URL or headers name a secret
+    that cannot be read here), by the URL (a path ending in /sse); and whether it asked for an
+    OAuth sign-in (a 401 with a Bearer challenge)."""
+    by_url = Remote("sse" if sse_url(spec["url"]) else "http", False, False)
+    if not probe:
+        return by_url
+    from mcpctl.errors import SecretError
+    from mcpctl.resources import secrets
+
+    try:
+        url = secrets.resolve(spec["url"], where="--url")
+        headers = secrets.resolve_map(spec.get("headers") or {}, where="--header")
+    except SecretError:
+        return by_url
+    return Remote(*probe_remote(url, headers, connect_timeout or 30.0), asked=True)
 
 
 def probe_transport(url: str, headers: dict[str, str], timeout: float) -> str:

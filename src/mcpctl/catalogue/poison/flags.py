@@ -1,15 +1,17 @@
 """What a flag is and how its text is shown: the tool, the kind of mark, why, and the offending text
 with every invisible character written as a visible escape (callers still pass it through the
-terminal helpers)."""
+terminal helpers); and the words the CLI says flags in (`MARK`, `describe`, `lines`, `headline`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from mcpctl.terminal import visible
 
+MARK: Final = "⚠"                  # beside a flagged tool wherever the CLI lists it
 EXCERPT: Final = 40                 # characters of context either side of an offending match
 
 INVISIBLE: Final = "invisible"
@@ -45,3 +47,18 @@ def excerpt(text: str, start: int, end: int) -> str:
     """The match and EXCERPT characters either side, on one line, shown."""
     lo, hi = max(0, start - EXCERPT), min(len(text), end + EXCERPT)
     return ("…" if lo else "") + shown(" ".join(text[lo:hi].split())) + ("…" if hi < len(text) else "")
+
+
+def describe(flag: Flag) -> str:
+    """One flag as a line: what the mark is, and the offending text (escaped)."""
+    return f"{flag.why}: {flag.text!r}"
+
+
+def lines(found: Mapping[str, list[Flag]]) -> list[str]:
+    """`  ⚠ server/tool: why: 'text'`, one line per flag, tool by tool."""
+    return [f"  {MARK} {tool}: {describe(f)}" for tool, flags in found.items() for f in flags]
+
+
+def headline(count: int, one: str, many: str) -> str:
+    """`1 tool description carries …`, `2 tool descriptions carry …`."""
+    return f"{count} {one if count == 1 else many} carr{'ies' if count == 1 else 'y'} what tool poisoning uses"
