@@ -195,6 +195,25 @@ def test_the_server_checks_the_document_itself(kit: Kit, docs: DocumentServer) -
         assert srv.get("/test/stats")["registrations"] == 0
 
 
+def test_a_server_that_takes_both_is_signed_in_to_with_the_document_when_one_is_set(
+        kit: Kit, docs: DocumentServer) -> None:
+    """Where the server also offers registration, a document set is what signs in (nothing is
+    registered); without one, mcpctl registers itself as before."""
+    docs.document()
+    with cimd_upstream(kit, docs, "both", "--register", auth=_with_url(docs.url())) as srv:
+        assert "registration_endpoint" in srv.get("/.well-known/oauth-authorization-server")
+        done = login(kit, "both")
+        assert done.returncode == 0, done.stderr
+        assert f"Signing in as the client of {docs.url()}" in done.stderr
+        stats = srv.get("/test/stats")
+        assert stats["registrations"] == 0 and stats["token_clients"] == [["authorization_code", docs.url()]]
+    with cimd_upstream(kit, docs, "both2", "--register") as srv:
+        done = login(kit, "both2")
+        assert done.returncode == 0, done.stderr
+        stats = srv.get("/test/stats")
+        assert stats["registrations"] == 1 and docs.url() not in [c for _, c in stats["token_clients"]]
+
+
 def test_a_registration_only_server_registers_whether_or_not_a_document_is_set(
         kit: Kit, docs: DocumentServer) -> None:
     """The SDK uses the document only where the server says it takes one: elsewhere mcpctl
@@ -206,7 +225,6 @@ def test_a_registration_only_server_registers_whether_or_not_a_document_is_set(
         assert "does not take Client ID Metadata Documents" in done.stderr and "registered itself" in done.stderr
         stats = srv.get("/test/stats")
         assert stats["registrations"] == 1 and stats["code_exchanges"] == 1
-        assert [c for _, c in stats["token_clients"]] != [docs.url()]
     assert docs.fetches.get(DOC_PATH, 0) == 0                  # nobody needed it
     with oauth_upstream(kit, "plain") as srv:
         done = login(kit, "plain")

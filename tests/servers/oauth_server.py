@@ -21,7 +21,7 @@ tokens issued from then on live;
 `--cimd` makes the authorization server one that knows clients only by a Client ID Metadata
 Document (draft-ietf-oauth-client-id-metadata-document): its metadata says
 `client_id_metadata_document_supported: true` and has no `registration_endpoint` (no `/register`
-either), so dynamic registration cannot work. A `client_id` that is an https URL is accepted at
+either), so dynamic registration cannot work (`--register`: it offers both). A `client_id` that is an https URL is accepted at
 `/authorize` and `/token` by fetching that document (a real HTTPS GET, trusting the CA in
 `--ca`, a PEM file) and checking it: JSON, its `client_id` equal to the URL, `redirect_uris` that
 cover the redirect asked for (a loopback `http://127.0.0.1/...` one with any port, RFC 8252
@@ -79,6 +79,7 @@ p.add_argument("--access-ttl", type=float, default=3600.0)
 p.add_argument("--deny", action="store_true")
 p.add_argument("--sse", action="store_true", help="serve the legacy HTTP+SSE transport at /sse instead of /mcp")
 p.add_argument("--cimd", action="store_true", help="know clients only by Client ID Metadata Documents (no registration)")
+p.add_argument("--register", action="store_true", help="with --cimd: offer dynamic registration as well")
 p.add_argument("--ca", help="with --cimd: a PEM file of the CA to trust when fetching a client's metadata document")
 opts = p.parse_args()
 
@@ -236,7 +237,7 @@ base = f"http://127.0.0.1:{port}"
 provider = Provider()
 server = MCPServer(opts.name, auth_server_provider=provider, auth=AuthSettings(
     issuer_url=base, resource_server_url=f"{base}/sse" if opts.sse else f"{base}/mcp", validate_token_resource=False,
-    client_registration_options=ClientRegistrationOptions(enabled=not opts.cimd, valid_scopes=["mcp"],
+    client_registration_options=ClientRegistrationOptions(enabled=not opts.cimd or opts.register, valid_scopes=["mcp"],
                                                           default_scopes=["mcp"]),
     revocation_options=RevocationOptions(enabled=True), required_scopes=["mcp"]))
 
@@ -319,10 +320,10 @@ async def cimd_metadata(request: Request) -> Response:
     """The SDK's metadata, saying it takes metadata documents (and, with registration off, no
     registration_endpoint)."""
     meta = build_metadata(server.settings.auth.issuer_url, None,  # type: ignore[union-attr]
-                          ClientRegistrationOptions(enabled=False, valid_scopes=["mcp"]),
+                          ClientRegistrationOptions(enabled=opts.register, valid_scopes=["mcp"]),
                           RevocationOptions(enabled=True))
     meta.client_id_metadata_document_supported = True
-    meta.token_endpoint_auth_methods_supported = ["none"]
+    meta.token_endpoint_auth_methods_supported = ["none", "client_secret_post"] if opts.register else ["none"]
     return JSONResponse(meta.model_dump(mode="json", exclude_none=True))
 
 
