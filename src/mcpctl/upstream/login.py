@@ -193,6 +193,7 @@ async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int,
 
         async def redirect(auth_url: str) -> None:
             nonlocal opened
+            await _client_document(spec, storage, callback.redirect_uri, say)
             callback.expect(auth_url)
             say(f"Sign in to {spec.name} in your browser:\n\n  {auth_url}\n")
             if open_browser and browser_available():
@@ -218,6 +219,36 @@ async def _login(spec: ServerSpec, url: str, headers: dict[str, str], port: int,
 
         await _run_flow(spec, url, headers, storage, callback.redirect_uri, redirect, answer)
         storage.commit()                # registration and tokens reach the file together, once
+
+
+async def _client_document(spec: ServerSpec, storage: Any, redirect_uri: str, say: Callable[[str], None]) -> None:
+    """Say which client the sign-in is for when spec.auth.clientMetadataUrl is set, and check that
+    document first when the authorization server is to fetch it (mcpctl.auth.cimd: a document it
+    refuses is refused in the browser, never redirected back, so this is the only place mcpctl can
+    say what is wrong with it)."""
+    from mcpctl.auth import cimd
+
+    assert spec.auth is not None
+    url = spec.auth.client_metadata_url
+    info = await storage.get_client_info()
+    if not url or info is None:
+        return
+    if info.client_id != url:
+        say(f"(the authorization server of {spec.name} does not take Client ID Metadata Documents "
+            "(no client_id_metadata_document_supported in its metadata): mcpctl registered itself with it instead)")
+        return
+    try:
+        doc = await cimd.fetch(url, spec.timeouts.connect)
+    except cimd.Unreadable as e:
+        say(f"(could not read the client metadata document {url} to check it: {e}; the authorization server "
+            "reads it itself)")
+        return
+    found = cimd.problems(url, doc, redirect_uri)
+    if found:
+        raise LoginError(f"the client metadata document {url} (spec.auth.clientMetadataUrl of {spec.name}) would be "
+                         f"refused by the authorization server: {'; '.join(found)}",
+                         hint=f"fix the document ({_CIMD_DOCS}), then run mcpctl login {spec.name} again")
+    say(f"Signing in as the client of {url} (a Client ID Metadata Document; no registration)")
 
 
 async def _prepare_client(spec: ServerSpec, storage: Any, redirect_uri: str) -> None:
@@ -269,9 +300,7 @@ async def _run_flow(spec: ServerSpec, url: str, headers: dict[str, str], storage
         if provider.context.oauth_metadata is None:
             raise LoginError(_flow_error(spec, provider, e), hint="it may not use OAuth: remove spec.auth and "
                              "use spec.headers") from None
-        raise LoginError(f"could not register mcpctl with the authorization server of {spec.name}: {e}",
-                         hint="if the server does not allow dynamic registration, register a client there "
-                         "and set spec.auth.clientId (and clientSecret as a ${env:}/${file:} reference)") from None
+        raise _registration_error(spec, provider.context.oauth_metadata, e) from None
     except AccessTokensRefused as e:
         raise LoginError(str(e), hint="its operator must give access tokens a longer life (or fix its clock)") from None
     except (OAuthFlowError, OAuthTokenError) as e:
@@ -284,6 +313,24 @@ async def _run_flow(spec: ServerSpec, url: str, headers: dict[str, str], storage
     if status in (401, 403):
         raise LoginError(f"server {spec.name!r} still refused mcpctl after the sign-in (HTTP {status})",
                          hint="check spec.auth.scopes against what the server needs")
+
+
+def _registration_error(spec: ServerSpec, metadata: Any, e: Exception) -> LoginError:
+    """Dynamic registration failed: said as "it offers none" when the metadata has no
+    registration_endpoint, with what to set instead (a metadata document when the server takes
+    them, else a client registered there)."""
+    preregister = ("register a client there and set spec.auth.clientId (and clientSecret as a ${env:}/${file:} "
+                   "reference)")
+    if getattr(metadata, "client_id_metadata_document_supported", None) is True:
+        hint = ("it takes a Client ID Metadata Document: publish one at an https URL and set "
+                f"spec.auth.clientMetadataUrl to it ({_CIMD_DOCS}); or {preregister}")
+    else:
+        hint = preregister
+    if getattr(metadata, "registration_endpoint", None) is None:
+        return LoginError(f"the authorization server of {spec.name} offers no dynamic registration (its metadata has "
+                          f"no registration_endpoint), so mcpctl cannot register itself with it ({e})", hint=hint)
+    return LoginError(f"could not register mcpctl with the authorization server of {spec.name}: {e}",
+                      hint=f"if the server does not allow dynamic registration, {hint}")
 
 
 def _flow_error(spec: ServerSpec, provider: Any, e: Exception) -> str:
@@ -302,6 +349,7 @@ def _flow_error(spec: ServerSpec, provider: Any, e: Exception) -> str:
     return f"sign-in to {spec.name} failed: {text[:300]}"
 
 
+_CIMD_DOCS: Final = "docs/servers.md, 'Signing in with a Client ID Metadata Document'"
 _RESOURCE_MISMATCH: Final = re.compile(r"^Protected resource (\S+) does not match expected (\S+)")
 _ISSUER_MISMATCH: Final = re.compile(r"^Authorization server metadata issuer mismatch: (\S+) != (\S+)")
 
