@@ -122,3 +122,34 @@ def test_import_marks_oauth_entries_and_says_to_log_in(runner: CliRunner, tmp_pa
     assert got["spec"]["auth"] == {"type": "oauth", "clientId": "abc"}
     legacy = json.loads(runner.invoke(app, ["get", "server", "legacy", "-o", "json"]).output)
     assert legacy["spec"]["transport"] == "sse" and "auth" not in legacy["spec"]
+
+
+@pytest.mark.parametrize(("auth", "client_id", "named"), [
+    ("{type: oauth}", "dyn-4f1c", True),                                         # registered dynamically
+    ("{type: oauth, clientId: pre-registered}", "pre-registered", False),
+    ("{type: oauth, clientMetadataUrl: 'https://example.com/mcpctl.json'}", "https://example.com/mcpctl.json", False),
+    ("{type: oauth}", None, False),                                              # never signed in
+])
+def test_doctor_names_dynamic_registration_deprecated_only_where_it_was_used(
+        runner: CliRunner, auth: str, client_id: str | None, named: bool) -> None:
+    import json
+
+    import anyio
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+    from mcpctl.auth.storage import FileTokenStorage
+
+    assert _apply(runner, BASE + f"  auth: {auth}\n").exit_code == 0
+    store = FileTokenStorage("remote", "https://mcp.example.com/mcp")
+    if client_id:
+        anyio.run(store.set_client_info, OAuthClientInformationFull(
+            client_id=client_id, redirect_uris=["http://127.0.0.1:33418/callback"]))
+        anyio.run(store.set_tokens, OAuthToken(access_token="AT", expires_in=600))
+    data = json.loads(runner.invoke(app, ["doctor", "--no-connect", "-o", "json"]).stdout)
+    found = [c for c in data["checks"] if c["scope"] == "server/remote" and c["check"] == "registration"]
+    if not named:
+        assert found == [], found
+        return
+    [check] = found
+    assert check["status"] == "info" and "registered dynamically" in check["message"], check
+    assert "deprecates" in check["message"] and "spec.auth.clientMetadataUrl" in check["hint"], check

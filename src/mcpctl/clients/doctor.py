@@ -212,6 +212,7 @@ def _sign_in(report: DoctorReport, spec: ServerSpec, refused_at: str | None) -> 
     from mcpctl.auth.storage import sign_in_state
 
     scope = f"server/{spec.name}"
+    _registered(report, spec)
     state = sign_in_state(spec.name, spec.url, refused_at)
     if state.state == "signed-in":
         report.add(scope, "sign-in", "ok", state.describe())
@@ -252,6 +253,25 @@ def _fewer_hint(name: str, project: ProjectSpec) -> str:
                 f"favourites and search (mcpctl edit project {name}), or {disable}")
     return (f"present fewer: favourites with presentation favourite-index or deferred (mcpctl edit project "
             f"{name}), or {disable}")
+
+
+def _registered(report: DoctorReport, spec: ServerSpec) -> None:
+    """A sign-in under a client mcpctl registered dynamically (no `clientId`, and not the client
+    metadata document's URL): a way of signing in the 2026-07-28 protocol deprecates."""
+    from mcpctl.auth.storage import read_record
+
+    assert spec.auth is not None
+    client = read_record(spec.name).get("client")
+    client_id = client.get("client_id") if isinstance(client, dict) else None
+    if not client_id or spec.auth.client_id or client_id == spec.auth.client_metadata_url:
+        return
+    report.add(f"server/{spec.name}", "registration", "info",
+               "signs in as a client mcpctl registered dynamically, which the 2026-07-28 protocol deprecates "
+               "(to be removed no earlier than the first revision on or after 2027-07-28) in favour of client ID "
+               "metadata documents",
+               "if the authorization server takes them (client_id_metadata_document_supported), publish one and "
+               f"set spec.auth.clientMetadataUrl (mcpctl edit server {spec.name}; docs/servers.md), then mcpctl "
+               f"login {spec.name}")
 
 
 def _project(report: DoctorReport, store: ResourceStore, cache: CatalogueCache, name: str, entry: str, budget: int,
