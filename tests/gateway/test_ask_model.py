@@ -19,8 +19,9 @@ from typing import Any
 
 import mcp.types as t
 import pytest
-from gwkit import Kit, text_of
+from gwkit import Kit
 from inproc import Harness
+from test_ask_inproc import _ask
 from typer.testing import CliRunner
 
 from mcpctl.ask import answer
@@ -119,10 +120,6 @@ def _project(kit: Kit, tmp_path: Path, url: str, model: str = "small-model", *,
     return {"no-notes": r.stdout.strip()}
 
 
-async def _ask(c: Any, question: str) -> dict[str, Any]:
-    r = await c.call_tool("ask", {"question": question})
-    assert not r.is_error, text_of(r)
-    return dict(r.structured_content)
 
 
 async def test_every_client_gets_the_projects_model_answer(kit: Kit, gw: Harness, tmp_path: Path,
