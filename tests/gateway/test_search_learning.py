@@ -63,7 +63,7 @@ async def test_three_sessions_teach_search_the_tool_a_query_meant(kit: Kit, gw: 
     paraphrase_before = listed.index(INTENDED) if INTENDED in listed else 10
     for _ in range(3):
         await _session_that_finds_it(gw, MISS)
-    after = await _names(gw, MISS)
+    after = await _names(gw, MISS, settled=True)
     assert after[0] == INTENDED, after
     paraphrase = await _names(gw, PARAPHRASE, settled=True)
     assert INTENDED in paraphrase and paraphrase.index(INTENDED) < paraphrase_before, (paraphrase_before, paraphrase)

@@ -84,7 +84,7 @@ def index_in_background(servers: Collection[str], todo: int) -> subprocess.Popen
     and say so."""
     from mcpctl.presentation.search import index_in_background as start
 
-    proc, log_path = start(storage().url, servers)
+    proc, log_path = start(storage().url, servers, "mcpctl.cli._storage:index_child")
     err.print(f"  indexing {todo} tool texts for semantic search in the background (pid {proc.pid}, log "
               f"{log_path}); until it is done, searches rank by keyword (BM25F) and say so", highlight=False,
               markup=False)

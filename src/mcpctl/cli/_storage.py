@@ -37,4 +37,16 @@ def close() -> None:
         storage.close()
 
 
-__all__ = ["Storage", "close", "current", "open_storage"]
+def index_child(url: str, servers: list[str]) -> None:
+    """The background indexing process (`cli._listing.index_in_background`), a process root of its
+    own: its storage on the database its parent command used (`url`, "" for files)."""
+    from mcpctl.presentation.search import index_listed
+
+    try:
+        opened = open_storage(url or None)
+        index_listed(servers, opened.store, opened.cache)
+    finally:
+        close()
+
+
+__all__ = ["Storage", "close", "current", "index_child", "open_storage"]

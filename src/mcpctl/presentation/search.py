@@ -134,33 +134,23 @@ def pending_listed(servers: Collection[str], store: ResourceStore, cache: Catalo
                for docs, kind, with_server in _to_index(servers, store, cache))
 
 
-def index_in_background(url: str | None, servers: Collection[str]) -> tuple[subprocess.Popen[bytes], Path]:
-    """Start a process of its own that embeds what listing `servers` needs (`index_child`, on the
-    storage at `url`, None for files); it outlives the command that started it, and its stderr goes
-    to a log file. Returns the process and that file."""
+def index_in_background(url: str | None, servers: Collection[str], entry: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start a process of its own that embeds what listing `servers` needs: `entry`
+    ("module:function", called with the storage URL, "" for files, and the servers' names) opens
+    that process's storage, as every process root does, and calls `index_listed`. It outlives the
+    command that started it, and its stderr goes to a log file. Returns the process and that file."""
     import sys
 
     from mcpctl import paths
 
+    module, function = entry.split(":")
     log_path = paths.log_dir() / "indexing.log"
     paths.private_dir(log_path.parent)
-    code = "import sys\nfrom mcpctl.presentation.search import index_child\nindex_child(sys.argv[1], sys.argv[2:])\n"
+    code = f"import sys\nfrom {module} import {function}\n{function}(sys.argv[1], sys.argv[2:])\n"
     with open(log_path, "ab", opener=paths.open_private) as log:
         proc = subprocess.Popen([sys.executable, "-c", code, url or "", *servers], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     return proc, log_path
-
-
-def index_child(url: str, servers: list[str]) -> None:
-    """The background indexing process (`index_in_background`): its own storage, on the database
-    its parent command used (`url`, "" for files)."""
-    from mcpctl.storage import Storage
-
-    storage = Storage.open(url or None)
-    try:
-        index_listed(servers, storage.store, storage.cache)
-    finally:
-        storage.close()
 
 
 def _to_index(servers: Collection[str], store: ResourceStore,
