@@ -141,3 +141,57 @@ def test_the_gateway_log_says_which_ranker_runs(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.INFO, logger="mcpctl.gateway"):
         _search("auto", "file metadata")
     assert "search_tools ranks with bm25 (search.ranker: auto): semantic search is not installed" in caplog.text
+
+
+def test_a_search_arriving_while_the_warm_up_reads_the_log_waits_for_what_it_learns() -> None:
+    """The gateway's warm-up starts the first read of what the log teaches; a search arriving
+    while that read is in flight ranks with what it learns (it once answered without it: the
+    read was not stale any more, and nothing was learned yet), and a later refresh in flight
+    does not hold a search up."""
+    import threading
+    import time
+
+    from mcpctl.audit.records import SearchEvidence
+    from mcpctl.presentation.search import Learning
+    from mcpctl.resources.settings import LearnSettings
+
+    _project()
+    view = cached_catalogue("p", Store(), FilesCache()).view()
+    query = "squirrel away my grocery list"
+    release, reads = threading.Event(), []
+
+    def evidence(project: str, since: float) -> list[SearchEvidence]:
+        reads.append(project)
+        assert release.wait(10)
+        now = time.time()
+        return [SearchEvidence(query, "kg/create_entities", s, now - 1, True) for s in ("a", "b")]
+
+    async def go() -> tuple[SearchPayload, SearchPayload]:
+        search = ToolSearch("bm25", FilesCache(), Learning("p", LearnSettings(), evidence))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(search.warm, 1, view)
+            while not reads:
+                await anyio.sleep(0.01)
+            first: list[SearchPayload] = []
+
+            async def ask() -> None:
+                first.append(await search.search(1, view, query, 5))
+
+            tg.start_soon(ask)
+            await anyio.sleep(0.05)
+            assert not first, "the first search answered before the read it needs ended"
+            release.set()
+        search.learning.refresh_s = 0.0     # type: ignore[union-attr]
+        release.clear()
+        with anyio.fail_after(5):           # a refresh in flight: answered with what was learned
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(search.learn)
+                while len(reads) < 2:
+                    await anyio.sleep(0.01)
+                later = await search.search(1, view, query, 5)
+                release.set()
+        return first[0], later
+
+    first, later = anyio.run(go)
+    assert first["tools"][0]["name"] == "kg__create_entities", first
+    assert later["tools"][0]["name"] == "kg__create_entities", later

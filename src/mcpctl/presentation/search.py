@@ -201,6 +201,8 @@ class ToolSearch:
         import anyio  # (not at module level: the early stdio front must not import anyio)
 
         self._lock = anyio.Lock()
+        self._reading: anyio.Event | None = None     # set when the read of what was learned in flight ends
+        self._read_once = False
 
     @property
     def ranker(self) -> Ranker | None:
@@ -213,17 +215,33 @@ class ToolSearch:
         return describe(self._ranker, self.kind) if self._ranker is not None else self.kind
 
     async def learn(self) -> None:
-        """Read what the log teaches, when it is time to (in a worker thread)."""
+        """Read what the log teaches, when it is time to (in a worker thread). One read at a time:
+        until the first has ended, a search waits for it (a search racing the gateway's warm-up
+        would otherwise rank without what was learned); a later refresh in flight answers with
+        what the last read taught."""
         learning = self.learning
-        if learning is None or not learning.stale():
+        if learning is None:
+            return
+        reading = self._reading
+        if reading is not None:
+            if not self._read_once:
+                await reading.wait()
+            return
+        if not learning.stale():
             return
         import anyio.to_thread
 
-        # every tool the log names, not only those listed yet: an upstream still connecting is
-        # listed later, and what was learned for it applies then (`Learned.apply`)
-        found = await anyio.to_thread.run_sync(learning.read, None)
-        if found is not None:
-            self.learned = found
+        self._reading = reading = anyio.Event()
+        try:
+            # every tool the log names, not only those listed yet: an upstream still connecting is
+            # listed later, and what was learned for it applies then (`Learned.apply`)
+            found = await anyio.to_thread.run_sync(learning.read, None)
+            if found is not None:
+                self.learned = found
+        finally:
+            self._read_once = True
+            self._reading = None
+            reading.set()
 
     async def ensure(self, version: int, view: View) -> None:
         """Rebuild the index in a worker thread if the catalogue (or what was learned) changed
