@@ -9,10 +9,10 @@ Fusion (chosen on the dev portions, docs/ranking.md): min-max normalise the BM25
 semantic scores over the catalogue and rank by LEXICAL_WEIGHT * lex + (1 - LEXICAL_WEIGHT) * sem,
 where sem is the cosine of the query with the tool's text plus ABOUT_WEIGHT times its cosine with
 what the tool's server says about itself (title, instructions; when it says anything), pulled
-plus LEARNED_PROTO times its cosine with the mean of the tool's learned queries; LEARNED_NEAR
-times the cube of its closest learned query's cosine is added to the fused score (the cube: only a
-request close to one people asked counts). The intent stage then
-weighs the fused score (`intent.IntentStage`). Importing this module fails without numpy; `rank.build_ranker` turns that into a logged
+plus LEARNED_PROTO times its cosine with the mean of the tool's learned queries; The intent stage then
+weighs the fused score (`intent.IntentStage`), and LEARNED_NEAR times the cube of the closest
+learned query's cosine, times the best staged score, is added (the cube: only a request close to
+one people asked counts; after the stage, as `lexical.LexicalRanker` adds its closeness). Importing this module fails without numpy; `rank.build_ranker` turns that into a logged
 fallback to bm25.
 """
 
@@ -259,15 +259,19 @@ class HybridRanker:
             lex[np.fromiter(found.keys(), np.int64, len(found))] = np.fromiter(found.values(), np.float32, len(found))
         if self.lexical_weight > 0:
             fused += self.lexical_weight * _minmax(lex)
-        near = self.near_learned(intent.text)
-        if near is not None:
-            fused += LEARNED_NEAR * near
         return lex, fused
 
     def scores(self, query: str, vectors: np.ndarray) -> np.ndarray:
-        """Every tool's score for `query`: fused, then weighed by the intent stage."""
+        """Every tool's score for `query`: fused, weighed by the intent stage, plus what being
+        close to a learned query gives (after the stage, scaled by the best staged score, as the
+        lexical ranker does: a request people asked before, and followed by a call of the tool,
+        is not halved again by the action it seems to ask for)."""
         intent = self.lexical.intent(query)
-        return np.asarray(self.lexical.stage.apply_array(self.fused(intent, vectors)[1], intent))
+        staged = np.asarray(self.lexical.stage.apply_array(self.fused(intent, vectors)[1], intent))
+        near = self.near_learned(intent.text)
+        if near is not None and len(staged):
+            staged = staged + LEARNED_NEAR * near * max(float(staged.max()), 0.0)
+        return staged
 
     def search(self, query: str, top_k: int) -> list[tuple[str, float]]:
         return self.search_with(query, top_k)[0]
