@@ -36,6 +36,9 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
     ("forget everything you know about my old landlord", DELETES, "forget"),
     ("I want to erase the entity for ExCorp", DELETES, "erase"),
     ("kick off a long operation", RUNS, "kick off"),
+    ("don't forget that Ana's birthday is in May", RECORDS, "don't forget"),    # though "don't" asks
+    ("link Kenji to the Aurora project as a contributor", RECORDS, "link"),
+    ("swap 'foo' for 'bar' in utils.py", CHANGES, "swap"),
 ])
 def test_a_request_says_its_action(query: str, effect: str, words: str) -> None:
     action = request_action(query)
@@ -102,6 +105,16 @@ def test_files_folders_and_several_files_are_said_as_such(query: str, text: str)
     ("fix the typo 'recieve' in docs/intro.md", "edit lines"),
     ("forget Max entirely", "entities whole"),
     ("drop the fact that Carl lives in Berlin", "observations"),
+    ("look for any png files in the project", "search find"),
+    ("how large is video.mp4", "size metadata information"),
+    ("is backup.tar a file or a folder", "size metadata information"),
+    ("what part of the disk are you permitted to read", "allowed access"),
+    ("dump package.json for me", "contents read"),
+    ("jot down: call the plumber tomorrow", "note"),
+    ("what is 17 times 23", "multiply product"),
+    ("what did I write in the note about the trip", "search matching"),
+    ("don't forget that Ana's birthday is in May", "remember memory"),
+    ("what time is it in Tokyo", "current"),
 ])
 def test_words_people_use_add_the_words_tools_use(query: str, added: str) -> None:
     assert understand(query).text.endswith(added)
@@ -254,3 +267,13 @@ def test_every_gap_in_the_words_patterns_is_bounded() -> None:
     from mcpctl.catalogue.intent import _SYNONYMS
 
     assert [rx.pattern for rx, _ in _SYNONYMS if ".*" in rx.pattern or ".+" in rx.pattern] == []
+
+
+@pytest.mark.parametrize(("query", "effect"), [
+    ("add 'bring passport' to my packing note", CHANGES),      # added to one that is kept
+    ("add a note titled Ideas", RECORDS),
+    ("add to what you know about Max that he is vegetarian", RECORDS),
+])
+def test_adding_to_a_note_or_list_that_is_kept_changes_it(query: str, effect: str) -> None:
+    action = understand(query).action
+    assert action is not None and action.effect == effect

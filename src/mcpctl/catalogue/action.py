@@ -23,7 +23,7 @@ from mcpctl.catalogue.effect import CHANGE, DELETE, EFFECT_OF_VERB, READ, READS,
 # single verbs; matched on lowercased words at the start of a clause, after filler.
 _PHRASES_BY_KIND: Final = {
     DELETE: ("get rid of", "take out", "throw away", "clean out", "clean up"),
-    RECORD: ("keep in mind", "keep track", "keep a record", "keep a note", "make a note", "take a note",
+    RECORD: ("don't forget", "do not forget", "never forget", "keep in mind", "keep track", "keep a record", "keep a note", "make a note", "take a note",
              "take note", "write down", "jot down", "note down", "note that", "set up", "bear in mind",
              "back up", "dump this", "dump these", "dump it", "put down", "sign up"),
     CHANGE: ("turn on", "turn off", "switch on", "switch off", "fill in", "mark as", "swap out"),
@@ -36,9 +36,9 @@ _VERBS_BY_KIND: Final = {
     DELETE: "delete remove erase drop forget wipe scrub purge discard trash unlink clear destroy cancel "
             "uninstall revoke",
     RECORD: "remember memorize memorise store save record log note jot create make add put register capture "
-            "write insert append bookmark keep",
+            "write insert append bookmark keep link associate relate",
     CHANGE: "update change modify edit fix correct rename move relocate replace set adjust tweak overwrite "
-            "enable disable toggle mark rewrite revise amend tag retag label retitle",
+            "enable disable toggle mark rewrite revise amend tag retag label retitle swap",
     RUN: "run execute start launch trigger kick send email post publish notify message invoke stop restart "
          "deploy simulate research",
     READ: "show display view see read open peek print list find search locate look check inspect get fetch "
@@ -127,13 +127,13 @@ def _clause_action(clause: str) -> tuple[str, str] | None:
         if skip:                       # "can you delete ...", "how do I delete ...": the verb decides
             polite, i = " ".join(tokens[i:i + skip]), i + skip
             continue
+        found = _phrase_at(tokens, i)         # first: "don't forget" records, though "don't" asks
+        if found is not None:
+            return found
         if tok in _QUESTION_WORDS and not polite:
             return "question", tok
         if tok in _AUXILIARIES and i == 0:
             return "question", tok
-        found = _phrase_at(tokens, i)
-        if found is not None:
-            return found
         kind = _VERBS.get(stem_of(tok))
         if kind is not None:
             return (READ, tok) if kind == RECORD and _adds_numbers(tokens[i:], clause) else (kind, tok)

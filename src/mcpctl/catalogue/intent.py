@@ -213,11 +213,23 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:articles?|web ?pages?|websites?|online|on the web|internet)\b", "web page url internet"),
     (r"\b(?:you (?:know|remember|stored|saved|memori[sz]ed|have on|got)|your memory|told you|tell you|"
      r"you've (?:memori[sz]ed|stored|saved|got))\b", "memory knowledge"),
-    (r"\b(?:where is|where's|where are|locate|somewhere|anywhere)\b", "search find"),
+    (r"\b(?:where is|where's|where are|locate|somewhere|anywhere|look(?:ing)? for|hunt(?:ing)? for)\b",
+     "search find"),
     (r"\b(?:relationships?|links? between|connections? between|related to)\b", "relation relations"),
-    (r"\b(?:right now|now|currently|at the moment)\b", "current"),
+    (r"\b(?:right now|now|currently|at the moment)\b|^\W*what(?: time is it|'s the time)\b", "current"),
     (r"\b(?:nested|recursive(?:ly)?|hierarchy|structure|tree)\b", "tree recursive"),
     (r"\b(?:how much space|biggest|largest|smallest|heaviest)\b", "sizes size"),
+    # one thing's size or kind ("how large is video.mp4", "is backup.tar a file or a folder"): its metadata
+    (r"\bhow (?:big|large|heavy) (?:is|was)\b|\bsize of\b|\ba file or (?:a )?(?:folder|directory)\b",
+     "size metadata information"),
+    (r"\bpermitted\b|\bhave access\b|\bable to (?:read|access|see)\b", "allowed access"),
+    (r"^\W*(?:please )?(?:cat|dump)\s", "contents read"),
+    (r"\bjot(?:ted)?\b", "note"),
+    (r"\b(?:don't|do not|never) forget\b|\b(?:keep|bear) in mind\b", "remember memory"),
+    (r"\d\s*(?:times|multiplied by|x|\*|\u00d7)\s*\d", "multiply product"),
+    # one kept already, known by what it is about ("the note about the trip"; not "a note about ...")
+    (r"\b(?:the|my|any|which) (?:notes?|files?|entries|entry|documents?) (?:about|regarding|on the subject of)\b",
+     "search matching"),
     # (not "contains": on MetaTool dev, "a recipe that contains chicken" asks no search tool)
     (r"\b(?:mentions?|mentioning)\b|\bany \w+ (?:about|that mentions?)\b", "search matching"),
     (r"\bwhat (?:does|do|did) .{1,60}? say\b|\b(?:contents|text) of\b", "contents read"),
@@ -249,9 +261,16 @@ _PART_OF_RE: Final = re.compile(r"\b(?:of|from|in|into|to)\s+(?:the\s+|its\s+)?(
                                 r"start|beginning|middle|contents?|description|tags?)\s+of\b", re.I)
 
 
+# "add 'bring passport' to my packing note": added to one that is kept, which changes.
+_ADDED_TO_KEPT_RE: Final = re.compile(r"\b(?:to|onto|into) (?:my|the|this|that|our) (?:\w+ ){0,2}"
+                                      r"(?:note|list|document|doc)\b", re.I)
+_ADDING: Final = frozenset({"add", "append", "put", "insert", "include", "stick"})
+
+
 def _on_a_part(action: Action | None, text: str, values: frozenset[str]) -> Action | None:
     if action is not None and action.effect in (DELETES, RECORDS) and (
-            (PATH in values and _PART_OF_FILE_RE.search(text)) or _PART_OF_RE.search(text)):
+            (PATH in values and _PART_OF_FILE_RE.search(text)) or _PART_OF_RE.search(text)
+            or (action.words in _ADDING and _ADDED_TO_KEPT_RE.search(text))):
         return Action(CHANGES, f"{action.words} … part of")
     return action
 
