@@ -1,13 +1,14 @@
-"""`mcpctl tools list` on a terminal: the rows of `presentation.tools.tool_rows` as a rich table
-(`-o wide`: with each tool's effect and description), and the flagged tools it says after it.
-The CLI prints them.
+"""`mcpctl tools list` and `tools show` on a terminal: the rows of `presentation.tools.tool_rows`
+as a rich table (`-o wide`: with each tool's effect and description) and the flagged tools it says
+after it; one tool upstream, overridden and as the agent sees it (`presentation.tool_override`'s
+comparison) side by side. The CLI prints them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcpctl.presentation.tables import cell
+from mcpctl.presentation.tables import Part, cell
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -59,3 +60,18 @@ def flagged(rows: list[dict[str, Any]]) -> dict[str, list[Flag]]:
 
     return {r["canonicalId"]: [Flag(r["canonicalId"], f["kind"], f["why"], f["text"]) for f in r["flags"]]
             for r in rows if r["flags"]}
+
+
+def override_parts(data: dict[str, Any]) -> list[Part]:
+    """`tools show`: the tool's id and presented name, then FIELD, UPSTREAM, OVERRIDE, AGENT SEES."""
+    from rich.table import Table
+
+    from mcpctl.presentation.tool_override import comparison_rows
+
+    table = Table(box=None, pad_edge=False, header_style="bold", show_lines=False)
+    for c in ("FIELD", "UPSTREAM", "OVERRIDE", "AGENT SEES"):
+        table.add_column(c, overflow="fold", no_wrap=c == "FIELD")
+    for row in comparison_rows(data):
+        table.add_row(*(cell(text) for text in row))
+    name = data["presentedName"] or "not presented in this project"
+    return [f"{cell(data['canonicalId'])} (presented as {cell(name)})", table]
