@@ -75,8 +75,8 @@ def test_suggest_shows_the_suggested_and_flagged_rows_and_collapses_the_rest() -
     assert [c.use.canonical_id for c in rows] == ["a/x", "a/y"] and [c.use.canonical_id for c in below] == ["a/z"]
     assert beyond == []
     parts = favourites_table.suggest_parts("p", s, "today", Floor(2, 2), top=5)
-    assert parts[0].startswith("Favourites for project p: 15 calls in 3 session(s) today; suggested from 2 calls")
-    assert parts[2].startswith("+ 1 tool(s) used below the floor of 2 calls in 2 sessions (1 calls in all)")
+    assert str(parts[0]).startswith("Favourites for project p: 15 calls in 3 session(s) today; suggested from 2 calls")
+    assert str(parts[2]).startswith("+ 1 tool(s) used below the floor of 2 calls in 2 sessions (1 calls in all)")
     assert parts[3] == "Pinned but not called in the window (dropped by the line below): a/old"
     assert "flagged: mostly fails" in printed(parts[1])
     tight = favourites_table.suggest_parts("p", s, "today", Floor(2, 2), top=1)
@@ -88,7 +88,7 @@ def test_favourites_list_says_what_is_pinned_and_what_the_client_is_told() -> No
               "favourites": [], "all": {"count": 0}, "instructions": "Use \x1b the favourites."}
     parts = favourites_table.list_parts(report)
     assert parts[0] == "project/p: favourite-index presentation, 3 names, 0 of at most 10 favourites pinned"
-    assert parts[1].startswith("No favourites pinned. Pin some with: mcpctl favourites add --project p")
+    assert str(parts[1]).startswith("No favourites pinned. Pin some with: mcpctl favourites add --project p")
     assert parts[-2:] == ["Instructions sent to the client:", "  Use \\x1b the favourites."]
 
 
@@ -118,7 +118,7 @@ def test_the_surface_report_reads_section_after_section() -> None:
                         counter=ESTIMATE)
     parts = surface_parts(report)
     text = printed(parts)
-    assert parts[0].startswith("Surface of project p:") and parts[1] == ""
+    assert str(parts[0]).startswith("Surface of project p:") and parts[1] == ""
     order = ["SERVER", "PRESENTATION", "Write reach:", "Name collisions: none", "Near-duplicate descriptions",
              "Use in the last 1 days", "The three numbers to know", "Recommendations"]
     assert [text.index(word) for word in order] == sorted(text.index(word) for word in order)

@@ -27,6 +27,7 @@ from ._common import (
     output_option,
     print_json,
     project_option,
+    storage,
     the_cache,
     warn,
 )
@@ -74,16 +75,6 @@ def _ranker(docs: list[ToolDoc], kind: str, servers: list[str]) -> Ranker:
         with err.status(f"indexing {todo} tool texts for the {kind} ranker…"):
             return build_ranker(docs, kind)
     return build_ranker(docs, kind)
-
-
-def _learned(project: str, spec: Any, docs: list[ToolDoc]) -> tuple[list[ToolDoc], Any]:
-    """`docs` with what the project's log teaches (where it learns), and what was learned."""
-    from mcpctl.presentation.search_explain import learned_docs
-
-    from ._common import invocation_log
-
-    with invocation_log() as log:             # the team database's log when a database URL is set
-        return learned_docs(project, spec, docs, log)
 
 
 def _print_explained(ranker: Ranker, query: str, k: int, present: Any, learned: Any, said: str, total: int,
@@ -147,7 +138,7 @@ def register(tools_app: typer.Typer) -> None:
         check_format(output, _FORMATS)
         from mcpctl.catalogue.rank import RANKER_KINDS, describe
         from mcpctl.errors import MCPCtlError
-        from mcpctl.presentation.search import tool_docs
+        from mcpctl.presentation.search_explain import searched
         from mcpctl.presentation.search_table import no_match_lines
 
         from ._listing import listed_catalogue
@@ -161,37 +152,29 @@ def register(tools_app: typer.Typer) -> None:
         spec = cached.project
         for server, why in cached.missing.items():
             warn(f"server {server!r} cannot be served ({why}); its tools are not searched")
-        view = cached.view()          # what search_tools ranks, under the names a session calls
-        tools = {t.canonical_id: t for t in view.searchable}
-        docs = tool_docs(tools, the_cache())
-        if not docs:
-            raise MCPCtlError(f"project {project!r} has no tools to search",
-                              hint=f"check its servers: mcpctl tools list --project {project} --refresh")
-        docs, learned = _learned(project, spec, docs)
+        found = searched(project, cached, the_cache(), lambda: storage().log)
+        docs, present = found.docs, found.present
         kind = ranker_kind or spec.search.ranker
         ranker = _ranker(docs, kind, sorted({d.server for d in docs}))
         hits = ranker.search(query, top_k or spec.search.top_k)
         said = describe(ranker, kind)
 
-        def present(cid: str) -> str:
-            return view.present(cid) or cid
-
         if explain and hits:
-            _print_explained(ranker, query, top_k or spec.search.top_k, present, learned, said, len(docs), output)
+            _print_explained(ranker, query, top_k or spec.search.top_k, present, found.learned, said, len(docs), output)
             return
 
         if output == "json":
             err.print(f"({said} ranker)", highlight=False, markup=False)
             from mcpctl.presentation.search_explain import hits_json
 
-            print_json(hits_json(hits, tools, present, len(docs)))
+            print_json(hits_json(hits, found.tools, present, len(docs)))
             return
         if not hits:
             why = getattr(ranker, "fallback", None) or (f"--ranker {kind}" if ranker_kind else f"search.ranker: {kind}")
-            for line in no_match_lines(project, query, docs, deferred=view.mode == "deferred", why=why, said=said):
+            for line in no_match_lines(project, query, docs, deferred=found.view.mode == "deferred", why=why, said=said):
                 err.print(line, highlight=False, markup=False)
             return
         from mcpctl.presentation.search_table import hits_table
 
-        out.print(hits_table(hits, tools, present))
+        out.print(hits_table(hits, found.tools, present))
         err.print(f"{len(hits)} of {len(docs)} tools ({said} ranker)", highlight=False, markup=False)
