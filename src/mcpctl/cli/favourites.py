@@ -80,18 +80,13 @@ def _warn_unknown(project: str, ids: list[str]) -> None:
 
 
 def _report_cost(project: str, before: CachedCatalogue) -> None:
-    """What the change did to the list's size, and a warning when favourites cost more than they
-    save (each favourite is listed in full: past a point the list outgrows the flat one)."""
+    """What the change did to the list's size, and a warning when favourites cost more than they save."""
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    (n0, t0), _ = fav.list_cost(before)
-    (n1, t1), (nf, tf) = fav.list_cost(after := cached_catalogue(project, the_store(), the_cache()))
-    mode = after.project.presentation
-    err.print(f"{mode} list: {n0} tools ≈{t0:,} tokens -> {n1} tools ≈{t1:,} tokens (flat: {nf} tools "
-              f"≈{tf:,} tokens)", markup=False)
-    if mode != "flat" and t1 > tf:
-        warn(f"the favourites now cost more than they save: the {mode} list is {t1 / tf:.0%} of flat; pin fewer "
-             f"(--top, or mcpctl favourites remove --project {project} …) or present deferred")
+    said, warning = fav.cost_change(project, before, cached_catalogue(project, the_store(), the_cache()))
+    err.print(said, markup=False)
+    if warning:
+        warn(warning)
 
 
 # -- suggest -------------------------------------------------------------------------------------------
