@@ -105,7 +105,10 @@ def write_stdout(text: str) -> None:
 def show(parts: Iterable[Part]) -> None:
     """A report built by another package (`presentation.tables.Part`s) on stdout: lines as they are, tables."""
     for part in parts:
-        out.print(part, markup=False) if isinstance(part, str) else out.print(part)
+        if isinstance(part, str):
+            out.print(part, markup=False)
+        else:
+            out.print(part)
 
 
 def print_json(data: Any) -> None:
