@@ -16,7 +16,7 @@ from mcpctl.audit.log import InvocationLog
 from mcpctl.audit.records import CallRecord
 from mcpctl.catalogue.cache import FilesCache
 from mcpctl.cli import app
-from mcpctl.cli._bars import WIDTH, bar
+from mcpctl.presentation.bars import WIDTH, bar
 
 BAR = re.compile(r"[█▏▎▍▌▋▊▉]+")
 

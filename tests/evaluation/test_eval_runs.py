@@ -58,3 +58,28 @@ def test_log_pairs_naming_gone_tools_are_left_out_and_said() -> None:
     assert said.warnings == ["1 of 2 recorded pairs name a tool no longer in the catalogue; left out"]
     with pytest.raises(MCPCtlError, match="query recording is on"):
         score_log("p", spec, lambda: docs, [], None)
+
+
+def test_a_projects_log_is_scored_on_its_successful_searches_only() -> None:
+    from mcpctl.audit.records import SearchEvidence
+    from mcpctl.evaluation.report import results_table
+    from mcpctl.evaluation.runs import score_project_log
+    from mcpctl.resources.memstore import MemoryStore
+
+    store = MemoryStore()
+    store.put({"apiVersion": "mcpctl/v1", "kind": "Project", "metadata": {"name": "p"},
+               "spec": {"servers": [], "search": {"ranker": "bm25"}}})
+    docs = [ToolDoc.from_wire("notes", {"name": "create_note", "description": "Create a note"}, "", "notes/create_note")]
+    asked: list[str] = []
+
+    def searches(project: str) -> list[SearchEvidence]:
+        asked.append(project)
+        return [SearchEvidence("write a note", "notes/create_note", "s1", 1.0, True),
+                SearchEvidence("write a note", "notes/create_note", "s2", 2.0, False)]
+
+    [result] = score_project_log("p", store, searches, lambda: docs, None)
+    assert asked == ["p"] and (result.dataset, result.ranker, result.queries) == ("log:p", "bm25", 1)
+    with pytest.raises(MCPCtlError, match="gone"):
+        score_project_log("gone", store, searches, lambda: docs, None)
+    columns = [c.header for c in results_table([result]).columns]
+    assert columns[:5] == ["DATASET", "RANKER", "SPLIT", "QUERIES", "TOOLS"]     # no LEARNED when nothing learned

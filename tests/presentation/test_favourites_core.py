@@ -54,3 +54,15 @@ def test_suggestions_rank_the_logs_calls_and_their_line_sets_exactly_them(store:
     assert result.after["spec"]["favouriteIndex"]["tools"] == ["notes/list_notes"]
     assert "+  favouriteIndex:" in fav.spec_diff(result.before, result.after, "project/p")
     assert fav.suggest_json("p", s, 1.0, NOW - 60, line)["command"] == line
+
+
+def test_the_cost_of_a_change_is_said_and_favourites_costing_more_than_flat_are_warned_about(store: Store) -> None:
+    from mcpctl.presentation.catalogue import cached_catalogue
+
+    before = cached_catalogue("p", store, FilesCache())
+    said, warning = fav.cost_change("p", before, before)
+    assert said.startswith("flat list: 4 tools ≈") and warning is None          # with the built-ins
+    fav.set_favourites_of(store, "p", ["notes/create_note", "notes/list_notes"])
+    said, warning = fav.cost_change("p", before, cached_catalogue("p", store, FilesCache()))
+    assert said.startswith("favourite-index list: ")
+    assert warning is not None and warning.startswith("the favourites now cost more than they save: the favourite-index")

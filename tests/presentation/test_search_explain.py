@@ -25,3 +25,31 @@ def test_a_project_that_does_not_learn_ranks_its_docs_as_they_are() -> None:
     docs: list[object] = []
     assert learned_docs("p", spec, docs, log=None) == (docs, NOTHING)     # type: ignore[arg-type]
     assert install_argv("/opt/py/bin/python")[:4] == ["/opt/py/bin/python", "-m", "pip", "install"]
+
+
+def test_what_a_search_ranks_is_the_projects_view_and_the_log_is_opened_only_for_tools() -> None:
+    import pytest
+
+    from mcpctl.audit.records import AuditLog
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.presentation.catalogue import CachedCatalogue, Catalogue
+    from mcpctl.presentation.search_explain import searched
+    from mcpctl.resources.kinds import ProjectSpec
+    from mcpctl.storage import Storage
+
+    storage = Storage.in_memory()
+    opened: list[bool] = []
+
+    def log() -> AuditLog:
+        opened.append(True)
+        return storage.log
+
+    project = ProjectSpec.from_resource({"metadata": {"name": "p"}, "spec": {"servers": ["notes"]}})
+    cat = Catalogue("p", project)
+    with pytest.raises(MCPCtlError, match="project 'p' has no tools to search"):
+        searched("p", CachedCatalogue(project, cat), storage.cache, log)
+    assert not opened
+    cat.set_listings({"notes": {"tools": [{"name": "create_note", "description": "Create", "inputSchema": {}}]}})
+    found = searched("p", CachedCatalogue(project, cat), storage.cache, log)
+    assert opened and [d.id for d in found.docs] == ["notes/create_note"] and list(found.tools) == ["notes/create_note"]
+    assert found.present("notes/create_note") == found.view.present("notes/create_note") and found.present("x/y") == "x/y"

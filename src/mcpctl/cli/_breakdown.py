@@ -3,7 +3,7 @@ the one seam behind `logs --by`, `favourites suggest --by` and `surface --by`.
 
 Each reads `breakdown()` of the log in effect (SQLite, or the team's PostgreSQL: the same answer),
 for one project and window, and shows every value's calls, its share of the window's calls,
-errors and last call: a table here; the JSON list and the markdown rows are `audit.formats`'s.
+errors and last call: a table (`presentation.log_tables`); the JSON list and the markdown rows are `audit.formats`'s.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from mcpctl.audit.formats import NONE_LABEL, local_time, pct, share
-
-from ._common import out, safe
+from ._common import out, show
 
 if TYPE_CHECKING:
     from mcpctl.audit.records import Breakdown
@@ -47,26 +45,13 @@ def usage_by(by: str, *, project: str | None, since: float | None, until: float 
 
 def render(by: str, rows: Sequence[Breakdown]) -> None:
     """A table: the value, CALLS, SHARE, ERRORS, LAST CALL (local time)."""
-    from rich.table import Table
+    from mcpctl.presentation.log_tables import breakdown_table
 
-    from . import _bars as bars
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in (by.upper(), "CALLS", "SHARE"):
-        table.add_column(col, justify="left" if col == by.upper() else "right", no_wrap=True)
-    bars.column(table)                                  # which value carries the calls, at a glance
-    for col in ("ERRORS", "LAST CALL"):
-        table.add_column(col, justify="left" if col == "LAST CALL" else "right", no_wrap=True)
-    top = max((r.calls for r in rows), default=0)
-    for r in rows:
-        table.add_row(safe(r.key if r.key is not None else NONE_LABEL), str(r.calls), pct(share(r, rows)),
-                      bars.bar(r.calls, top), str(r.errors), local_time(r.last_ts))
-    out.print(table)
+    out.print(breakdown_table(by, rows))
 
 
 def render_section(by: str, rows: Sequence[Breakdown], period: str) -> None:
     """`render` under a headline (the section `favourites suggest` and `surface` print with --by)."""
-    total = sum(r.calls for r in rows)
-    out.print(f"Calls by {by} {period}: {total} call(s), {len(rows)} value(s)", markup=False)
-    if rows:
-        render(by, rows)
+    from mcpctl.presentation.log_tables import breakdown_section
+
+    show(breakdown_section(by, rows, period))

@@ -6,7 +6,7 @@ import contextlib
 import functools
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
@@ -18,6 +18,7 @@ from mcpctl.terminal import json_escaped, visible
 if TYPE_CHECKING:
     from mcpctl.audit.records import AuditLog
     from mcpctl.catalogue.cache import CatalogueCache
+    from mcpctl.presentation.tables import Part
     from mcpctl.resources.store import ResourceStore
     from mcpctl.storage import Storage
 
@@ -99,6 +100,15 @@ def write_stdout(text: str) -> None:
     """Machine output, byte-exact (no rich wrapping or markup)."""
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def show(parts: Iterable[Part]) -> None:
+    """A report built by another package (`presentation.tables.Part`s) on stdout: lines as they are, tables."""
+    for part in parts:
+        if isinstance(part, str):
+            out.print(part, markup=False)
+        else:
+            out.print(part)
 
 
 def print_json(data: Any) -> None:

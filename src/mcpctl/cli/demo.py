@@ -22,7 +22,7 @@ import typer
 from mcpctl import demo as demo_run
 from mcpctl.demo import DEMO_FLOOR, DISABLED, EXAMPLE_SERVERS, PROJECT, Session, run_session
 
-from ._common import cli_errors, err, out
+from ._common import cli_errors, err, out, show
 
 
 def register_demo(store: Any) -> list[str]:
@@ -38,7 +38,7 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
     from rich.markup import escape
     from rich.table import Table
 
-    from .logs import render_table
+    from mcpctl.presentation.log_tables import calls_table
 
     out.print(f"[bold]mcpctl demo[/bold]  {escape(home_note)}")
     out.print("\n[bold]1. Registered[/bold] the example servers and project 'demo'")
@@ -67,14 +67,14 @@ def print_report(home_note: str, registered: list[str], s: Session, rows: list[A
         out.print(f" {mark} {escape(step.title)}\n     → {escape(step.detail)}")
     out.print(f"\n[bold]5. Invocation log[/bold] ({escape(str(log_path))}): {len(rows)} rows from this run")
     if rows:
-        out.print(render_table(rows))
+        out.print(calls_table(rows))
     for q, cid in pairs:
         out.print(escape(f"   search {q!r} was followed by a call to {cid}"))
     if suggested is not None:
-        from ._suggest import render_suggest
+        from mcpctl.presentation.favourites_table import suggest_parts
 
         out.print("\n[bold]6. Favourites from this run's calls[/bold] (mcpctl favourites suggest --project demo)")
-        render_suggest(PROJECT, suggested[0], "in this run", DEMO_FLOOR, 5)
+        show(suggest_parts(PROJECT, suggested[0], "in this run", DEMO_FLOOR, 5))
         if suggested[1]:
             out.print("   To make them the favourites (nothing else changes):")
             out.print(f"   {escape(suggested[1])}")

@@ -37,6 +37,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
+    from mcpctl.audit.records import SearchEvidence
     from mcpctl.catalogue.rank import ToolDoc
     from mcpctl.evaluation.evaluate import Result
 
@@ -89,16 +90,11 @@ class _progress:
 
 
 def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> list[Result]:
-    from mcpctl.evaluation.runs import score_log
+    from mcpctl.evaluation.runs import score_project_log
     from mcpctl.presentation.catalogue import cached_catalogue
     from mcpctl.presentation.search import tool_docs
 
     from ._common import invocation_log, the_cache
-    from .tools_search import load_project
-
-    spec = load_project(project)
-    with invocation_log() as log:             # the team database's log when a database URL is set
-        evidence = [e for e in log.search_evidence(project) if e.ok]
 
     def catalogue() -> list[ToolDoc]:         # what search_tools ranks
         cache = the_cache()
@@ -107,7 +103,11 @@ def _from_log(project: str, kinds: Sequence[str] | None, split: str = "all") -> 
             warn(f"server {server!r} has not been listed yet; its tools are not in the catalogue")
         return tool_docs({t.canonical_id: t for t in cached.view().searchable}, cache)
 
-    return score_log(project, spec, catalogue, evidence, kinds, split, _Reporter())
+    def searches(name: str) -> list[SearchEvidence]:
+        with invocation_log() as log:         # the team database's log when a database URL is set
+            return log.search_evidence(name)
+
+    return score_project_log(project, the_store(), searches, catalogue, kinds, split, _Reporter())
 
 
 def _check_rankers(kinds: list[str] | None) -> None:
@@ -148,20 +148,9 @@ def _render(results: Sequence[Result], output: str) -> None:
     if output == "json":
         print_json([r.as_dict() for r in results])
         return
-    from rich.table import Table
+    from mcpctl.evaluation.report import results_table
 
-    from mcpctl.evaluation.metrics import METRIC_NAMES
-
-    table = Table(box=None, pad_edge=False)
-    learning = any(r.learned for r in results)
-    cols = ("DATASET", "RANKER", "SPLIT", *(("LEARNED",) if learning else ()), "QUERIES", "TOOLS", *METRIC_NAMES)
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("DATASET", "RANKER", "SPLIT", "LEARNED") else "right",
-                         no_wrap=True)
-    for r in results:
-        table.add_row(r.dataset, r.ranker, r.portion, *((r.learned or "nothing",) if learning else ()), str(r.queries),
-                      str(r.tools), *(f"{r.metrics[m]:.3f}" for m in METRIC_NAMES))
-    out.print(table)
+    out.print(results_table(results))
 
 
 def register(app: typer.Typer) -> None:

@@ -30,6 +30,7 @@ from ._common import (
     output_option,
     print_json,
     safe,
+    show,
     the_cache,
     the_store,
     warn,
@@ -63,32 +64,9 @@ _Pinned = Annotated[list[str], typer.Argument(help="Canonical tool ids server/to
 
 
 def _render_list(report: dict[str, Any], cached: CachedCatalogue) -> None:
-    from rich.table import Table
+    from mcpctl.presentation.favourites_table import list_parts
 
-    rows = report["favourites"]
-    out.print(f"project/{report['project']}: {report['presentation']} presentation, {report['names']} names, "
-              f"{len(rows)} of at most {report['maxFavourites']} favourites pinned"
-              + (", session gate on (favourites appear after begin_session)" if report["gate"] else ""),
-              markup=False)
-    if rows:
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        for col in ("", "#", "CANONICAL ID", "PRESENTED NAME", "STATE", "WHY NOT LISTED / DESCRIPTION"):
-            table.add_column(col, no_wrap=col != "WHY NOT LISTED / DESCRIPTION",
-                             overflow="fold" if col.startswith("WHY") else "ignore")
-        for i, r in enumerate(rows, 1):
-            detail = r["reason"] or " ".join(r["description"].split())[:90]
-            table.add_row("★", str(i), safe(r["id"]), safe(r["name"] or "-"), r["state"], safe(detail))
-        out.print(table)
-    else:
-        out.print("No favourites pinned. Pin some with: mcpctl favourites add --project "
-                  f"{report['project']} SERVER/TOOL …, or let the log suggest them: mcpctl favourites suggest "
-                  f"--project {report['project']}", markup=False)
-    a = report["all"]
-    if a["count"]:
-        how = "listed" if a["listed"] else "not listed: reachable through search_tools and call_tool"
-        out.print(f"Under all/: {a['count']} tools as {a['pattern']} ({how})", markup=False)
-    out.print("Instructions sent to the client:", markup=False)
-    out.print(f"  {safe(report['instructions'], markup=False)}", markup=False)
+    show(list_parts(report))
     for server in cached.unlisted:
         warn(f"server {server!r} has not been listed yet: its tools are unknown "
              f"(mcpctl tools list --project {report['project']} --refresh)")
@@ -102,25 +80,16 @@ def _warn_unknown(project: str, ids: list[str]) -> None:
 
 
 def _report_cost(project: str, before: CachedCatalogue) -> None:
-    """What the change did to the list's size, and a warning when favourites cost more than they
-    save (each favourite is listed in full: past a point the list outgrows the flat one)."""
+    """What the change did to the list's size, and a warning when favourites cost more than they save."""
     from mcpctl.presentation.catalogue import cached_catalogue
 
-    (n0, t0), _ = fav.list_cost(before)
-    (n1, t1), (nf, tf) = fav.list_cost(after := cached_catalogue(project, the_store(), the_cache()))
-    mode = after.project.presentation
-    err.print(f"{mode} list: {n0} tools ≈{t0:,} tokens -> {n1} tools ≈{t1:,} tokens (flat: {nf} tools "
-              f"≈{tf:,} tokens)", markup=False)
-    if mode != "flat" and t1 > tf:
-        warn(f"the favourites now cost more than they save: the {mode} list is {t1 / tf:.0%} of flat; pin fewer "
-             f"(--top, or mcpctl favourites remove --project {project} …) or present deferred")
+    said, warning = fav.cost_change(project, before, cached_catalogue(project, the_store(), the_cache()))
+    err.print(said, markup=False)
+    if warning:
+        warn(warning)
 
 
 # -- suggest -------------------------------------------------------------------------------------------
-
-
-def _when(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
 def _print_list(report: dict[str, Any], cached: CachedCatalogue, output: str) -> None:
@@ -153,9 +122,9 @@ def _print_command(command: str | None) -> None:
 
 def _print_suggest(project: str, s: Suggestions, *, window: float, since: float, command: str | None,
                    output: str, ever: int, floor: Floor, by: str | None, top: int) -> None:
-    from ._suggest import render_suggest
+    from mcpctl.presentation.favourites_table import suggest_parts, when
 
-    period = f"over the last {window:g} days (since {_when(since)})"
+    period = f"over the last {window:g} days (since {when(since)})"
     usage = bd.usage_by(by, project=project, since=since) if by else None
     if output == "json":
         print_json({**fav.suggest_json(project, s, window, since, command),
@@ -163,7 +132,7 @@ def _print_suggest(project: str, s: Suggestions, *, window: float, since: float,
     elif not s.candidates:
         _nothing_to_suggest(project, window, ever)
     else:
-        render_suggest(project, s, period, floor, top)
+        show(suggest_parts(project, s, period, floor, top))
         if by and usage is not None:
             out.print()
             bd.render_section(by, usage, period)

@@ -7,7 +7,8 @@
     mcpctl logs stats     per tool: calls, errors, p50/p95 latency, last call
     mcpctl logs backup FILE / mcpctl logs prune --older-than 90d
 
-The times and JSON shapes are `audit.formats`'s; this module parses options and renders tables.
+The times and JSON shapes are `audit.formats`'s, the tables `presentation.log_tables`'s; this module
+parses options and prints them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from mcpctl.audit.log import LogSummary, ToolStats
 
 _LOG_FORMATS = ("table", "json")
-_OUTCOME_STYLE = {"ok": "green", "tool_error": "yellow", "denied": "magenta", "limited": "magenta"}
 
 
 def _time_option(value: str | None, flag: str) -> float | None:
@@ -45,28 +45,6 @@ def _time_option(value: str | None, flag: str) -> float | None:
         return fmt.parse_time(value)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint=f"'{flag}'") from None
-
-
-def render_table(records: list[Any]) -> Any:
-    from rich.console import JustifyMethod
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    # "left" is add_column's default; spelled out so each column's justify is a typed literal.
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("TIME", "left"), ("PROJECT", "left"), ("TOOL", "left"), ("OUTCOME", "left"),
-        ("MS", "right"), ("CLIENT", "left"), ("SESSION", "left"))
-    for col, justify in columns:
-        table.add_column(col, justify=justify)
-    for r in records:
-        # names and client info come from clients: never let them act as rich markup
-        tool = safe(r.canonical_id) if r.canonical_id else f"[dim]{safe(r.presented_name)}[/dim]"
-        outcome = safe(r.outcome + (f" ({r.error_class})" if r.error_class else ""))
-        style = _OUTCOME_STYLE.get(r.outcome, "red")
-        client = safe(" ".join(x for x in (r.client_name, r.client_version) if x) or "-")
-        table.add_row(fmt.local_time(r.ts), safe(r.project), tool, f"[{style}]{outcome}[/{style}]",
-                      f"{r.duration_ms:.1f}", client, safe((r.session_id or "-")[:12]))
-    return table
 
 
 def _follow(filters: dict[str, Any], limit: int, output: str, interval: float, max_polls: int | None) -> None:
@@ -114,7 +92,9 @@ def _print_calls(records: list[Any], output: str, limit: int, *, filtered: bool)
         err.print("No calls logged" + (" matching those filters." if filtered
                                        else " yet. Start a gateway: mcpctl serve --project P"))
         return
-    out.print(render_table(records))
+    from mcpctl.presentation.log_tables import calls_table
+
+    out.print(calls_table(records))
     if truncated:
         err.print(f"(the newest {limit} calls; older ones left out: --limit 0 shows all, --since narrows)")
 
@@ -123,18 +103,9 @@ def _print_status(s: LogSummary, output: str) -> None:
     if output == "json":
         print_json(fmt.summary_json(s))
         return
-    from rich.table import Table
+    from mcpctl.presentation.log_tables import status_table
 
-    table = Table(box=None, show_header=False, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
-    table.add_row("Path", safe(str(s.path)))
-    table.add_row("Rows", str(s.rows))
-    table.add_row("Size", fmt.human_size(s.size_bytes))
-    table.add_row("Oldest", fmt.local_time(s.oldest_ts) if s.oldest_ts is not None else "-")
-    table.add_row("Newest", fmt.local_time(s.newest_ts) if s.newest_ts is not None else "-")
-    table.add_row("Migrations", ", ".join(s.migrations))
-    out.print(table)
+    out.print(status_table(s))
 
 
 def _print_stats(stats: list[ToolStats], output: str, *, filtered: bool) -> None:
@@ -144,24 +115,9 @@ def _print_stats(stats: list[ToolStats], output: str, *, filtered: bool) -> None
     if not stats:
         err.print("No calls logged" + (" matching those filters." if filtered else " yet."))
         return
-    from rich.console import JustifyMethod
-    from rich.table import Table
+    from mcpctl.presentation.log_tables import stats_table
 
-    from . import _bars as bars
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("TOOL")
-    table.add_column("CALLS", justify="right")
-    bars.column(table)                                  # which tools carry the work, at a glance
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("ERRORS", "right"), ("ERROR%", "right"), ("P50 MS", "right"), ("P95 MS", "right"), ("LAST CALL", "left"))
-    for col, justify in columns:
-        table.add_column(col, justify=justify)
-    top = max((st.calls for st in stats), default=0)
-    for st in stats:
-        table.add_row(safe(st.canonical_id), str(st.calls), bars.bar(st.calls, top), str(st.errors),
-                      f"{100 * st.error_rate:.1f}", f"{st.p50_ms:.1f}", f"{st.p95_ms:.1f}", fmt.local_time(st.last_ts))
-    out.print(table)
+    out.print(stats_table(stats))
 
 
 def register(app: typer.Typer) -> None:

@@ -18,7 +18,6 @@ from ._common import (
     out,
     output_option,
     print_json,
-    safe,
     the_cache,
     warn,
     write_stdout,
@@ -46,19 +45,14 @@ def _rows(project_name: str, refresh: bool) -> tuple[list[dict[str, Any]], list[
 
 def _say_flags(project: str, rows: list[dict[str, Any]]) -> None:
     """Below the table (stderr): each flagged tool's marks, and what to do (`_flags`)."""
-    from mcpctl.catalogue.poison import Flag
     from mcpctl.catalogue.poison.flags import MARK, headline
+    from mcpctl.presentation.tools_table import flagged
 
-    found = {r["canonicalId"]: [Flag(r["canonicalId"], f["kind"], f["why"], f["text"]) for f in r["flags"]]
-             for r in rows if r["flags"]}
+    found = flagged(rows)
     ids = " ".join(f"'{cid}'" for cid in found)
     said = headline(len(found), "tool description", "tool descriptions")
     _flags.say(found, f"{said} ({MARK} flagged: not blocked)",
                f"read them; keep them from the agent with: mcpctl tools disable --project {project} {ids}")
-
-
-def _hint(value: Any) -> str:
-    return "-" if value is None else ("yes" if value else "no")
 
 
 def _edit_and_report(project: str, ids: list[str], *, enable: bool, force: bool) -> None:
@@ -80,33 +74,10 @@ def _print_rows(project: str, rows: list[dict[str, Any]], output: str, failed: l
     elif output == "name":
         write_stdout("".join(r["canonicalId"] + "\n" for r in rows))
     else:
-        from rich.table import Table
+        from mcpctl.presentation.tools_table import tools_table
 
-        from mcpctl.catalogue.poison.flags import MARK
-
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        cols = ["SERVER", "CANONICAL ID", "PRESENTED NAME", "STATE", "★", "READ-ONLY", "DESTRUCTIVE"]
-        if output == "wide":
-            cols += ["EFFECT", "DESCRIPTION"]
-        for c in cols:
-            table.add_column(c, overflow="fold" if c == "DESCRIPTION" else "ignore", no_wrap=c != "DESCRIPTION")
-        for r in rows:
-            state = r["state"] if r["listed"] or r["state"] != "enabled" else "via search"
-            if r["pinned"]:
-                state += f", {r['pinned']} (tools changes)"
-            if r["flags"]:
-                state += f", {MARK} flagged"
-            if r["overridden"]:
-                state += ", overridden"
-            cells = [r["server"], r["canonicalId"], r["presentedName"], state,
-                     "★" if r["favouriteName"] else "", _hint(r["readOnly"]), _hint(r["destructive"])]
-            if output == "wide":
-                effect = r["effect"]
-                cells += [f"{effect['class']} ({effect['source']})" if effect["class"] else "-",
-                          r["description"].split("\n", 1)[0][:120]]
-            table.add_row(*map(safe, cells))
         if rows:
-            out.print(table)
+            out.print(tools_table(rows, wide=output == "wide"))
             _say_flags(project, rows)
         elif not failed:
             err.print(f"Project {project!r} has no tools: its servers list none.", markup=False)

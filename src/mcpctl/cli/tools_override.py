@@ -3,7 +3,7 @@
 `override` edits `tools.overrides.<ID>` of the project (checked as `apply` checks it: against the
 tool's last listing when its server was listed); `show` prints the tool as its server defines it,
 the override, and what the agent sees, side by side (or `-o json|yaml`); what is stored and
-compared is `presentation.tool_override`'s.
+compared is `presentation.tool_override`'s, the table `presentation.tools_table`'s.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import typer
 
 from mcpctl.presentation import tool_override as ov
-from mcpctl.presentation.tool_override import comparison_rows
 
 from ._common import (
     Project,
@@ -22,7 +21,7 @@ from ._common import (
     out,
     output_option,
     print_json,
-    safe,
+    show,
     the_cache,
     the_store,
     warn,
@@ -55,16 +54,9 @@ def _print_show(data: dict[str, Any], output: str) -> None:
 
         write_stdout(yamlio.to_yaml(data))
         return
-    from rich.table import Table
+    from mcpctl.presentation.tools_table import override_parts
 
-    table = Table(box=None, pad_edge=False, header_style="bold", show_lines=False)
-    for c in ("FIELD", "UPSTREAM", "OVERRIDE", "AGENT SEES"):
-        table.add_column(c, overflow="fold", no_wrap=c == "FIELD")
-    for row in comparison_rows(data):
-        table.add_row(*(safe(cell) for cell in row))
-    name = data["presentedName"] or "not presented in this project"
-    out.print(f"{safe(data['canonicalId'])} (presented as {safe(name)})", markup=False)
-    out.print(table)
+    show(override_parts(data))
 
 
 def register(tools_app: typer.Typer) -> None:

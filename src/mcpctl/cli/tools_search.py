@@ -27,7 +27,7 @@ from ._common import (
     output_option,
     print_json,
     project_option,
-    safe,
+    storage,
     the_cache,
     warn,
 )
@@ -36,20 +36,6 @@ if TYPE_CHECKING:
     from mcpctl.catalogue.rank import Ranker, ToolDoc
 
 _FORMATS = ("table", "json")
-
-
-def load_project(name: str) -> Any:
-    """The typed spec of project `name` (raises NotFound with did-you-mean)."""
-    from mcpctl.resources.kinds import ProjectSpec
-
-    from ._common import the_store
-
-    return ProjectSpec.from_resource(the_store().get("Project", name))
-
-
-def _first_line(text: str, width: int = 90) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _complete_rankers(incomplete: str) -> list[tuple[str, str]]:
@@ -91,16 +77,6 @@ def _ranker(docs: list[ToolDoc], kind: str, servers: list[str]) -> Ranker:
     return build_ranker(docs, kind)
 
 
-def _learned(project: str, spec: Any, docs: list[ToolDoc]) -> tuple[list[ToolDoc], Any]:
-    """`docs` with what the project's log teaches (where it learns), and what was learned."""
-    from mcpctl.presentation.search_explain import learned_docs
-
-    from ._common import invocation_log
-
-    with invocation_log() as log:             # the team database's log when a database URL is set
-        return learned_docs(project, spec, docs, log)
-
-
 def _print_explained(ranker: Ranker, query: str, k: int, present: Any, learned: Any, said: str, total: int,
                      output: str) -> None:
     from mcpctl.presentation.search_explain import explain_header, explained_json
@@ -111,29 +87,11 @@ def _print_explained(ranker: Ranker, query: str, k: int, present: Any, learned: 
         err.print(f"({said} ranker)", highlight=False, markup=False)
         print_json(explained_json(rows, query, present, learned, total))
         return
-    from rich.table import Table
+    from mcpctl.presentation.search_table import EXPLAINED, explained_table
 
     out.print(explain_header(query, learned), highlight=False, markup=False, soft_wrap=True)
-    table = Table(box=None, pad_edge=False)
-    for col in ("#", "NAME", "SCORE", "EFFECT", "FACTOR", "BM25F", "SEMANTIC", "LEARNED"):
-        table.add_column(col, justify="left" if col in ("NAME", "EFFECT") else "right", no_wrap=True)
-    for i, e in enumerate(rows, start=1):
-        factor = f"{e.factor:.2f}" + (" ↓" if e.capped else "")
-        table.add_row(str(i), safe(present(e.id)), f"{e.score:.2f}", e.effect, factor, f"{e.lexical:.2f}",
-                      "-" if e.semantic is None else f"{e.semantic:.2f}", f"{e.learned:+.2f}" if e.learned else "-")
-    out.print(table)
-    err.print(f"{len(rows)} of {total} tools ({said} ranker). FACTOR: the request's action against the tool's "
-              "effect (↓: kept below the best reading tool); LEARNED: what queries that led to the tool added.",
-              highlight=False, markup=False)
-
-
-def _no_match(project: str, query: str, docs: list[ToolDoc], *, deferred: bool, why: str, said: str) -> None:
-    from mcpctl.presentation.builtins import no_match_text
-
-    text = no_match_text(query, len(docs), list(dict.fromkeys(d.server for d in docs)), deferred=deferred, why=why)
-    err.print(text.splitlines()[0], highlight=False, markup=False)
-    err.print(f"({said} ranker) " + " ".join(text.splitlines()[1:2]), highlight=False, markup=False)
-    err.print(f"List the tools with: mcpctl tools list --project {project}", highlight=False, markup=False)
+    out.print(explained_table(rows, present))
+    err.print(f"{len(rows)} of {total} tools ({said} ranker). {EXPLAINED}", highlight=False, markup=False)
 
 
 def register(tools_app: typer.Typer) -> None:
@@ -180,7 +138,8 @@ def register(tools_app: typer.Typer) -> None:
         check_format(output, _FORMATS)
         from mcpctl.catalogue.rank import RANKER_KINDS, describe
         from mcpctl.errors import MCPCtlError
-        from mcpctl.presentation.search import tool_docs
+        from mcpctl.presentation.search_explain import searched
+        from mcpctl.presentation.search_table import no_match_lines
 
         from ._listing import listed_catalogue
 
@@ -193,41 +152,29 @@ def register(tools_app: typer.Typer) -> None:
         spec = cached.project
         for server, why in cached.missing.items():
             warn(f"server {server!r} cannot be served ({why}); its tools are not searched")
-        view = cached.view()          # what search_tools ranks, under the names a session calls
-        tools = {t.canonical_id: t for t in view.searchable}
-        docs = tool_docs(tools, the_cache())
-        if not docs:
-            raise MCPCtlError(f"project {project!r} has no tools to search",
-                              hint=f"check its servers: mcpctl tools list --project {project} --refresh")
-        docs, learned = _learned(project, spec, docs)
+        found = searched(project, cached, the_cache(), lambda: storage().log)
+        docs, present = found.docs, found.present
         kind = ranker_kind or spec.search.ranker
         ranker = _ranker(docs, kind, sorted({d.server for d in docs}))
         hits = ranker.search(query, top_k or spec.search.top_k)
         said = describe(ranker, kind)
 
-        def present(cid: str) -> str:
-            return view.present(cid) or cid
-
         if explain and hits:
-            _print_explained(ranker, query, top_k or spec.search.top_k, present, learned, said, len(docs), output)
+            _print_explained(ranker, query, top_k or spec.search.top_k, present, found.learned, said, len(docs), output)
             return
 
         if output == "json":
             err.print(f"({said} ranker)", highlight=False, markup=False)
             from mcpctl.presentation.search_explain import hits_json
 
-            print_json(hits_json(hits, tools, present, len(docs)))
+            print_json(hits_json(hits, found.tools, present, len(docs)))
             return
         if not hits:
             why = getattr(ranker, "fallback", None) or (f"--ranker {kind}" if ranker_kind else f"search.ranker: {kind}")
-            _no_match(project, query, docs, deferred=view.mode == "deferred", why=why, said=said)
+            for line in no_match_lines(project, query, docs, deferred=found.view.mode == "deferred", why=why, said=said):
+                err.print(line, highlight=False, markup=False)
             return
-        from rich.table import Table
+        from mcpctl.presentation.search_table import hits_table
 
-        table = Table(box=None, pad_edge=False)
-        for col in ("#", "NAME", "SCORE", "DESCRIPTION"):
-            table.add_column(col, justify="right" if col in ("#", "SCORE") else "left", no_wrap=col != "DESCRIPTION")
-        for i, (cid, score) in enumerate(hits, start=1):
-            table.add_row(str(i), safe(present(cid)), f"{score:.2f}", safe(_first_line(tools[cid].description)))
-        out.print(table)
+        out.print(hits_table(hits, found.tools, present))
         err.print(f"{len(hits)} of {len(docs)} tools ({said} ranker)", highlight=False, markup=False)

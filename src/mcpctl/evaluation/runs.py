@@ -1,5 +1,5 @@
 """`mcpctl eval`'s runs, without the CLI: rankers scored on datasets, or on a project's recorded
-searches (`score_log`), with the learning each asks for.
+searches (`score_log`, `score_project_log`), with the learning each asks for.
 
 A run says what it is doing through a `Reporter` (the CLI's shows a status line and a progress bar
 on a terminal and prints warnings; `QUIET` says nothing): `indexing` while a ranker embeds a new
@@ -10,15 +10,17 @@ process by the CLI), `warn` for what was left out.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from mcpctl.audit.records import SearchEvidence
     from mcpctl.catalogue.rank import ToolDoc
     from mcpctl.evaluation.datasets import Query
     from mcpctl.evaluation.evaluate import Result
+    from mcpctl.resources.store import ResourceStore
 
 
 class Reporter(Protocol):
@@ -106,6 +108,18 @@ def score_log(project: str, spec: Any, catalogue: Callable[[], list[ToolDoc]], e
         queries = [Query(f"log-{i}", e.query, (frozenset([e.tool]),)) for i, e in enumerate(evidence)]
         return score(f"log:{project}", docs, queries, kinds, "log", report)
     return _time_split(project, spec, docs, evidence, kinds, report)
+
+
+def score_project_log(project: str, store: ResourceStore, searches: Callable[[str], Iterable[SearchEvidence]],
+                      catalogue: Callable[[], list[ToolDoc]], kinds: Sequence[str] | None, split: str = "all",
+                      report: Reporter = QUIET) -> list[Result]:
+    """`eval --from-log`: `score_log` on project `project` of `store` (NotFound with did-you-mean)
+    and its successful recorded searches (`searches(project)`: the log's `search_evidence`)."""
+    from mcpctl.resources.kinds import ProjectSpec
+
+    spec = ProjectSpec.from_resource(store.get("Project", project))
+    evidence = [e for e in searches(project) if e.ok]
+    return score_log(project, spec, catalogue, evidence, kinds, split, report)
 
 
 def _time_split(project: str, spec: Any, docs: list[ToolDoc], evidence: list[Any], kinds: Sequence[str],

@@ -208,6 +208,19 @@ def list_cost(cached: CachedCatalogue) -> tuple[tuple[int, int], tuple[int, int]
     return costs[0], costs[1]
 
 
+def cost_change(project: str, before: CachedCatalogue, after: CachedCatalogue) -> tuple[str, str | None]:
+    """What a change of favourites did to the list's size (a line), and a warning when the favourites
+    now cost more than they save (each is listed in full: past a point the list outgrows the flat one)."""
+    (n0, t0), _ = list_cost(before)
+    (n1, t1), (nf, tf) = list_cost(after)
+    mode = after.project.presentation
+    said = f"{mode} list: {n0} tools ≈{t0:,} tokens -> {n1} tools ≈{t1:,} tokens (flat: {nf} tools ≈{tf:,} tokens)"
+    if mode != "flat" and t1 > tf:
+        return said, (f"the favourites now cost more than they save: the {mode} list is {t1 / tf:.0%} of flat; pin "
+                      f"fewer (--top, or mcpctl favourites remove --project {project} …) or present deferred")
+    return said, None
+
+
 def spec_diff(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
     """A unified diff of two objects' specs, as YAML (`live/REF` -> `suggested/REF`)."""
     import difflib

@@ -1,17 +1,52 @@
-"""What `mcpctl tools search` prints besides the table: the learned catalogue it ranks, the
-request as the ranker read it (`--explain`), and the JSON of hits and explanations (keys pinned by
-tests). No rich, no typer.
+"""What `mcpctl tools search` prints besides the table: the learned catalogue it ranks
+(`searched`), the request as the ranker read it (`--explain`), and the JSON of hits and
+explanations (keys pinned by tests). No rich, no typer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcpctl.audit.records import AuditLog
+    from mcpctl.catalogue.cache import CatalogueCache
     from mcpctl.catalogue.rank import ToolDoc
     from mcpctl.catalogue.tool import CatalogueTool
+    from mcpctl.presentation.catalogue import CachedCatalogue
+    from mcpctl.presentation.view import View
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What `tools search` ranks: the project's view (the names a session calls), its searchable
+    tools by canonical id, their documents (with what the log teaches, where the project learns)
+    and what was learned."""
+
+    view: View
+    tools: dict[str, CatalogueTool]
+    docs: list[ToolDoc]
+    learned: Any
+
+    def present(self, cid: str) -> str:
+        return self.view.present(cid) or cid
+
+
+def searched(project: str, cached: CachedCatalogue, cache: CatalogueCache, log: Callable[[], AuditLog]) -> Searched:
+    """What `search_tools` of `project` ranks, from its cached catalogue; `log()` (what the project
+    learns from) is opened only when there is something to rank. MCPCtlError when nothing is."""
+    from mcpctl.errors import MCPCtlError
+    from mcpctl.presentation.search import tool_docs
+
+    view = cached.view()          # what search_tools ranks, under the names a session calls
+    tools = {t.canonical_id: t for t in view.searchable}
+    docs = tool_docs(tools, cache)
+    if not docs:
+        raise MCPCtlError(f"project {project!r} has no tools to search",
+                          hint=f"check its servers: mcpctl tools list --project {project} --refresh")
+    docs, learned = learned_docs(project, cached.project, docs, log())
+    return Searched(view, tools, docs, learned)
 
 
 def learned_docs(project: str, spec: Any, docs: list[ToolDoc], log: AuditLog) -> tuple[list[ToolDoc], Any]:
