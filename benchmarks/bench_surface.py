@@ -131,8 +131,11 @@ def main() -> None:
     try:
         tools, servers = setup(dataset / "tools.jsonl", args.tools, args.calls)
         from mcpctl.catalogue.tokens import token_counter
-        from mcpctl.cli.surface import report_json, surface_report
+        from mcpctl.cli._storage import open_storage
+        from mcpctl.cli.surface import surface_report
+        from mcpctl.presentation.surface_formats import report_json
 
+        open_storage()          # what the CLI's root does for a command line
         counter = token_counter()
         print(f"mcpctl surface benchmark: {tools} tools on {servers} servers from {dataset / 'tools.jsonl'}, "
               f"{args.calls:,} calls in the log; {counter.label}")
