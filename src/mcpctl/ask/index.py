@@ -132,9 +132,6 @@ class PassageIndex:
             self.skipped.pop(k, None)
         return any([self.drop(*k) for k in gone])
 
-    def drop_server(self, server: str) -> bool:
-        return self.keep_only(server, ())
-
     # -- ranking -----------------------------------------------------------------------------------
 
     def ranker(self) -> tuple[Ranker, dict[str, Passage]]:

@@ -3,12 +3,11 @@
 The MCP specification's backwards-compatibility rule (2025-03-26 and later): a client POSTs an
 InitializeRequest to the URL; a 400, 404 or 405 says the server may be an old HTTP+SSE server,
 so the client GETs the URL expecting an event stream whose first event is `endpoint`.
-`probe_transport` does exactly that, once, and answers "sse" only when that event comes; every
+`probe_remote` does exactly that, once, and answers "sse" only when that event comes; every
 other outcome (a 2xx, a 401, a refused connection, no `endpoint` event) answers "http", so the
 listing that follows reports the real problem. A session the POST opened is ended (DELETE).
 
-`probe_remote` answers the same question and one more: whether the server asked for an OAuth
-sign-in (a 401 with a `WWW-Authenticate: Bearer` challenge, to the POST or to the SSE GET), which
+It answers one more question: whether the server asked for an OAuth sign-in (a 401 with a `WWW-Authenticate: Bearer` challenge, to the POST or to the SSE GET), which
 `create server --url` records as `auth: {type: oauth}`. `remote_transport` is what `create server
 --url` asks: the probe's answer, or, without probing, the URL's (`sse_url`).
 """
@@ -57,11 +56,6 @@ def remote_transport(spec: dict[str, Any], connect_timeout: float | None, *, pro
     except SecretError:
         return by_url
     return Remote(*probe_remote(url, headers, connect_timeout or 30.0), asked=True)
-
-
-def probe_transport(url: str, headers: dict[str, str], timeout: float) -> str:
-    """"http" or "sse" for `url` (with `headers`), by the specification's fallback signal."""
-    return probe_remote(url, headers, timeout)[0]
 
 
 def probe_remote(url: str, headers: dict[str, str], timeout: float) -> tuple[str, bool]:

@@ -242,9 +242,6 @@ class Rule(NamedTuple):
     together: tuple[frozenset[str], ...]    # or all the words of one of these
     whole: bool                             # may span sentences (else each sentence is gated apart)
 
-    def may_match(self, held: frozenset[str]) -> bool:
-        return not self.words.isdisjoint(held) or any(w <= held for w in self.together)
-
 
 def _rule(why: str, rx: str, gate: str) -> Rule:
     alternatives = gate.split()
