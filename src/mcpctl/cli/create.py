@@ -12,7 +12,7 @@ import typer
 from mcpctl.errors import InvalidResource
 from mcpctl.resources.apply import create_object
 from mcpctl.resources.flags import flag_message, project_document, server_document
-from mcpctl.resources.settings import DEFAULT_MAX_RESULT_TOKENS
+from mcpctl.resources.settings import DEFAULT_MAX_RESULT_TOKENS, DEFAULT_NAME_MAX_LENGTH
 from mcpctl.resources.yamlio import Document
 
 from . import token
@@ -151,7 +151,7 @@ def create_project(
     gate_instructions: Annotated[str | None, typer.Option(
         "--gate-instructions", help="What begin_session tells the agent (with --gate).")] = None,
     names: Annotated[str | None, typer.Option("--names", help="Presented names: portable (client-safe, default) | spec | bare")] = None,
-    max_name_length: Annotated[int | None, typer.Option("--max-name-length", help="Longest presented name (16-128; default 48).")] = None,
+    max_name_length: Annotated[int | None, typer.Option("--max-name-length", help=f"Longest presented name (16-128; default {DEFAULT_NAME_MAX_LENGTH}).")] = None,
     search: Annotated[bool | None, typer.Option("--search/--no-search", help="Offer the search_tools built-in (default on).")] = None,
     ranker: Annotated[str | None, typer.Option("--ranker", help="search_tools ranker: auto (default) | bm25 | semantic | hybrid")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", help="search_tools results by default (1-20).")] = None,
@@ -172,7 +172,8 @@ def create_project(
                                          "--disable id matches no tool its server last listed.")] = False,
 ) -> None:
     """Create a project: a set of servers with curation, favourites, presentation and search settings."""
-    from mcpctl.resources.kinds import NAME_STYLES, PRESENTATIONS, RANKERS
+    from mcpctl.resources.kinds import NAME_STYLES, PRESENTATIONS
+    from mcpctl.resources.settings import RANKERS
 
     for value, allowed, flag in ((presentation, PRESENTATIONS, "--presentation"), (names, NAME_STYLES, "--names"),
                                  (ranker, RANKERS, "--ranker")):

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from mcpctl.resources.settings import DEFAULT_NAME_MAX_LENGTH
+
 STYLES: Final = ("portable", "spec", "bare")
 SEP: Final = {"portable": "__", "spec": "/", "bare": "__"}
 _PORTABLE_BAD: Final = re.compile(r"[^A-Za-z0-9_-]")
@@ -92,7 +94,7 @@ class Namer:
     expects a server's own names sees them unchanged; characters stay client-safe."""
 
     style: str = "portable"
-    max_length: int = 48
+    max_length: int = DEFAULT_NAME_MAX_LENGTH
     shared: frozenset[str] = frozenset()
     reserved: frozenset[str] = frozenset()     # never bare: mcpctl's built-ins
     servers: frozenset[str] = frozenset()      # never bare: `<server>__…`, another tool's prefixed form

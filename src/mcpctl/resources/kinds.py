@@ -38,10 +38,13 @@ from mcpctl.resources.settings import (
     DEFAULT_LEARN_MIN_SESSIONS,
     DEFAULT_LEARN_WINDOW_DAYS,
     DEFAULT_MAX_RESULT_TOKENS,
+    DEFAULT_NAME_MAX_LENGTH,
+    DEFAULT_RANKER,
     DEFAULT_RECORD_QUERIES,
     DEFAULT_SEARCH_ENABLED,
     DEFAULT_SEARCH_TOP_K,
     RANKER_WHEN_UNSET,
+    RANKERS,
     AskSettings,
     GateSettings,
     LearnSettings,
@@ -55,7 +58,6 @@ PRESENTATIONS: Final = ("flat", "favourite-index", "deferred")
 PINNING_MODES: Final = ("off", "warn", "hold")
 DEFAULT_PINNING: Final = "warn"       # report a changed definition, keep serving it (docs/internals.md)
 NAME_STYLES: Final = ("portable", "spec", "bare")
-RANKERS: Final = ("auto", "bm25", "semantic", "hybrid")   # auto: hybrid when the model loads, else bm25
 DEFAULT_MAX_FAVOURITES: Final = 15
 DEFERRED_FAVOURITES_WARN: Final = 10       # deferred lists only favourites: 3-5 recommended
 # Presented names: Claude Code calls a tool `mcp__<server>__<name>` and refuses more than 64
@@ -199,7 +201,7 @@ PROJECT_SPEC: Final = Obj({
     "names": Obj({
         "style": Scalar(str, default="portable", enum=NAME_STYLES),
         # the style-dependent cap (PORTABLE_MAX_LENGTH for portable names) is checked by validate
-        "maxLength": Scalar(int, default=48, check=check_range(16, SPEC_MAX_LENGTH)),
+        "maxLength": Scalar(int, default=DEFAULT_NAME_MAX_LENGTH, check=check_range(16, SPEC_MAX_LENGTH)),
     }),
     # Named views of the project for credentials (tokens) and `serve --profile`: allow/deny are
     # canonical ids or globs; readOnly keeps only tools annotated read-only and not destructive,
@@ -214,7 +216,7 @@ PROJECT_SPEC: Final = Obj({
     }), key_check=check_profile_name),
     "search": Obj({
         "enabled": Scalar(bool, default=DEFAULT_SEARCH_ENABLED),
-        "ranker": Scalar(str, default="auto", enum=RANKERS),
+        "ranker": Scalar(str, default=DEFAULT_RANKER, enum=RANKERS),
         "topK": Scalar(int, default=DEFAULT_SEARCH_TOP_K, check=check_range(1, 20)),
         "recordQueries": Scalar(bool, default=DEFAULT_RECORD_QUERIES),
         # Learning from the project's own use (catalogue.learn): each recorded query followed by a
@@ -463,7 +465,7 @@ class ProjectSpec:
                 instruction=fav.get("instruction") is not False,
             ),
             presentation=shown.mode,
-            names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", 48))),
+            names=NameSettings(names.get("style", "portable"), int(names.get("maxLength", DEFAULT_NAME_MAX_LENGTH))),
             search=SearchSettings(
                 enabled=bool(search.get("enabled", DEFAULT_SEARCH_ENABLED)),
                 ranker=search.get("ranker", RANKER_WHEN_UNSET),

@@ -26,6 +26,11 @@ DEFAULT_LEARN_MIN_SESSIONS: Final = 2
 DEFAULT_SEARCH_ENABLED: Final = True
 DEFAULT_SEARCH_TOP_K: Final = 5
 DEFAULT_RECORD_QUERIES: Final = False
+# search.ranker: auto is hybrid when the embedding model loads, else bm25 (docs/ranking.md).
+RANKERS: Final = ("auto", "bm25", "semantic", "hybrid")
+DEFAULT_RANKER: Final = "auto"
+# names.maxLength: the longest presented name (presentation.names).
+DEFAULT_NAME_MAX_LENGTH: Final = 48
 
 
 @dataclass(frozen=True)
@@ -119,4 +124,4 @@ class AskSettings:
 @dataclass(frozen=True)
 class NameSettings:
     style: str = "portable"
-    max_length: int = 48
+    max_length: int = DEFAULT_NAME_MAX_LENGTH

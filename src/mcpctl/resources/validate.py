@@ -24,6 +24,7 @@ from mcpctl.resources.overrides import check_shape
 from mcpctl.resources.presents import presents
 from mcpctl.resources.schema import FieldError, FieldErrors, dotted, every, normalize
 from mcpctl.resources.secrets import looks_like_secret
+from mcpctl.resources.settings import DEFAULT_NAME_MAX_LENGTH
 from mcpctl.resources.yamlio import Document
 
 TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
@@ -141,7 +142,7 @@ def _check_names(v: Validated) -> None:
     if style != "spec":     # portable and bare names are the client-safe ones: they must fit
         raise InvalidResource(
             f"{where}: spec.names.maxLength: {length} is too long for {style} names: {budget}",
-            hint=f"set spec.names.maxLength to at most {PORTABLE_MAX_LENGTH} (the default is 48)")
+            hint=f"set spec.names.maxLength to at most {PORTABLE_MAX_LENGTH} (the default is {DEFAULT_NAME_MAX_LENGTH})")
     v.warnings.append(
         f"{where}: spec.names.maxLength is {length}: presented names longer than {PORTABLE_MAX_LENGTH} "
         f"characters are allowed by the spec style (up to 128, SEP-986), but Claude and Codex reject them "
