@@ -212,12 +212,12 @@ def test_ask_passages_are_ranked_without_the_stage() -> None:
     assert ranker.search("show me how to delete notes", 2)[0][0] == "n/1"
 
 
-# -- the property, over the reference servers and every request of both people-phrased sets ------------------
+# -- the property, over the reference servers and every request of the people-phrased sets --------------------
 
 
 def _read_requests() -> list[str]:
     queries = []
-    for name in ("user_requests", "people_requests"):
+    for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2"):
         ds = load_dataset(FIXTURES / name)
         queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
     return queries
@@ -226,7 +226,7 @@ def _read_requests() -> list[str]:
 @pytest.mark.parametrize("kind", ["bm25", "auto"])
 @pytest.mark.timeout(600)            # auto embeds 60 tools where the model is installed
 def test_no_tool_that_changes_or_deletes_ranks_above_the_best_matching_reader(kind: str) -> None:
-    """For every read-phrased request of both sets, over the real tool lists of the reference and
+    """For every read-phrased request of the four people-phrased sets (two to test, two to tune), over the real tool lists of the reference and
     example servers: in the ranking `search` returns, no tool that changes or deletes comes before
     the best *matching* reading tool (one scoring at least MATCHING_SHARE of the best before the
     action is weighed)."""
