@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,6 +18,10 @@ Recorder = Callable[..., None]
 
 class CallLog:
     """Writes a project's rows through `record` (None: nothing is logged)."""
+
+    def begin(self, caller: Caller) -> Call:
+        """A call of `caller`'s beginning now, logged through this log once it ends."""
+        return Call(self, caller, time.time(), time.perf_counter())
 
     def __init__(self, record: Recorder | None, project_name: str) -> None:
         self.record = record
@@ -41,3 +46,25 @@ class CallLog:
                    credential=caller.credential or None)   # "": the project's own token
         except Exception:
             log.exception("recording a call failed")
+
+
+@dataclass(slots=True)
+class Call:
+    """One routed call or refused request: who, when (epoch s; `perf_counter`), the name it was
+    asked by and its canonical id once resolved (`named`); `log` writes its one row."""
+
+    to: CallLog
+    caller: Caller
+    ts: float
+    t0: float
+    presented: str = ""
+    canonical: str | None = None
+
+    def named(self, presented: str, canonical: str | None) -> Call:
+        self.presented, self.canonical = presented, canonical
+        return self
+
+    def log(self, outcome: str, error_class: str | None = None, *, query: str | None = None,
+            result: tuple[int, int | None] | None = None) -> None:
+        self.to(self.caller, self.ts, self.t0, self.presented, self.canonical, outcome, error_class, query, result)
+

@@ -15,7 +15,6 @@ under the name the caller used and the canonical id. A call over its identity's 
 from __future__ import annotations
 
 import logging
-import time
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -58,7 +57,7 @@ from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable, describ
 if TYPE_CHECKING:
     from mcpctl.catalogue.tool import CatalogueTool
     from mcpctl.gateway.asks import Asks
-    from mcpctl.gateway.calllog import CallLog
+    from mcpctl.gateway.calllog import Call, CallLog
     from mcpctl.gateway.knowledge import Knowledge
     from mcpctl.gateway.pool import Pool
     from mcpctl.gateway.views import Views
@@ -87,37 +86,36 @@ class Router:
 
     async def call_tool(self, caller: Caller, params: Any) -> dict[str, Any]:
         """Route one tools/call (wire-format params) and return the result (no era envelope)."""
-        ts, t0 = time.time(), time.perf_counter()
+        call = self.log_call.begin(caller)
         name = params.get("name") if isinstance(params, dict) else None
         args = params.get("arguments") if isinstance(params, dict) else None
         if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
-            self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "InvalidParams")
+            call.named(_bounded(name), None).log("protocol_error", "InvalidParams")
             raise MCPError(code=INVALID_PARAMS, message="tools/call needs params {name: string, arguments?: object}")
         limits = self.views.limits
         if limits.rates and (over := limits.take(caller.profile, caller.credential)) is not None:
-            self.log_call(caller, ts, t0, _bounded(name), hit_id(self.views.view_for(caller), name), "limited",
-                          LIMITED_CLASS)
+            call.named(_bounded(name), hit_id(self.views.view_for(caller), name)).log("limited", LIMITED_CLASS)
             return error_result(over.message)
         if "requestState" in params and self.asks.owns(params):
-            return await self._resume(caller, ts, t0, name, params)
+            return await self._resume(call, name, params)
         view = self.views.view_for(caller)
         if name in view.builtins:
-            return await self._builtin(caller, ts, t0, view, name, args)
+            return await self._builtin(call, view, name, args)
         if view.session.gated and name in self.views.ungated(view).builtins:
             # a built-in the session gets once it has begun: the gate's refusal, not "unknown tool"
-            self.log_call(caller, ts, t0, name, _BUILTIN_IDS[name], GATED.outcome, GATED.error_class)
+            call.named(name, _BUILTIN_IDS[name]).log(GATED.outcome, GATED.error_class)
             return error_result(GATED.message)
         hit = view.resolve(name)
         if hit is None and not self.pool.settled:
             hit = await self._resolve_later(caller, name)
         if hit is None:
-            self.log_call(caller, ts, t0, _bounded(name), None, "protocol_error", "UnknownTool")
+            call.named(_bounded(name), None).log("protocol_error", "UnknownTool")
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {_bounded(name)}")
         if isinstance(hit, Refusal):
-            self.log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
+            call.named(name, hit_id(view, name)).log(hit.outcome, hit.error_class)
             return error_result(hit.message)
         meta = params.get("_meta")
-        return await self._relay_call(caller, ts, t0, name, hit.tool, args, meta if isinstance(meta, dict) else None,
+        return await self._relay_call(call, name, hit.tool, args, meta if isinstance(meta, dict) else None,
                                       params if "inputResponses" in params or "requestState" in params else None)
 
     async def _resolve_later(self, caller: Caller, name: str) -> Route | Refusal | None:
@@ -126,18 +124,19 @@ class Router:
         await self.pool.wait_for_unlisted()
         return self.views.view_for(caller).resolve(name)
 
-    async def _relay_call(self, caller: Caller, ts: float, t0: float, presented: str, route: CatalogueTool,
+    async def _relay_call(self, call: Call, presented: str, route: CatalogueTool,
                           given: dict[str, Any] | None, meta: dict[str, Any] | None,
                           mrtr: dict[str, Any] | None = None) -> dict[str, Any]:
         server, tool, cid = route.server, route.name, route.canonical_id
+        caller = call.named(presented, cid).caller
         args = upstream_arguments(route, given)          # the overrides stage, backwards
         if isinstance(args, Refusal):
-            self.log_call(caller, ts, t0, presented, cid, args.outcome, args.error_class)
+            call.log(args.outcome, args.error_class)
             return error_result(args.message)
         up = self.pool.get(server)
         if up is None:
             why = self.pool.why(server)
-            self.log_call(caller, ts, t0, presented, cid, "upstream_down", "UpstreamUnavailable")
+            call.log("upstream_down", "UpstreamUnavailable")
             return error_result(f"upstream server {server!r} is unavailable: {why}")
         fwd: dict[str, Any] = {"name": tool}
         if args is not None:
@@ -166,100 +165,103 @@ class Router:
                 result = await self.asks.resolve(caller, result, lambda answers, state: held(ceiling, partial(
                     self.asks.relay, caller, server, partial(send, retry_params(fwd, answers, state)))))
         except (UpstreamTimeout, UpstreamUnavailable) as e:
-            self.log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
+            call.log(e.outcome, type(e).__name__)
             return error_result(str(e))
         except MCPError as e:
-            self.log_call(caller, ts, t0, presented, cid, "protocol_error", f"MCPError{e.code}")
+            call.log("protocol_error", f"MCPError{e.code}")
             raise
         except anyio.get_cancelled_exc_class():
-            self.log_call(caller, ts, t0, presented, cid, "protocol_error", "Cancelled")
+            call.log("protocol_error", "Cancelled")
             raise
         except Exception as e:
             log.exception("relaying %s failed", cid)
-            self.log_call(caller, ts, t0, presented, cid, "protocol_error", type(e).__name__)
+            call.log("protocol_error", type(e).__name__)
             return error_result(f"mcpctl could not relay the call to {server!r}: {describe_error(e)}")
-        return self._answered(caller, ts, t0, presented, cid, server, result)
+        return self._answered(call, server, result)
 
-    def _answered(self, caller: Caller, ts: float, t0: float, presented: str, cid: str | None, server: str,
-                  result: dict[str, Any]) -> dict[str, Any]:
+    def _answered(self, call: Call, server: str, result: dict[str, Any]) -> dict[str, Any]:
+        """The upstream's result, through the content stage, and its row (the call named)."""
+        caller = call.caller
         rt = result.get("resultType")
         if rt == "input_required":
             strip_upstream_meta(result)
-            self.log_call(caller, ts, t0, presented, cid, "ok", "InputRequired")
+            call.log("ok", "InputRequired")
             return result
         if rt not in (None, "complete"):
-            self.log_call(caller, ts, t0, presented, cid, "protocol_error", "UnknownResultType")
+            call.log("protocol_error", "UnknownResultType")
             return error_result(f"upstream server {server!r} answered with a result of type {rt!r}, which "
                                 "mcpctl cannot relay")
         strip_upstream_meta(result)
         failed = bool(result.get("isError"))
         # the content stage: text over results.maxTokens is cut, the rest kept for this caller
         cut = self.sections.apply((caller.session_id, caller.credential), result)
-        self.log_call(caller, ts, t0, presented, cid, "tool_error" if failed else "ok",
-                       "ToolError" if failed else None, result=(cut.chars, cut.sections))
+        call.log("tool_error" if failed else "ok", "ToolError" if failed else None, result=(cut.chars, cut.sections))
         return result
 
-    async def _resume(self, caller: Caller, ts: float, t0: float, name: str, params: dict[str, Any]
+    async def _resume(self, call: Call, name: str, params: dict[str, Any]
                       ) -> dict[str, Any]:
         """A 2026 client's retry of a call parked for its input (`asks.Asks.resume`): logged as the
         parked call, and refused (`denied`) when it names another tool than the one parked, or one
         this caller may no longer call."""
+        caller = call.caller
         view = self.views.view_for(caller)
         hit = view.resolve(name)
         try:
             parked = self.asks.parked_call(caller, params)[1]
         except MCPError as e:
-            self.log_call(caller, ts, t0, _bounded(name), hit_id(view, name), "protocol_error", f"MCPError{e.code}")
+            call.named(_bounded(name), hit_id(view, name)).log("protocol_error", f"MCPError{e.code}")
             raise
         presented, cid = parked.call.tool or (name, None)
         server = parked.call.server
         if isinstance(hit, Refusal):
-            self.log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
+            call.named(name, hit_id(view, name)).log(hit.outcome, hit.error_class)
             return error_result(hit.message)
         if not isinstance(hit, Route) or hit.tool.canonical_id != cid:
-            self.log_call(caller, ts, t0, _bounded(name), hit_id(view, name), "denied", "RequestStateMismatch")
+            call.named(_bounded(name), hit_id(view, name)).log("denied", "RequestStateMismatch")
             raise MCPError(code=INVALID_PARAMS, message=(
                 f"requestState belongs to a call of {presented!r}, not {_bounded(name)!r}: retry that call with "
                 "the same name, or call the other tool without requestState"))
+        call.named(presented, cid)
         try:
             result = await self.asks.resume(caller, params)
         except MCPError as e:
-            self.log_call(caller, ts, t0, presented, cid, "protocol_error", f"MCPError{e.code}")
+            call.log("protocol_error", f"MCPError{e.code}")
             raise
         except (UpstreamTimeout, UpstreamUnavailable) as e:
-            self.log_call(caller, ts, t0, presented, cid, e.outcome, type(e).__name__)
+            call.log(e.outcome, type(e).__name__)
             return error_result(str(e))
-        return self._answered(caller, ts, t0, presented, cid, server, result)
+        return self._answered(call, server, result)
 
     # -- built-ins -------------------------------------------------------------------------------------
 
-    async def _builtin(self, caller: Caller, ts: float, t0: float, view: View, name: str, args: Any
+    async def _builtin(self, call: Call, view: View, name: str, args: Any
                        ) -> dict[str, Any]:
-        cid = _BUILTIN_IDS[name]
+        call.named(name, _BUILTIN_IDS[name])
         try:
             if name == SEARCH_TOOL:
-                return await self._search(caller, ts, t0, view, args)
+                return await self._search(call, view, args)
             if name == BEGIN_SESSION:
-                return await self._begin_session(caller, ts, t0, args)
+                return await self._begin_session(call, args)
             if name == READ_RESULT:
-                return self._read_result(caller, ts, t0, args)
+                return self._read_result(call, args)
             if name == ASK:
-                return await self._ask(caller, ts, t0, view, args)
-            return await self._call_by_name(caller, ts, t0, view, args)
+                return await self._ask(call, view, args)
+            return await self._call_by_name(call, view, args)
         except BuiltinError as e:
-            self.log_call(caller, ts, t0, name, cid, "tool_error", "InvalidArguments")
+            call.log("tool_error", "InvalidArguments")
             return error_result(str(e))
 
-    def _read_result(self, caller: Caller, ts: float, t0: float, args: Any) -> dict[str, Any]:
+    def _read_result(self, call: Call, args: Any) -> dict[str, Any]:
         """A section of a result cut for this caller (`presentation.sections`): another session's or
         credential's id is answered as an unknown one."""
         rid, section = parse_read_result(args)
+        caller = call.caller
         try:
             text, n = self.sections.store.read((caller.session_id, caller.credential), rid, section)
         except SectionError as e:
-            self.log_call(caller, ts, t0, READ_RESULT, READ_RESULT_CANONICAL_ID, "tool_error", "NoSuchResult")
+            call.log("tool_error", "NoSuchResult")
             return error_result(str(e))
-        self.log_call(caller, ts, t0, READ_RESULT, READ_RESULT_CANONICAL_ID, "ok", result=(len(text), None))
+        call.log("ok", result=(len(text), None))
         result = text_result(text)
         if section < n:
             result["content"].append({"type": "text", "text": f"[mcpctl] Section {section} of {n} of result "
@@ -268,7 +270,7 @@ class Router:
             result["content"].append({"type": "text", "text": f"[mcpctl] Section {n} of {n}: the last of result {rid}."})
         return result
 
-    async def _ask(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
+    async def _ask(self, call: Call, view: View, args: Any) -> dict[str, Any]:
         """`ask(question, top_k)`: passages of the servers this view admits, answered by the
         caller's own model when it lends one (`gateway.knowledge`)."""
         from mcpctl.ask.answer import text
@@ -276,23 +278,22 @@ class Router:
         question, top_k = parse_ask(args, self.views.project.ask.top_k)
         if self.knowledge is None:      # pragma: no cover - not in view.builtins then
             return error_result("ask is not enabled in this project (ask.enabled: false)")
-        payload = await self.knowledge.ask(caller.peer, question, top_k, view.servers)
-        self.log_call(caller, ts, t0, ASK, ASK_CANONICAL_ID, "ok",
-                      query=question if self.views.project.search.record_queries else None)
+        payload = await self.knowledge.ask(call.caller.peer, question, top_k, view.servers)
+        call.log("ok", query=question if self.views.project.search.record_queries else None)
         return structured_result(payload, text(payload))
 
-    async def _search(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
+    async def _search(self, call: Call, view: View, args: Any) -> dict[str, Any]:
         if self.views.search is None:      # pragma: no cover - not in view.builtins then
             return error_result("search_tools is disabled in this project (search.enabled: false)")
         query, top_k = parse_arguments(args if args is not None else {}, self.views.project.search.top_k)
         payload = await self.views.search.search(self.views.catalogue.version, view, query, top_k)
-        self.log_call(caller, ts, t0, SEARCH_TOOL, SEARCH_CANONICAL_ID, "ok",
-                       query=query if self.views.project.search.record_queries else None)
+        call.log("ok", query=query if self.views.project.search.record_queries else None)
         return search_result(payload)
 
-    async def _begin_session(self, caller: Caller, ts: float, t0: float, args: Any) -> dict[str, Any]:
+    async def _begin_session(self, call: Call, args: Any) -> dict[str, Any]:
         """The session gate: brief the session for its task, then ungate it (it alone)."""
         task = parse_begin_session(args if args is not None else {})
+        caller = call.caller
         was_gated = self.views.sessions.begin(caller.session_id)
         view = self.views.view_for(caller)
         matches: list[dict[str, Any]] = []
@@ -311,13 +312,12 @@ class Router:
             lines.append(f"Best matches for the task {task!r}:")
             lines += [f"- {m['name']}: {_first_line(m['description'])}" for m in matches]
         lines.append("Your full tool list is now available." if was_gated else "This session had already begun.")
-        self.log_call(caller, ts, t0, BEGIN_SESSION, BEGIN_SESSION_CANONICAL_ID, "ok",
-                       query=task if self.views.project.search.record_queries else None)
+        call.log("ok", query=task if self.views.project.search.record_queries else None)
         if was_gated:
             await self.views.sessions.notify({"tools"}, only=caller.session_id)
         return structured_result(payload, "\n".join(lines))
 
-    async def _call_by_name(self, caller: Caller, ts: float, t0: float, view: View, args: Any) -> dict[str, Any]:
+    async def _call_by_name(self, call: Call, view: View, args: Any) -> dict[str, Any]:
         """`call_tool(name, arguments)`: the same pipeline as a direct call, one log row under the
         name the agent gave."""
         name, tool_args = parse_call_tool(args)
@@ -325,14 +325,14 @@ class Router:
             raise BuiltinError(f"call_tool calls the project's tools; call {name} directly")
         hit = view.resolve(name)
         if hit is None and not self.pool.settled:
-            hit = await self._resolve_later(caller, name)
+            hit = await self._resolve_later(call.caller, name)
         if hit is None:
-            self.log_call(caller, ts, t0, _bounded(name), None, "tool_error", "UnknownTool")
+            call.named(_bounded(name), None).log("tool_error", "UnknownTool")
             return error_result(f"no tool named {_bounded(name)!r} in this project; call search_tools to find one")
         if isinstance(hit, Refusal):
-            self.log_call(caller, ts, t0, name, hit_id(view, name), hit.outcome, hit.error_class)
+            call.named(name, hit_id(view, name)).log(hit.outcome, hit.error_class)
             return error_result(hit.message)
-        return await self._relay_call(caller, ts, t0, name, hit.tool, tool_args, None)
+        return await self._relay_call(call, name, hit.tool, tool_args, None)
 
 
 

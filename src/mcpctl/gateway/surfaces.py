@@ -16,7 +16,6 @@ resource updates reach only such sessions (`relay`, `asks`).
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, Final
 
 from mcp import MCPError
@@ -47,15 +46,15 @@ class Surfaces:
     def admit(self, caller: Caller, server: str, method: str, name: str) -> None:
         """Refuse (MCPError, logged `denied`) a request for `server`'s item `name` outside the
         caller's view, and (logged `limited`) one over the caller's budget (`presentation.budgets`)."""
-        ts, t0 = time.time(), time.perf_counter()
         shown = _bounded(name)
+        call = self.log_call.begin(caller).named(f"{method} {shown}", None)
         refusal = self.views.view_for(caller).admit(server, f"{_ITEM.get(method, 'item')} {shown!r}")
         if refusal is not None:
-            self.log_call(caller, ts, t0, f"{method} {shown}", None, refusal.outcome, refusal.error_class)
+            call.log(refusal.outcome, refusal.error_class)
             raise MCPError(code=INVALID_PARAMS, message=refusal.message)
         limits = self.views.limits
         if limits.rates and (over := limits.take(caller.profile, caller.credential)) is not None:
-            self.log_call(caller, ts, t0, f"{method} {shown}", None, "limited", LIMITED_CLASS)
+            call.log("limited", LIMITED_CLASS)
             raise MCPError(code=LIMITED, message=over.message, data={"retryAfterSeconds": over.retry_after})
 
     def lists(self, caller: Caller, section: str) -> list[dict[str, Any]]:
