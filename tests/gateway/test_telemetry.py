@@ -1,0 +1,223 @@
+"""Metrics and traces (issue 36; `mcpctl.telemetry`, docs/team.md).
+
+- `/metrics` of a real `mcpctl serve --transport http` (MCPCTL_METRICS=1), scraped after known
+  traffic, has the exact counts; without the token it is a 401.
+- One trace from a client's span through the gateway to a streamable-HTTP upstream (a real
+  process): the spans arrive in an in-memory exporter, and the upstream sees the same trace id in
+  `_meta` and in its HTTP headers.
+- Off by default: no telemetry object, nothing of prometheus_client or the OpenTelemetry SDK imported.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from gwkit import Kit, http_upstream, text_of, wait_tools
+from inproc import Harness
+from test_serve_http import http_client, http_gateway_process
+
+from ci_support import SLACK
+
+pytestmark = pytest.mark.anyio
+
+
+def _get(url: str, token: str | None = None) -> tuple[int, str]:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=20 * SLACK) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def _samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def _calls(samples: dict[Any, float], server: str, tool: str, outcome: str) -> float:
+    key = ("mcpctl_calls_total", frozenset({("server", server), ("tool", tool), ("outcome", outcome)}))
+    return samples.get(key, 0.0)
+
+
+async def test_metrics_count_the_calls_a_scrape_finds(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+    kit.server("alpha")
+    kit.project("p", ["alpha"])
+    monkeypatch.setenv("MCPCTL_METRICS", "1")
+    oks, fails = 5, 3
+    with http_gateway_process(kit, "p") as gw:
+        metrics_url = gw.url.removesuffix("/mcp") + "/metrics"
+        assert _get(metrics_url)[0] == 401
+        assert _get(metrics_url, "not-the-token")[0] == 401
+        async with http_client(gw.url, gw.token, "auto") as c:
+            await wait_tools(c, {"alpha__echo", "alpha__fail"})
+            for i in range(oks):
+                assert text_of(await c.call_tool("alpha__echo", {"text": f"n{i}"})) == f"n{i}"
+            for _ in range(fails):
+                assert (await c.call_tool("alpha__fail", {})).is_error
+            await c.call_tool("search_tools", {"query": "echo"})
+        status, text = _get(metrics_url, gw.token)
+    assert status == 200, text
+    samples = _samples(text)
+    assert _calls(samples, "alpha", "echo", "ok") == oks
+    assert _calls(samples, "alpha", "fail", "tool_error") == fails
+    assert _calls(samples, "mcpctl", "search_tools", "ok") == 1
+    assert samples[("mcpctl_call_duration_seconds_count", frozenset({("server", "alpha"), ("tool", "echo")}))] == oks
+    assert samples[("mcpctl_search_duration_seconds_count", frozenset())] == 1
+    assert samples[("mcpctl_upstream_up", frozenset({("server", "alpha")}))] == 1
+    assert samples[("mcpctl_sessions", frozenset())] >= 1
+    assert samples[("mcpctl_parked_calls", frozenset())] == 0
+    assert gw.token not in text and "n0" not in text       # never a token or an argument
+
+
+def test_labels_are_bounded_to_the_catalogue() -> None:
+    from mcpctl.telemetry.metrics import Metrics
+
+    m = Metrics("p")
+    m._servers = frozenset({"alpha"})
+    m._known = lambda cid: cid == "alpha/echo"
+    assert m.labels("alpha/echo") == ("alpha", "echo")
+    assert m.labels("alpha/made-up-123") == ("alpha", "other")
+    assert m.labels("nobody/echo") == ("other", "other")
+    assert m.labels(None) == ("other", "other")
+    m.observe("alpha/x1", "weird outcome", 0.01)
+    text = m.exposition()[0].decode()
+    assert 'mcpctl_calls_total{outcome="other",server="alpha",tool="other"} 1.0' in text
+
+
+# -- traces ----------------------------------------------------------------------------------------
+
+
+def _reset_tracer_provider() -> None:
+    """OpenTelemetry's global provider can be set once per process: a test resets it, as
+    OpenTelemetry's own test utilities do, so other tests see no provider."""
+    from opentelemetry import trace
+    from opentelemetry.util._once import Once
+
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from mcpctl.telemetry.tracing import Tracing
+
+    _reset_tracer_provider()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = Tracing.install(provider)
+    try:
+        yield tracing, exporter
+    finally:
+        tracing.close()
+        _reset_tracer_provider()
+
+
+def _trace_id(traceparent: str) -> str:
+    return traceparent.split("-")[1]
+
+
+async def test_one_trace_from_the_client_through_the_gateway_to_an_http_upstream(
+        kit: Kit, gw: Harness, spans: Any) -> None:
+    from opentelemetry.trace import SpanKind
+
+    from mcpctl.telemetry import Telemetry
+
+    tracing, exporter = spans
+    with http_upstream(kit, "alpha", "--ask-tools") as alpha:
+        kit.project("p", [alpha])
+        async with gw.serve("p") as g:
+            Telemetry(None, tracing).attach(g.gateway)
+            async with g.client("auto") as c:
+                await wait_tools(c, {"alpha__echo"})
+                exporter.clear()
+                with tracing.provider.get_tracer("test client").start_as_current_span("client") as client_span:
+                    assert text_of(await c.call_tool("alpha__echo", {"text": "traced"})) == "traced"
+                seen = (await c.call_tool("alpha__state", {})).structured_content
+    trace_id = format(client_span.get_span_context().trace_id, "032x")
+    meta, headers = seen["echo_meta"], seen["echo_headers"]
+    assert _trace_id(meta["traceparent"]) == trace_id, meta
+    assert headers.get("traceparent") == meta["traceparent"], headers   # the HTTP upstream's headers too
+    done = [s for s in exporter.get_finished_spans() if format(s.context.trace_id, "032x") == trace_id]
+    server = [s for s in done if s.kind == SpanKind.SERVER and s.name == "tools/call alpha/echo"]
+    assert len(server) == 1, [(s.name, s.kind) for s in done]
+    call = server[0]
+    assert call.attributes is not None
+    assert {k: call.attributes.get(k) for k in ("mcpctl.server", "mcpctl.tool", "mcpctl.outcome")} == {
+        "mcpctl.server": "alpha", "mcpctl.tool": "echo", "mcpctl.outcome": "ok"}
+    assert "traced" not in repr(dict(call.attributes))              # never an argument
+    upstream = [s for s in done if s.kind == SpanKind.CLIENT and s.parent is not None
+                and s.parent.span_id == call.context.span_id]
+    assert len(upstream) == 1, [(s.name, s.kind) for s in done]
+    assert meta["traceparent"].split("-")[2] == format(upstream[0].context.span_id, "016x")
+
+
+def test_the_trace_context_is_read_from_meta_then_from_http_headers() -> None:
+    from opentelemetry import trace
+
+    from mcpctl.telemetry.tracing import parent_context
+
+    tid = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+    class Ctx:
+        def __init__(self, meta: Any, headers: Any) -> None:
+            self.meta = meta
+            self.request = type("R", (), {"headers": headers})()
+
+    def traced(ctx: Ctx) -> str | None:
+        found = parent_context(ctx)
+        return None if found is None else format(trace.get_current_span(found).get_span_context().trace_id, "032x")
+
+    header = {"traceparent": f"00-{tid}-00f067aa0ba902b7-01"}
+    other = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    assert traced(Ctx(None, header)) == tid
+    assert traced(Ctx(other, header)) == "0af7651916cd43dd8448eb211c80319c"
+    assert traced(Ctx(None, {"traceparent": "garbage"})) is None
+    assert traced(Ctx(None, {})) is None
+
+
+# -- off by default --------------------------------------------------------------------------------
+
+
+def test_off_unless_configured() -> None:
+    from mcpctl.telemetry import Settings, start
+
+    assert not Settings.from_env({}).enabled
+    assert start(object(), {"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}) is None
+    assert Settings.from_env({"MCPCTL_METRICS_PORT": "9464"}).metrics
+    assert Settings.from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}).otlp
+
+
+async def test_a_gateway_without_settings_has_no_telemetry(kit: Kit, gw: Harness) -> None:
+    kit.server("alpha")
+    kit.project("p", ["alpha"])
+    async with gw.serve("p") as g, g.client() as c:
+        await wait_tools(c, {"alpha__echo"})
+        await c.call_tool("alpha__echo", {"text": "x"})
+        assert g.gateway.log_call.observe is None
+
+
+def test_serving_without_settings_imports_neither_library() -> None:
+    code = ("import os, sys\n"
+            "from mcpctl import telemetry\n"
+            "assert telemetry.start(object(), {}) is None\n"
+            "import mcpctl.gateway.run, mcpctl.gateway.front\n"
+            "print(','.join(m for m in ('prometheus_client', 'opentelemetry.sdk') if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MCPCTL_METRICS", "MCPCTL_TRACING"))}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK,
+                       check=True, env=env)
+    assert r.stdout.strip() == ""
