@@ -16,6 +16,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +222,49 @@ def test_serving_without_settings_imports_neither_library() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK,
                        check=True, env=env)
     assert r.stdout.strip() == ""
+
+
+# -- a real `mcpctl serve`: the HTTP headers in, a port of its own for the metrics -------------------
+
+
+def _metrics_port(stderr: Any) -> int:
+    """The port `MCPCTL_METRICS_PORT=0` chose, from the gateway's log ("metrics at http://…:PORT/metrics")."""
+    import re
+    import time
+
+    log_path = re.search(r"log: (\S+)", stderr.read_text())
+    assert log_path is not None
+    deadline = time.monotonic() + 20 * SLACK
+    while True:
+        m = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", Path(log_path[1]).read_text())
+        if m:
+            return int(m[1])
+        assert time.monotonic() < deadline, "the metrics port was never logged"
+        time.sleep(0.05)
+
+
+async def test_serve_continues_the_clients_traceparent_header_and_serves_metrics_on_a_port_of_its_own(
+        kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+    tid = "4bf92f3577b34da6a3ce929d0e0e4736"
+    monkeypatch.setenv("MCPCTL_TRACING", "1")
+    monkeypatch.setenv("MCPCTL_METRICS_PORT", "0")
+    with http_upstream(kit, "alpha", "--ask-tools") as alpha:
+        kit.project("p", [alpha])
+        with http_gateway_process(kit, "p") as gw:
+            headers = {"traceparent": f"00-{tid}-00f067aa0ba902b7-01", "tracestate": "vendor=1"}
+
+            async def traced(request: Any) -> None:      # the client's own trace, as HTTP headers
+                request.headers.update(headers)
+
+            async with http_client(gw.url, gw.token, "auto", http={"event_hooks": {"request": [traced]}}) as c:
+                await wait_tools(c, {"alpha__echo"})
+                assert text_of(await c.call_tool("alpha__echo", {"text": "traced"})) == "traced"
+                seen = (await c.call_tool("alpha__state", {})).structured_content
+            port = _metrics_port(gw.stderr)
+            status, text = _get(f"http://127.0.0.1:{port}/metrics")
+    meta, sent = seen["echo_meta"], seen["echo_headers"]
+    assert _trace_id(meta["traceparent"]) == tid and meta.get("tracestate") == "vendor=1", meta
+    assert meta["traceparent"] != headers["traceparent"]        # the gateway's span is the upstream's parent
+    assert sent == {"traceparent": meta["traceparent"], "tracestate": "vendor=1"}, sent
+    assert status == 200
+    assert _calls(_samples(text), "alpha", "echo", "ok") == 1
