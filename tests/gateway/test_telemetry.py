@@ -100,12 +100,16 @@ def test_labels_are_bounded_to_the_catalogue() -> None:
 
 def _reset_tracer_provider() -> None:
     """OpenTelemetry's global provider can be set once per process: a test resets it, as
-    OpenTelemetry's own test utilities do, so other tests see no provider."""
+    OpenTelemetry's own test utilities do, so other tests see no provider; and the SDK's proxy
+    tracer, which keeps the real tracer it found, is made anew (else the SDK's clients in later
+    tests would still start traces of their own and put them in `_meta`)."""
+    import mcp.shared._otel as sdk_otel
     from opentelemetry import trace
     from opentelemetry.util._once import Once
 
     trace._TRACER_PROVIDER_SET_ONCE = Once()
     trace._TRACER_PROVIDER = None
+    sdk_otel._tracer = trace.get_tracer("mcp-python-sdk")
 
 
 @pytest.fixture
