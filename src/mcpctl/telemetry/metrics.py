@@ -81,17 +81,17 @@ class Metrics:
         """(server, tool) for a canonical id, bounded (see the module's text)."""
         if not canonical:
             return OTHER, OTHER
+        known = self._known(canonical)        # (first: it reads the catalogue and servers anew when they change)
         server, _, tool = canonical.partition("/")
         if server != BUILTIN_SERVER and server not in self._servers:
             return OTHER, OTHER
-        return server, tool if self._known(canonical) else OTHER
+        return server, tool if known else OTHER
 
     # -- the gateway's state -----------------------------------------------------------------------
 
     def watch(self, gw: Any) -> None:
         """Read the gateway's catalogue for labels, and its upstreams, sessions and parked calls at
         each scrape; count its upstreams' restarts and mcpctl's error records."""
-        self._servers = frozenset(gw.views.project.servers)
         catalogue = gw.catalogue
         ids: set[str] = set()
 
@@ -100,6 +100,7 @@ class Metrics:
             if self._version != catalogue.version:
                 self._version = catalogue.version
                 ids = {t.canonical_id for t in catalogue.tools}
+                self._servers = frozenset(gw.views.project.servers)
                 self._children.clear()
             return cid in ids or cid.startswith(BUILTIN_SERVER + "/")
 

@@ -22,9 +22,10 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.propagate import extract
 from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from mcpctl.errors import MCPCtlError
 from mcpctl.telemetry import propagation
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from mcpctl.telemetry.settings import Settings
 
 _KEYS = ("traceparent", "tracestate")
+_W3C = TraceContextTextMapPropagator()      # the two keys alone (the global propagator adds baggage)
 
 
 class Tracing:
@@ -73,16 +75,17 @@ class Tracing:
 
     async def middleware(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         """The SDK server middleware: one SERVER span around each request the gateway handles."""
-        method = str(ctx.method)
-        with self.tracer.start_as_current_span(method, context=parent_context(ctx), kind=SpanKind.SERVER,
-                                               attributes={"mcp.method.name": method},
-                                               record_exception=False, set_status_on_exception=False) as span:
-            try:
-                return await call_next(ctx)
-            except BaseException as e:    # an MCP error, a cancellation: its class, never its text
-                span.set_attribute("error.type", type(e).__name__)
-                span.set_status(StatusCode.ERROR)
-                raise
+        span = self.tracer.start_span(str(ctx.method), context=parent_context(ctx), kind=SpanKind.SERVER)
+        token = otel_context.attach(trace.set_span_in_context(span))    # (start_as_current_span's, lighter)
+        try:
+            return await call_next(ctx)
+        except BaseException as e:    # an MCP error, a cancellation: its class, never its text
+            span.set_attribute("error.type", type(e).__name__)
+            span.set_status(StatusCode.ERROR)
+            raise
+        finally:
+            otel_context.detach(token)
+            span.end()
 
     def annotate(self, canonical: str | None, outcome: str, error_class: str | None, credential: str | None,
                  profile: str | None) -> None:
@@ -94,7 +97,7 @@ class Tracing:
         if canonical:
             server, _, tool = canonical.partition("/")
             span.update_name(f"{getattr(span, 'name', 'tools/call').split(' ')[0]} {canonical}")
-            attrs.update({"mcpctl.server": server, "mcpctl.tool": tool, "gen_ai.tool.name": tool})
+            attrs["mcpctl.server"], attrs["mcpctl.tool"] = server, tool
         if error_class:
             attrs["error.type"] = error_class
         if credential:
@@ -121,5 +124,5 @@ def parent_context(ctx: Any) -> Context | None:
         if headers is None or not headers.get("traceparent"):
             return None
         carrier = {k: headers[k] for k in _KEYS if headers.get(k)}
-    found = extract(carrier)
+    found = _W3C.extract(carrier)
     return found if trace.get_current_span(found).get_span_context().is_valid else None
