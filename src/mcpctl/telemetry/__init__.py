@@ -20,9 +20,11 @@ of it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcpctl.errors import MCPCtlError
 from mcpctl.telemetry.settings import Settings
 
 if TYPE_CHECKING:
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from mcpctl.telemetry.tracing import Tracing
 
 __all__ = ["Settings", "Telemetry", "start"]
+
+log = logging.getLogger("mcpctl.telemetry")
 
 
 class Telemetry:
@@ -41,11 +45,15 @@ class Telemetry:
 
     def observe(self, canonical: str | None, outcome: str, error_class: str | None, seconds: float,
                 credential: str | None, profile: str | None) -> None:
-        """One routed call, as the invocation log's row names it (never its arguments or result)."""
-        if self.metrics is not None:
-            self.metrics.observe(canonical, outcome, seconds)
-        if self.tracing is not None:
-            self.tracing.annotate(canonical, outcome, error_class, credential, profile)
+        """One routed call, as the invocation log's row names it (never its arguments or result);
+        a failure here is logged, never the call's."""
+        try:
+            if self.metrics is not None:
+                self.metrics.observe(canonical, outcome, seconds)
+            if self.tracing is not None:
+                self.tracing.annotate(canonical, outcome, error_class, credential, profile)
+        except Exception:
+            log.exception("telemetry: observing a call failed")
 
     def attach(self, gw: Any) -> None:
         """Hang the observer on the gateway's call log, the span middleware in front of its
@@ -89,5 +97,11 @@ def start(gw: Any, environ: Mapping[str, str]) -> Telemetry | None:
     tele = Telemetry(metrics, tracing)
     tele.attach(gw)
     if metrics is not None and settings.metrics_port is not None:
-        metrics.serve(settings.metrics_host, settings.metrics_port)
+        try:
+            metrics.serve(settings.metrics_host, settings.metrics_port)
+        except OSError as e:
+            tele.close()
+            raise MCPCtlError(f"MCPCTL_METRICS_PORT={settings.metrics_port}: cannot listen on "
+                              f"{settings.metrics_host}: {e.strerror or e}",
+                              hint="choose another port, or 0 for any free one (the log says which)") from e
     return tele
