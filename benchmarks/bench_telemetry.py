@@ -86,8 +86,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     provider.add_span_processor(BatchSpanProcessor(Drop()))
     tele = Telemetry(Metrics("bench"), Tracing.install(provider))
     assert tele.metrics is not None and tele.tracing is not None
-    tele.metrics._servers = frozenset({"alpha"})
-    tele.metrics._known = lambda cid: True
+    tele.metrics._servers, tele.metrics._tools = frozenset({"alpha"}), frozenset({"alpha/echo"})
     middleware = tele.tracing.middleware
 
     async def handler(ctx: Any) -> None:

@@ -84,8 +84,7 @@ def test_labels_are_bounded_to_the_catalogue() -> None:
     from mcpctl.telemetry.metrics import Metrics
 
     m = Metrics("p")
-    m._servers = frozenset({"alpha"})
-    m._known = lambda cid: cid == "alpha/echo"
+    m._servers, m._tools = frozenset({"alpha"}), frozenset({"alpha/echo"})
     assert m.labels("alpha/echo") == ("alpha", "echo")
     assert m.labels("alpha/made-up-123") == ("alpha", "other")
     assert m.labels("nobody/echo") == ("other", "other")
@@ -93,6 +92,24 @@ def test_labels_are_bounded_to_the_catalogue() -> None:
     m.observe("alpha/x1", "weird outcome", 0.01)
     text = m.exposition()[0].decode()
     assert 'mcpctl_calls_total{outcome="other",server="alpha",tool="other"} 1.0' in text
+
+
+def test_a_tool_that_joins_the_catalogue_gets_its_own_label() -> None:
+    from types import SimpleNamespace
+
+    from mcpctl.telemetry.metrics import Metrics
+
+    catalogue = SimpleNamespace(version=1, tools=[SimpleNamespace(canonical_id="alpha/echo")])
+    gw = SimpleNamespace(catalogue=catalogue, views=SimpleNamespace(project=SimpleNamespace(servers=["alpha"])))
+    m = Metrics("p")
+    m._gw = gw
+    m.observe("alpha/new", "ok", 0.01)
+    catalogue.tools.append(SimpleNamespace(canonical_id="alpha/new"))
+    catalogue.version = 2
+    m.observe("alpha/new", "ok", 0.01)
+    text = m.exposition()[0].decode()
+    assert 'mcpctl_calls_total{outcome="ok",server="alpha",tool="other"} 1.0' in text
+    assert 'mcpctl_calls_total{outcome="ok",server="alpha",tool="new"} 1.0' in text
 
 
 # -- traces ----------------------------------------------------------------------------------------
@@ -272,3 +289,38 @@ async def test_serve_continues_the_clients_traceparent_header_and_serves_metrics
     assert sent == {"traceparent": meta["traceparent"], "tracestate": "vendor=1"}, sent
     assert status == 200
     assert _calls(_samples(text), "alpha", "echo", "ok") == 1
+
+
+def test_gauges_read_the_gateway_and_the_log_writer_at_scrape_time() -> None:
+    import logging
+    from types import SimpleNamespace
+
+    from mcpctl.telemetry.metrics import Metrics
+
+    up = SimpleNamespace(name="alpha", state="up", on_state=lambda u: None)
+    spool = SimpleNamespace(pending_bytes=lambda: 2048)
+    gw = SimpleNamespace(
+        catalogue=SimpleNamespace(version=1, tools=[]), views=SimpleNamespace(project=SimpleNamespace(servers=["alpha"])),
+        pool=SimpleNamespace(upstreams={"alpha": up}, unavailable={"beta": "not found"}),
+        sessions=SimpleNamespace(count=lambda: 3), asks=SimpleNamespace(parked={"x": 1}))
+    m = Metrics("p")
+    m.log_writer = SimpleNamespace(spool=spool, down=True)
+    m.watch(gw)
+    try:
+        for state in ("up", "down", "up", "down", "up"):      # came up again twice
+            up.state = state
+            up.on_state(up)
+        logging.getLogger("mcpctl.audit.pgwriter").warning("invocation log: the database is unreachable")
+        logging.getLogger("mcpctl.db.pool").error("boom")
+        samples = _samples(m.exposition()[0].decode())
+    finally:
+        m.close()
+    assert samples[("mcpctl_upstream_up", frozenset({("server", "alpha")}))] == 1
+    assert samples[("mcpctl_upstream_up", frozenset({("server", "beta")}))] == 0
+    assert samples[("mcpctl_upstream_restarts_total", frozenset({("server", "alpha")}))] == 2
+    assert samples[("mcpctl_sessions", frozenset())] == 3
+    assert samples[("mcpctl_parked_calls", frozenset())] == 1
+    assert samples[("mcpctl_log_spool_bytes", frozenset())] == 2048
+    assert samples[("mcpctl_database_down", frozenset())] == 1
+    assert samples[("mcpctl_warnings_total", frozenset({("area", "audit")}))] == 1
+    assert samples[("mcpctl_errors_total", frozenset({("area", "db")}))] == 1

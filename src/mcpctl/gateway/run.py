@@ -338,7 +338,7 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
         tpath = token_file or token_path(project_name)
         token = load_or_create_token(Path(tpath).expanduser())
     life = _Lifetime(gw, transport, recorder, status)
-    tele = telemetry.start(gw, os.environ)        # metrics and traces (None: both off, nothing loaded)
+    tele = telemetry.start(gw, os.environ, recorder)    # metrics and traces (None: both off, nothing loaded)
     watch = _ProjectWatch(store, project_name, early.project_mtime if early is not None
                           else store.stamp("Project", project_name))
     try:

@@ -79,9 +79,9 @@ class Telemetry:
             self.tracing.close()
 
 
-def start(gw: Any, environ: Mapping[str, str]) -> Telemetry | None:
+def start(gw: Any, environ: Mapping[str, str], recorder: Any = None) -> Telemetry | None:
     """The gateway's telemetry as `environ` configures it, attached and serving; None when both
-    are off (nothing is imported then)."""
+    are off (nothing is imported then). `recorder`: the invocation log's (its writer's spool is a gauge)."""
     settings = Settings.from_env(environ)
     if not settings.enabled:
         return None
@@ -90,6 +90,7 @@ def start(gw: Any, environ: Mapping[str, str]) -> Telemetry | None:
         from mcpctl.telemetry.metrics import Metrics
 
         metrics = Metrics(gw.project_name)
+        metrics.log_writer = getattr(recorder, "writer", None)
     if settings.tracing:
         from mcpctl.telemetry.tracing import Tracing
 

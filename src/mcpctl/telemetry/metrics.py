@@ -7,9 +7,11 @@ Counted on the call path, by the invocation log's observer (`observe`):
 - `mcpctl_search_duration_seconds`: `search_tools` calls' duration (a histogram).
 
 Read from the gateway at each scrape (nothing on the call path): `mcpctl_upstream_up{server}`,
-`mcpctl_sessions`, `mcpctl_parked_calls`; counted as they happen: `mcpctl_upstream_restarts_total{server}`
-(each time an upstream comes up again) and `mcpctl_errors_total{area}` (error log records of
-mcpctl's own loggers, by package: `audit` is the invocation log and its spool, `db` the database).
+`mcpctl_sessions`, `mcpctl_parked_calls` and, with PostgreSQL, `mcpctl_log_spool_bytes` and
+`mcpctl_database_down`; counted as they happen: `mcpctl_upstream_restarts_total{server}` (each
+time an upstream comes up again), `mcpctl_errors_total{area}` and `mcpctl_warnings_total{area}`
+(log records of mcpctl's own loggers, by package: `audit` is the invocation log and its spool,
+`db` the database).
 
 Labels are bounded: `server` is one of the project's servers or `mcpctl` (the built-ins), else
 "other"; `tool` is a tool of the catalogue (or a built-in), else "other"; `outcome` is the log's
@@ -51,16 +53,23 @@ class Metrics:
                                 ["server"], registry=r)
         self.errors = Counter("mcpctl_errors", "Error log records of mcpctl, by package (audit: the "
                               "invocation log; db: the database)", ["area"], registry=r)
-        self._known: Callable[[str], bool] = lambda cid: cid.startswith(BUILTIN_SERVER + "/")
+        self.warnings = Counter("mcpctl_warnings", "Warning log records of mcpctl, by package (audit: "
+                                "among them the database unreachable and rows spooled)", ["area"], registry=r)
+        self.log_writer: Any = None               # the invocation log's writer (its spool, with PostgreSQL)
+        self._gw: Any = None                      # the gateway watched (`watch`)
+        self._tools: frozenset[str] = frozenset()
         self._servers: frozenset[str] = frozenset()
         self._children: dict[tuple[str | None, str], Labelled] = {}
         self._version: Any = None
-        self._errors = _ErrorCount(self.errors)
+        self._errors = _ErrorCount(self.errors, self.warnings)
         self._stop: Callable[[], None] | None = None
 
     # -- the call path -----------------------------------------------------------------------------
 
     def observe(self, canonical: str | None, outcome: str, seconds: float) -> None:
+        gw = self._gw
+        if gw is not None and gw.catalogue.version != self._version:
+            self._read_catalogue(gw)
         key = (canonical, outcome)
         pair = self._children.get(key)
         if pair is None:
@@ -81,34 +90,31 @@ class Metrics:
         """(server, tool) for a canonical id, bounded (see the module's text)."""
         if not canonical:
             return OTHER, OTHER
-        known = self._known(canonical)        # (first: it reads the catalogue and servers anew when they change)
         server, _, tool = canonical.partition("/")
-        if server != BUILTIN_SERVER and server not in self._servers:
+        if server == BUILTIN_SERVER:
+            return server, tool
+        if server not in self._servers:
             return OTHER, OTHER
-        return server, tool if known else OTHER
+        return server, tool if canonical in self._tools else OTHER
 
     # -- the gateway's state -----------------------------------------------------------------------
 
     def watch(self, gw: Any) -> None:
         """Read the gateway's catalogue for labels, and its upstreams, sessions and parked calls at
         each scrape; count its upstreams' restarts and mcpctl's error records."""
-        catalogue = gw.catalogue
-        ids: set[str] = set()
-
-        def known(cid: str) -> bool:
-            nonlocal ids
-            if self._version != catalogue.version:
-                self._version = catalogue.version
-                ids = {t.canonical_id for t in catalogue.tools}
-                self._servers = frozenset(gw.views.project.servers)
-                self._children.clear()
-            return cid in ids or cid.startswith(BUILTIN_SERVER + "/")
-
-        self._known = known
+        self._gw = gw
+        self._read_catalogue(gw)
         for up in gw.pool.upstreams.values():
             up.on_state = _restarts(up.on_state, self.restarts.labels(up.name))
-        self.registry.register(_GatewayState(gw))
+        self.registry.register(_GatewayState(gw, lambda: self.log_writer))
         logging.getLogger("mcpctl").addHandler(self._errors)
+
+    def _read_catalogue(self, gw: Any) -> None:
+        """The tools and servers labels may name, read anew each time the catalogue changes."""
+        self._version = gw.catalogue.version
+        self._tools = frozenset(t.canonical_id for t in gw.catalogue.tools)
+        self._servers = frozenset(gw.views.project.servers)
+        self._children.clear()
 
     def exposition(self) -> tuple[bytes, str]:
         """(body, content type) of a scrape."""
@@ -155,20 +161,21 @@ def _restarts(on_state: Callable[[Any], None], counter: Any) -> Callable[[Any], 
 
 
 class _ErrorCount(logging.Handler):
-    def __init__(self, counter: Counter) -> None:
-        super().__init__(logging.ERROR)
-        self.counter = counter
+    def __init__(self, errors: Counter, warnings: Counter) -> None:
+        super().__init__(logging.WARNING)
+        self.errors, self.warnings = errors, warnings
 
     def emit(self, record: logging.LogRecord) -> None:
         parts = record.name.split(".")
-        self.counter.labels(parts[1] if len(parts) > 1 and parts[1].isidentifier() else "mcpctl").inc()
+        area = parts[1] if len(parts) > 1 and parts[1].isidentifier() else "mcpctl"
+        (self.errors if record.levelno >= logging.ERROR else self.warnings).labels(area).inc()
 
 
 class _GatewayState(Collector):
     """Gauges read from the gateway at scrape time."""
 
-    def __init__(self, gw: Any) -> None:
-        self.gw = gw
+    def __init__(self, gw: Any, log_writer: Callable[[], Any]) -> None:
+        self.gw, self.log_writer = gw, log_writer
 
     def describe(self) -> list[Metric]:
         return []
@@ -184,3 +191,9 @@ class _GatewayState(Collector):
                                 "sessions and 2026-07-28 identities)", value=float(self.gw.sessions.count()))
         yield GaugeMetricFamily("mcpctl_parked_calls", "Calls waiting for their client's input",
                                 value=float(len(self.gw.asks.parked)))
+        spool = getattr(self.log_writer(), "spool", None)      # PostgreSQL's writer only
+        if spool is not None:
+            yield GaugeMetricFamily("mcpctl_log_spool_bytes", "Invocation log rows waiting in the local spool "
+                                    "for the database", value=float(spool.pending_bytes()))
+            yield GaugeMetricFamily("mcpctl_database_down", "1 while the invocation log's last write to the "
+                                    "database failed", value=1.0 if self.log_writer().down else 0.0)
