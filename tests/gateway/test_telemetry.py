@@ -324,3 +324,28 @@ def test_gauges_read_the_gateway_and_the_log_writer_at_scrape_time() -> None:
     assert samples[("mcpctl_database_down", frozenset())] == 1
     assert samples[("mcpctl_warnings_total", frozenset({("area", "audit")}))] == 1
     assert samples[("mcpctl_errors_total", frozenset({("area", "db")}))] == 1
+
+
+async def test_the_metrics_endpoint_answers_get_and_head_and_passes_everything_else_on() -> None:
+    from mcpctl.telemetry.endpoint import MetricsEndpoint
+    from mcpctl.telemetry.metrics import Metrics
+
+    passed: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        passed.append(scope["path"])
+
+    async def answer(method: str, path: str = "/metrics") -> tuple[int, bytes]:
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await MetricsEndpoint(app, Metrics("p"))({"type": "http", "method": method, "path": path}, None, send)  # type: ignore[arg-type]
+        return (sent[0]["status"], sent[1]["body"]) if sent else (0, b"")
+
+    status, body = await answer("GET")
+    assert status == 200 and b"# TYPE mcpctl_calls_total counter" in body
+    assert await answer("HEAD") == (200, b"")
+    assert (await answer("POST"))[0] == 405
+    assert await answer("GET", "/mcp") == (0, b"") and passed == ["/mcp"]
