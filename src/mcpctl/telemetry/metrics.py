@@ -182,9 +182,10 @@ class _GatewayState(Collector):
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("mcpctl_upstream_up", "1 while the upstream is connected", labels=["server"])
-        for name, upstream in self.gw.pool.upstreams.items():
+        # copies: a scrape on the metrics port's thread reads while the event loop changes them
+        for name, upstream in list(self.gw.pool.upstreams.items()):
             up.add_metric([name], 1.0 if upstream.state == "up" else 0.0)
-        for name in self.gw.pool.unavailable:
+        for name in list(self.gw.pool.unavailable):
             up.add_metric([name], 0.0)
         yield up
         yield GaugeMetricFamily("mcpctl_sessions", "Client sessions the gateway tracks (handshake-era "
