@@ -349,3 +349,75 @@ async def test_the_metrics_endpoint_answers_get_and_head_and_passes_everything_e
     assert await answer("HEAD") == (200, b"")
     assert (await answer("POST"))[0] == 405
     assert await answer("GET", "/mcp") == (0, b"") and passed == ["/mcp"]
+
+
+# -- the OTLP exporter (the `otel` extra) ---------------------------------------------------------
+
+
+class _Collector:
+    """An OTLP/HTTP trace collector on loopback (its port held from the start): decodes each export."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        self.spans: list[tuple[str, str, dict[str, str]]] = []     # (service, span name, attributes)
+        self.got = threading.Event()
+        collector = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                req = ExportTraceServiceRequest()
+                req.ParseFromString(self.rfile.read(int(self.headers.get("content-length") or 0)))
+                for rs in req.resource_spans:
+                    service = next((a.value.string_value for a in rs.resource.attributes if a.key == "service.name"), "")
+                    for ss in rs.scope_spans:
+                        for span in ss.spans:
+                            attrs = {a.key: a.value.string_value for a in span.attributes}
+                            attrs["trace"], attrs["span"] = span.trace_id.hex(), span.span_id.hex()
+                            collector.spans.append((service, span.name, attrs))
+                collector.got.set()
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+async def test_spans_reach_an_otlp_collector(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+    collector = _Collector()
+    try:
+        kit.server("alpha", "--ask-tools")       # a stdio upstream: the gateway's own channel
+        kit.project("p", ["alpha"])
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "mcpctl-test")
+        with http_gateway_process(kit, "p") as gw:
+            async with http_client(gw.url, gw.token, "auto") as c:
+                await wait_tools(c, {"alpha__echo"})
+                assert text_of(await c.call_tool("alpha__echo", {"text": "secret-argument"})) == "secret-argument"
+                seen = (await c.call_tool("alpha__state", {})).structured_content
+        # the gateway has stopped: its last batch was sent as it closed
+        assert collector.got.wait(20 * SLACK)
+    finally:
+        collector.close()
+    calls = [(svc, attrs) for svc, name, attrs in collector.spans if name == "tools/call alpha/echo"]
+    assert len(calls) == 1, collector.spans
+    service, attrs = calls[0]
+    assert service == "mcpctl-test" and attrs["mcpctl.outcome"] == "ok" and attrs["mcpctl.server"] == "alpha"
+    upstream = [a for _, n, a in collector.spans if n == "MCP send tools/call echo"]
+    assert len(upstream) == 1 and upstream[0]["trace"] == attrs["trace"], collector.spans
+    # the stdio upstream got the upstream call's span as its parent, in `_meta`
+    assert seen["echo_meta"]["traceparent"].startswith(f"00-{attrs['trace']}-{upstream[0]['span']}-"), seen
+    assert "secret-argument" not in repr(collector.spans) and gw.token not in repr(collector.spans)

@@ -11,15 +11,17 @@
   (`MCP send tools/call <tool>`, its duration the upstream's latency) as a child of the current
   one, and puts its context in the request's `_meta`, for upstreams of both eras; the gateway
   makes that span real by installing its provider as the process's (`install`), and copies the
-  context to HTTP headers for HTTP upstreams (`propagation`).
+  context to HTTP headers for HTTP upstreams (`propagation`). A stdio upstream's calls go over
+  the gateway's own channel, not the SDK's client: `client_span` does the same there.
 
 The provider is the process's (one per `mcpctl serve`): the SDK's spans go to the global one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -71,7 +73,9 @@ class Tracing:
         """Tracing with `provider`, made the process's (a test passes one with an in-memory exporter)."""
         trace.set_tracer_provider(provider)
         propagation.set_active(True)
-        return cls(provider)
+        tracing = cls(provider)
+        _INSTALLED.append(tracing)
+        return tracing
 
     async def middleware(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         """The SDK server middleware: one SERVER span around each request the gateway handles."""
@@ -111,7 +115,35 @@ class Tracing:
     def close(self) -> None:
         """Export what is left (the batch's last spans) and stop passing the context to headers."""
         propagation.set_active(False)
+        if self in _INSTALLED:
+            _INSTALLED.remove(self)
         self.provider.shutdown()
+
+
+_INSTALLED: list[Tracing] = []
+
+
+@contextlib.contextmanager
+def client_span(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The upstream call's span for a request the gateway writes itself (a stdio upstream's raw
+    channel, `upstream.stdio`), as the SDK's client makes one for the others: `data` ({method,
+    params}) with the span's context in its `_meta`."""
+    method = str(data.get("method"))
+    params = dict(data.get("params") or {})
+    name = params.get("name")
+    tracer = _INSTALLED[-1].tracer if _INSTALLED else trace.get_tracer("mcpctl")
+    with tracer.start_as_current_span(f"MCP send {method}" + (f" {name}" if isinstance(name, str) else ""),
+                                      kind=SpanKind.CLIENT, attributes={"mcp.method.name": method},
+                                      record_exception=False, set_status_on_exception=False) as span:
+        meta = dict(params.get("_meta") or {})
+        _W3C.inject(meta)
+        params["_meta"] = meta
+        try:
+            yield {**data, "params": params}
+        except BaseException as e:
+            span.set_attribute("error.type", type(e).__name__)
+            span.set_status(StatusCode.ERROR)
+            raise
 
 
 def parent_context(ctx: Any) -> Context | None:
