@@ -12,8 +12,9 @@ a routed call runs through, with telemetry off and on, as the gateway runs them:
 - on: the gateway's request span (`Tracing.middleware`, its context read from `_meta`), the SDK's
   client span (recording) with the context put into `_meta`, the observer (`Telemetry.observe`:
   the counters, the histogram, the span's name and attributes), spans batched
-  (`BatchSpanProcessor`) to an exporter that drops them (the cost of sending is the exporter's
-  thread's, off the call path).
+  (`BatchSpanProcessor`) to an exporter that drops them. Not counted: what the OTLP exporter then
+  spends encoding and sending them, in a thread of the gateway's process (about 45 µs a span
+  to encode, docs/team.md).
 
 Prints the CPU per call of each and the difference; divide by the gateway's CPU per call
 (`bench_gateway.py`, "gateway CPU per call") for the share of a call it is.
