@@ -49,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -283,7 +283,8 @@ async def measure_list(c: RawClient, n: int = 50) -> float:
 
 
 async def bench_calls(root: Path, use_shared: bool, iters: int, seconds: float, rounds: int,
-                      baseline: str | None = None) -> dict[str, Any]:
+                      baseline: str | None = None, current_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`current_env`: more environment for this checkout's gateway (`--telemetry`), not the baseline's."""
     up = upstream(0, 20, use_shared)
     gateways = {"gateway": MCPCTL, **({"baseline": baseline} if baseline else {})}
     homes = {name: make_home(root, [up]) for name in gateways}   # each gateway its own cache
@@ -299,8 +300,9 @@ async def bench_calls(root: Path, use_shared: bool, iters: int, seconds: float, 
 
     def gateway(name: str) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
+            extra = (current_env or {}) if name == "gateway" else {}
             async with RawClient.spawn([gateways[name], "serve", "--project", "bench"],
-                                       {"MCPCTL_HOME": str(homes[name])}) as g:
+                                       {"MCPCTL_HOME": str(homes[name]), **extra}) as g:
                 await g.initialize()
                 await wait_full(g, 21)
                 call = await measure_calls(g, f"s0__{up.echo}", iters)
@@ -530,6 +532,43 @@ def print_calls(c: dict[str, Any]) -> None:
           "(0.14-0.23x)")
 
 
+class _Sink:
+    url = ""
+    posts = 0
+
+
+@contextlib.contextmanager
+def otlp_sink() -> Iterator[_Sink]:
+    """An OTLP/HTTP endpoint on loopback that takes every export and answers 200 (`--telemetry`):
+    the gateway pays for making, batching, encoding and sending its spans, as it would to a collector."""
+    import http.server
+    import threading
+
+    sink = _Sink()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            sink.posts += 1
+            self.send_response(200)
+            self.send_header("content-type", "application/x-protobuf")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    sink.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield sink
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer iterations (about a minute)")
@@ -542,6 +581,9 @@ def main() -> None:
                     help="only 1 and 2 (tools/call round trip, CPU per call, calls/s): for a change to the "
                          "call path, with --rounds for as many paired rounds as the machine's noise needs")
     ap.add_argument("--rounds", type=int, metavar="N", help="interleaved rounds (default 5; quick: 3)")
+    ap.add_argument("--telemetry", action="store_true",
+                    help="this checkout's gateway with metrics and tracing on (MCPCTL_METRICS=1, spans exported "
+                         "over OTLP/HTTP to a sink in this process: the `otel` extra), the baseline's as it is")
     args = ap.parse_args()
     if args.rounds is not None and not 1 <= args.rounds <= 100:
         ap.error("--rounds: from 1 to 100")
@@ -566,7 +608,11 @@ def main() -> None:
     try:
         print("\n[1,2] tools/call: direct vs through mcpctl serve (1 upstream, 20 tools)"
               + (" vs the baseline's" if baseline else ""))
-        calls = asyncio.run(bench_calls(root, use_shared, iters, seconds, rounds, baseline))
+        with otlp_sink() if args.telemetry else contextlib.nullcontext() as sink:
+            env = None if sink is None else {"MCPCTL_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url}
+            calls = asyncio.run(bench_calls(root, use_shared, iters, seconds, rounds, baseline, env))
+            if sink is not None:
+                print(f"  telemetry on: {sink.posts} OTLP export(s) received", flush=True)
         c = paired(calls)
         if args.calls_only:
             print_calls(c)

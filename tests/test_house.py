@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clients", "bakeoff", "demo", "preflight"),
     ("gateway",),
     ("presentation", "upstream", "evaluation"),
-    ("ask", "auth"),
+    ("ask", "auth", "telemetry"),
     ("storage",),
     ("catalogue",),
     ("resources", "audit", "examples", "chat"),

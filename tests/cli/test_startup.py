@@ -12,7 +12,8 @@ import pytest
 
 from ci_support import SLACK
 
-HEAVY = ("mcp", "mcp_types", "pydantic", "httpx2", "uvicorn", "starlette", "anyio", "sqlite3")
+HEAVY = ("mcp", "mcp_types", "pydantic", "httpx2", "uvicorn", "starlette", "anyio", "sqlite3",
+         "prometheus_client", "opentelemetry")
 
 
 def test_importing_the_cli_loads_no_heavy_module() -> None:
@@ -66,8 +67,10 @@ def test_a_command_line_imports_the_modules_of_its_command_only() -> None:
     code = ("import sys; sys.argv = ['mcpctl', 'get', 'servers']\n"
             "from mcpctl.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('prometheus_client', 'opentelemetry'))), file=sys.stderr)\n"
             "print(sorted(m for m in sys.modules if m.startswith('mcpctl.cli.')), file=sys.stderr)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK, check=True)
+    assert r.stderr.strip().splitlines()[-2] == "[]", "metrics or tracing imported by `mcpctl get servers`"
     loaded = r.stderr.strip().splitlines()[-1]
     assert "mcpctl.cli.get" in loaded and "mcpctl.cli.bakeoff" not in loaded and "mcpctl.cli.create" not in loaded, loaded
 

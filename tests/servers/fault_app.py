@@ -160,6 +160,8 @@ def build(opts: argparse.Namespace, hooks: Hooks | None = None) -> Server[Any]:
         name = params.name
         if name == "echo":
             SEEN["echo_meta"] = {k: v for k, v in (params.meta or {}).items() if k != "progress_token"}
+            headers = getattr(ctx.request, "headers", None) or {}    # over HTTP: the W3C trace headers
+            SEEN["echo_headers"] = {k: headers[k] for k in ("traceparent", "tracestate") if k in headers}
             hooks.changed()
             return _text(str(args.get("text", "")), _meta={"upstream/meta": "kept"})
         if name == "add":

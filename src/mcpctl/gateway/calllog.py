@@ -14,10 +14,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpctl.gateway")
 
 Recorder = Callable[..., None]
+# (canonical id, outcome, error class, seconds, credential, profile): `telemetry.Telemetry.observe`
+Observer = Callable[[str | None, str, str | None, float, str | None, str | None], None]
 
 
 class CallLog:
-    """Writes a project's rows through `record` (None: nothing is logged)."""
+    """Writes a project's rows through `record` (None: nothing is logged), each shown to `observe`
+    first (metrics and traces; None: off)."""
 
     def begin(self, caller: Caller) -> Call:
         """A call of `caller`'s beginning now, logged through this log once it ends."""
@@ -26,12 +29,15 @@ class CallLog:
     def __init__(self, record: Recorder | None, project_name: str) -> None:
         self.record = record
         self.project_name = project_name
+        self.observe: Observer | None = None
 
     def __call__(self, caller: Caller, ts: float, t0: float, presented: str, canonical: str | None, outcome: str,
                  error_class: str | None = None, query: str | None = None,
                  result: tuple[int, int | None] | None = None) -> None:
         """`ts`: when it began (epoch s), `t0`: its `perf_counter` then; `result`: (characters,
         sections it was cut into, if any)."""
+        if (observe := self.observe) is not None:
+            observe(canonical, outcome, error_class, time.perf_counter() - t0, caller.credential or None, caller.profile)
         record = self.record
         if record is None:
             return

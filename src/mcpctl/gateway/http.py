@@ -44,6 +44,7 @@ from mcpctl.sdk import end_http_session, open_http_sessions
 
 if TYPE_CHECKING:
     from mcpctl.gateway.front import Gateway
+    from mcpctl.telemetry import Telemetry
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -260,11 +261,12 @@ class Health:
 
 async def serve_http(gw: Gateway, store: ResourceStore, host: str, port: int, token: str, stop: anyio.Event,
                      limits: HttpLimits | None = None, on_listening: Callable[[int], None] | None = None,
-                     allow_hosts: Iterable[str] = (), database: str | None = None) -> None:
+                     allow_hosts: Iterable[str] = (), database: str | None = None, tele: Telemetry | None = None) -> None:
     """Serve until `stop`; `on_listening(port)` once the socket listens (with `port` 0, the
     port the system chose: a test or a supervisor reads it instead of guessing a free one).
     `allow_hosts`: Host names accepted besides loopback's and `host` (`serve --allow-host`, a
-    Service's name); `database`: the URL /readyz asks (None: files, nothing to ask)."""
+    Service's name); `database`: the URL /readyz asks (None: files, nothing to ask); `tele`: metrics
+    at /metrics, behind the token (`telemetry`)."""
     import uvicorn
     from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
@@ -292,7 +294,8 @@ async def serve_http(gw: Gateway, store: ResourceStore, host: str, port: int, to
 
         return load(gw.project_name, store.list("IdentityProvider"), f"http://{url_host(host)}:{bound[0]}/mcp")
 
-    auth = BearerAuth(WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE), token,
+    inner = WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE)
+    auth = BearerAuth(inner if tele is None else tele.asgi(inner), token,
                       TokenIndex(gw.project_name, store), identities)
     front = Health(HostCheck(auth, names), Readiness(gw, stop, database))
     guard = Guard(auth, limits, max_connections, refusals)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from mcpctl import heap, paths, terminal
+from mcpctl import heap, paths, telemetry, terminal
 from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.early import EarlyFront, known_capabilities
 from mcpctl.gateway.front import Gateway
@@ -338,6 +338,7 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
         tpath = token_file or token_path(project_name)
         token = load_or_create_token(Path(tpath).expanduser())
     life = _Lifetime(gw, transport, recorder, status)
+    tele = telemetry.start(gw, os.environ, recorder)    # metrics and traces (None: both off, nothing loaded)
     watch = _ProjectWatch(store, project_name, early.project_mtime if early is not None
                           else store.stamp("Project", project_name))
     try:
@@ -354,12 +355,14 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
                         on_ready(f"http://{url_host(host)}:{bound}/mcp")
 
                 await serve_http(gw, store, host, port, token, life.stop, http_limits, listening, allow_hosts,
-                                 storage.url)
+                                 storage.url, tele)
             await life.stop_upstreams()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(life.close_everything)
+            if tele is not None:
+                await anyio.to_thread.run_sync(tele.close)
 
 
 def _failed_before(store: ResourceStore, servers: dict[str, Any]) -> set[str]:

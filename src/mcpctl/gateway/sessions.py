@@ -296,6 +296,10 @@ class Sessions:
         while len(table) > limit:
             table.popitem(last=False)
 
+    def count(self) -> int:
+        """Sessions tracked: stdio's one, handshake-era sessions and 2026-07-28 identities (a gauge)."""
+        return (self.stdio is not None) + len(self._legacy) + len(self._identities)
+
     # -- the gate ---------------------------------------------------------------------------------
 
     def begun(self, session_id: str) -> bool:

@@ -40,6 +40,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from mcpctl import paths
+from mcpctl.telemetry import propagation
 from mcpctl.upstream.procgroup import GUARD, end_group, signal_group
 
 log = logging.getLogger("mcpctl.gateway")
@@ -107,7 +108,18 @@ class RawStdioChannel:
 
     async def request(self, data: dict[str, Any], *, timeout: float | None,
                       on_progress: Progress | None = None) -> dict[str, Any]:
-        """Send `data` ({method, params}) and return its result dict; raise MCPError like the SDK."""
+        """Send `data` ({method, params}) and return its result dict; raise MCPError like the SDK.
+        While tracing is on, in a span of the upstream call whose context goes in `_meta`, as the
+        SDK's client does (`telemetry.tracing.client_span`)."""
+        if not propagation.active():
+            return await self._request(data, timeout, on_progress)
+        from mcpctl.telemetry.tracing import client_span
+
+        with client_span(data) as traced:
+            return await self._request(traced, timeout, on_progress)
+
+    async def _request(self, data: dict[str, Any], timeout: float | None, on_progress: Progress | None
+                       ) -> dict[str, Any]:
         if self.closed:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
         self._n += 1

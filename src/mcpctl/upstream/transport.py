@@ -180,6 +180,8 @@ async def _open_remote(spec: ServerSpec, on_eof: Callable[[], None]) -> AsyncIte
     """The SDK's client transport for an http (streamable HTTP) or sse (legacy HTTP+SSE) server."""
     import httpx2
 
+    from mcpctl.telemetry.propagation import upstream_hooks
+
     url, headers = remote_target(spec)
     auth = _oauth(spec, url, on_eof)
     read_timeout = max(spec.timeouts.call, 300.0)
@@ -193,7 +195,8 @@ async def _open_remote(spec: ServerSpec, on_eof: Callable[[], None]) -> AsyncIte
     from mcp.client.streamable_http import streamable_http_client
 
     timeout = httpx2.Timeout(spec.timeouts.connect, read=read_timeout)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as http, \
+    # while tracing is on, the trace context of each request's `_meta` also goes as headers
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=upstream_hooks()) as http, \
             streamable_http_client(url, http_client=http, max_sse_event_size=64 * 1024 * 1024) as (read, write):
         yield read, write
 
