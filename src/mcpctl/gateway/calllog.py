@@ -22,14 +22,14 @@ class CallLog:
     """Writes a project's rows through `record` (None: nothing is logged), each shown to `observe`
     first (metrics and traces; None: off)."""
 
-    def begin(self, caller: Caller) -> Call:
-        """A call of `caller`'s beginning now, logged through this log once it ends."""
-        return Call(self, caller, time.time(), time.perf_counter())
-
     def __init__(self, record: Recorder | None, project_name: str) -> None:
         self.record = record
         self.project_name = project_name
         self.observe: Observer | None = None
+
+    def begin(self, caller: Caller) -> Call:
+        """A call of `caller`'s beginning now, logged through this log once it ends."""
+        return Call(self, caller, time.time(), time.perf_counter())
 
     def __call__(self, caller: Caller, ts: float, t0: float, presented: str, canonical: str | None, outcome: str,
                  error_class: str | None = None, query: str | None = None,
