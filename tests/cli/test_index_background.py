@@ -114,3 +114,43 @@ def test_a_listing_does_not_wait_for_another_process_embedding(
     finally:
         release.set()
         holder.join()
+
+
+def test_a_search_that_finds_no_keyword_does_not_wait_for_another_process_embedding(
+    project: None, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a process holds the vectors' lock (a gateway embedding), `tools search` answers by
+    keyword and says so, even when BM25F finds nothing: it used to wait for vectors that its
+    closed ranker could not compute (DEAD_END_WAIT_S, made an hour here)."""
+    _model()
+    import threading
+
+    from mcpctl.catalogue import semantic, vectors
+
+    monkeypatch.setattr(semantic, "DEAD_END_WAIT_S", 3600.0)
+    started: list[int] = []
+    monkeypatch.setattr(_listing, "index_in_background", lambda s, n: started.append(n))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with vectors._computing(vectors.VectorCache(vectors.model_key()).path):
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        assert held.wait(timeout=60 * SLACK)
+        result: list[Any] = []
+        searcher = threading.Thread(target=lambda: result.append(runner.invoke(
+            app, ["tools", "search", "--project", "p", "zzqx quux"])), daemon=True)
+        searcher.start()
+        searcher.join(timeout=120 * SLACK)
+        assert result and not release.is_set()      # it answered while the lock was still held
+        r = result[0]
+        assert r.exit_code == 0, r.output
+        assert "keyword-only (BM25F)" in r.stderr
+        assert started == []                        # a process is at it already
+    finally:
+        release.set()
+        holder.join()
