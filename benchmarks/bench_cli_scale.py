@@ -1,7 +1,7 @@
 """How `mcpctl surface` and `mcpctl tools list` grow with the catalogue (not a test).
 
     .venv/bin/python benchmarks/bench_cli_scale.py [--small 5000] [--large 50000] [--runs 3] [--calls 2000]
-        [--with-embedding]
+        [--with-embedding] [--commands "tools list,tools search"]
 
 Two stores are built as `bench_surface.py` builds one (real LiveMCPBench definitions, whole servers
 registered again under new names until there are enough tools, their listings in the catalogue
@@ -104,6 +104,8 @@ def main() -> None:
     ap.add_argument("--dataset", type=Path, help="a directory holding tools.jsonl")
     ap.add_argument("--with-embedding", action="store_true",
                     help="time the commands while each store's project is being embedded (search.ranker: auto)")
+    ap.add_argument("--commands", default=",".join(COMMANDS),
+                    help=f"which commands to time, comma-separated (default: {','.join(COMMANDS)})")
     args = ap.parse_args()
     dataset = args.dataset or (bs.SHARED_DATASET if (bs.SHARED_DATASET / "tools.jsonl").exists()
                                else bs.VENDORED_DATASET)
@@ -116,7 +118,7 @@ def main() -> None:
             indexers += [start_embedding(small[0]), start_embedding(large[0])]
             print(f"embedding both projects in the background (pids {' '.join(str(p.pid) for p in indexers)})",
                   flush=True)
-        ok = rounds(small, large, args.runs, args.with_embedding)
+        ok = rounds(small, large, args.runs, args.with_embedding, [c.strip() for c in args.commands.split(",")])
         if args.with_embedding:
             for home, n, _ in (small, large):
                 print(f"the indexer of the {n:,}-tool store still held the vectors' lock at the end: "
@@ -130,11 +132,12 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def rounds(small: tuple[Path, int, int], large: tuple[Path, int, int], runs: int, embedding: bool) -> bool:
+def rounds(small: tuple[Path, int, int], large: tuple[Path, int, int], runs: int, embedding: bool,
+           labels: list[str]) -> bool:
     """Each command against both stores in paired rounds (small, then large); prints the medians
     and their ratio; whether every command under the bar kept within it."""
     ok = True
-    order = sorted(COMMANDS, key=lambda label: label != "tools search") if embedding else list(COMMANDS)
+    order = sorted(labels, key=lambda label: label != "tools search") if embedding else labels
     for label in order:
         argv = COMMANDS[label]
         times: dict[int, list[float]] = {small[1]: [], large[1]: []}
