@@ -410,3 +410,19 @@ def test_a_closed_ranker_stops_embedding_after_its_chunk_and_keeps_what_it_compu
     sizes.clear()
     assert build_ranker(docs, "hybrid").ready
     assert sizes == [chunk, chunk]                              # only the rest embedded
+
+
+def test_an_embedding_stopped_before_its_first_chunk_leaves_the_cache_file_alone(
+    use_tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search that answers keyword-only closes its ranker at once (`tools search` while another
+    process embeds): its stopped embedding must not rewrite the whole vector cache for nothing."""
+    import threading
+
+    saved: list[int] = []
+    monkeypatch.setattr(vectors.VectorCache, "save", lambda self, entries: saved.append(len(entries)))
+    model, key = semantic.load_model()
+    stop = threading.Event()
+    stop.set()
+    assert vectors.embed_texts(model, key, ["one text", "another"], stop=stop) is None
+    assert saved == []

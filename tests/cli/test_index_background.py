@@ -78,3 +78,79 @@ def test_a_search_before_the_vectors_are_there_is_keyword_only_and_says_so(
     assert "keyword-only (BM25F)" in r.stderr and f"({len(TOOLS)} texts to embed)" in r.stderr
     assert started == [len(TOOLS)]
     assert "create_event" in r.stdout.splitlines()[1]
+
+
+def test_a_listing_does_not_wait_for_another_process_embedding(
+    project: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few new texts are embedded in the foreground, unless a process (a gateway embedding a
+    large catalogue) holds the vectors' lock: the listing would wait for all of its work. Here the
+    lock is held until the test lets it go; the listing must return before that, having left its
+    texts to a background process."""
+    _model()
+    import threading
+
+    from mcpctl.catalogue import vectors
+
+    started: list[int] = []
+    monkeypatch.setattr(_listing, "index_in_background", lambda s, n: started.append(n))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with vectors._computing(vectors.VectorCache(vectors.model_key()).path):
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        assert held.wait(timeout=60 * SLACK)
+        done = threading.Event()
+        lister = threading.Thread(target=lambda: (_listing.index_for_search(["cal"]), done.set()), daemon=True)
+        lister.start()
+        lister.join(timeout=120 * SLACK)
+        assert done.is_set() and not release.is_set()      # it returned while the lock was still held
+        assert started == [len(TOOLS)]
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_search_that_finds_no_keyword_does_not_wait_for_another_process_embedding(
+    project: None, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a process holds the vectors' lock (a gateway embedding), `tools search` answers by
+    keyword and says so, even when BM25F finds nothing: it used to wait for vectors that its
+    closed ranker could not compute (DEAD_END_WAIT_S, made an hour here)."""
+    _model()
+    import threading
+
+    from mcpctl.catalogue import semantic, vectors
+
+    monkeypatch.setattr(semantic, "DEAD_END_WAIT_S", 3600.0)
+    started: list[int] = []
+    monkeypatch.setattr(_listing, "index_in_background", lambda s, n: started.append(n))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with vectors._computing(vectors.VectorCache(vectors.model_key()).path):
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        assert held.wait(timeout=60 * SLACK)
+        result: list[Any] = []
+        searcher = threading.Thread(target=lambda: result.append(runner.invoke(
+            app, ["tools", "search", "--project", "p", "zzqx quux"])), daemon=True)
+        searcher.start()
+        searcher.join(timeout=120 * SLACK)
+        assert result and not release.is_set()      # it answered while the lock was still held
+        r = result[0]
+        assert r.exit_code == 0, r.output
+        assert "keyword-only (BM25F)" in r.stderr
+        assert started == []                        # a process is at it already
+    finally:
+        release.set()
+        holder.join()

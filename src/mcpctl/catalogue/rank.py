@@ -22,7 +22,7 @@ from mcpctl.resources.settings import DEFAULT_RANKER, RANKERS
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_KIND", "RANKER_KINDS", "LexicalRanker", "Ranker", "ToolDoc", "build_ranker", "describe",
-           "doc_fields", "docs_from_catalogue", "label", "pending_index", "semantic_status", "warm_index"]
+           "doc_fields", "docs_from_catalogue", "embedding_elsewhere", "label", "pending_index", "semantic_status", "warm_index"]
 
 RANKER_KINDS: Final = RANKERS
 DEFAULT_KIND: Final = DEFAULT_RANKER
@@ -111,6 +111,21 @@ def pending_index(docs: Sequence[ToolDoc], kind: str = DEFAULT_KIND, *, with_ser
     except Exception as e:   # a broken model: search's fallback reports it
         log.debug("counting the texts to embed failed (%s: %s)", type(e).__name__, e)
         return 0, False
+
+
+def embedding_elsewhere() -> bool:
+    """Whether a process (a gateway, a background indexer, this one) is embedding into the
+    installed model's vector cache now; False without the model. What is embedded then must not
+    wait for it in the foreground: it holds the cache's lock for as long as its catalogue takes."""
+    try:
+        from mcpctl.catalogue import semantic
+
+        return semantic.computing_elsewhere(semantic.model_key())
+    except ImportError:
+        return False
+    except Exception as e:   # a broken model: search's fallback reports it
+        log.debug("checking for an embedding under way failed (%s: %s)", type(e).__name__, e)
+        return False
 
 
 def describe(ranker: Ranker, requested: str) -> str:

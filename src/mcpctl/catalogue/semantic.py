@@ -201,7 +201,8 @@ class HybridRanker:
     def close(self) -> None:
         """No longer needed (the gateway stopping, or a newer index replacing this one): a
         background embedding stops after its current chunk, keeping what it computed in the
-        cache. Searches still answer, lexically if the vectors were not ready."""
+        cache. Searches still answer, lexically if the vectors were not ready (at once: a search
+        BM25F finds nothing for no longer waits for them)."""
         self._stop.set()
 
     @property
@@ -282,7 +283,8 @@ class HybridRanker:
         vectors = self.vectors
         if vectors is None:
             hits = self.lexical.search(query, top_k)
-            if hits or top_k <= 0 or self._done.is_set() or not self.wait_ready(DEAD_END_WAIT_S):
+            # closed: its embedding stops (or waits on another process's, the vectors' lock held)
+            if hits or top_k <= 0 or self._done.is_set() or self._stop.is_set() or not self.wait_ready(DEAD_END_WAIT_S):
                 return hits, False
             vectors = self.vectors
             assert vectors is not None

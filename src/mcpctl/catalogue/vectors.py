@@ -299,7 +299,7 @@ def _compute(model: MiniLM, texts: Sequence[str], keys: list[bytes], cache: Vect
         return _normalised(model, stored, keys)
     # By length, so that each chunk pads little (as the model's own batches do).
     todo = sorted(dict.fromkeys(texts[i] for i in missing), key=len)
-    stopped = False
+    stopped, start = False, 0
     for start in range(0, len(todo), EMBED_CHUNK):
         if stop is not None and stop.is_set():
             stopped = True
@@ -307,6 +307,8 @@ def _compute(model: MiniLM, texts: Sequence[str], keys: list[bytes], cache: Vect
         part = todo[start:start + EMBED_CHUNK]
         for text, vector in zip(part, model.embed(part), strict=True):
             stored[VectorCache.key(text)] = vector.astype(np.float16)
+    if stopped and start == 0:      # stopped before embedding anything: the cache is as it was
+        return None
     if not stopped:
         for k in keys:   # these vectors become the newest, kept first when pruning
             stored[k] = stored.pop(k)

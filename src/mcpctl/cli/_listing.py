@@ -61,8 +61,10 @@ FOREGROUND_TEXTS: Final = 128
 def index_for_search(servers: list[str]) -> None:
     """Embed the listed tools for semantic search now (with the catalogue, not at the first
     search: a fresh gateway's first `search_tools` then ranks by meaning), or, for more than
-    FOREGROUND_TEXTS texts, in a background process. Nothing to do without the model or for
-    projects whose ranker is bm25."""
+    FOREGROUND_TEXTS texts or while another process embeds (a gateway embedding a large catalogue
+    holds the vectors' lock for minutes: the command would wait for all of it), in a background
+    process. Nothing to do without the model or for projects whose ranker is bm25."""
+    from mcpctl.catalogue.rank import embedding_elsewhere
     from mcpctl.presentation.search import index_listed, pending_listed
 
     if not servers:
@@ -71,7 +73,7 @@ def index_for_search(servers: list[str]) -> None:
     todo = pending_listed(servers, store, cache)
     if not todo:
         return
-    if todo > FOREGROUND_TEXTS:
+    if todo > FOREGROUND_TEXTS or embedding_elsewhere():
         index_in_background(servers, todo)
         return
     with err.status(f"indexing {todo} tool texts for semantic search…") if err.is_terminal else nullcontext():

@@ -292,6 +292,9 @@ class CachedCatalogue:
     catalogue: Catalogue
     unlisted: list[str] = field(default_factory=list)       # registered servers never listed
     missing: dict[str, str] = field(default_factory=dict)   # servers not registered -> why
+    # the cache entries it was read from (server -> entry, None: never listed): what else reads the
+    # listings (pins) reads them here rather than parse every server's file again
+    entries: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     def view(self, session: SessionKey = OPEN_SESSION) -> View:
         return self.catalogue.view(session)
@@ -304,4 +307,4 @@ def cached_catalogue(project_name: str, store: ResourceStore, cache: CatalogueCa
     entries = {name: cache.read_server_entry(name) for name, spec in servers.items() if isinstance(spec, ServerSpec)}
     cat = catalogue_from(project_name, project, servers, entries)
     return CachedCatalogue(project, cat, [n for n, e in entries.items() if e is None],
-                           {n: s for n, s in servers.items() if isinstance(s, str)})
+                           {n: s for n, s in servers.items() if isinstance(s, str)}, entries)

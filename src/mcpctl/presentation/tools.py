@@ -45,7 +45,7 @@ def tool_rows(cached: CachedCatalogue, cache: CatalogueCache) -> list[dict[str, 
     slot = FLAT if FLAT in table.presentation.slot_kinds else ALL
     favourites = {f.canonical_id: f.name for f in view.favourites if f.listed}
     rows: list[dict[str, Any]] = []
-    pinned = pin_changes(cached.catalogue.tools, cache)
+    pinned = pin_changes(cached.catalogue.tools, cache, cached.entries)
     # flags read what the server wrote (an override never hides a poisoned description)
     flagged = flags_of((t.canonical_id, t.own) for t in cached.catalogue.tools)
     for tool in cached.catalogue.tools:
@@ -72,13 +72,20 @@ def tool_rows(cached: CachedCatalogue, cache: CatalogueCache) -> list[dict[str, 
     return rows
 
 
-def pin_changes(tools: Iterable[CatalogueTool], cache: CatalogueCache) -> dict[str, str]:
-    """canonical id -> changed | new, for the tools whose definition differs from its pin."""
+def pin_changes(tools: Iterable[CatalogueTool], cache: CatalogueCache,
+                entries: Mapping[str, Mapping[str, Any] | None] | None = None) -> dict[str, str]:
+    """canonical id -> changed | new, for the tools whose definition differs from its pin.
+    `entries`: servers' cache entries already read (`CachedCatalogue.entries`); the others are read."""
     from mcpctl.catalogue.pins import REMOVED, changes
 
-    tools = list(tools)
+    def listing(server: str) -> list[Mapping[str, Any]]:
+        if entries is not None and server in entries:
+            entry = entries[server]
+            return [] if entry is None else list(entry["tools"])
+        return list(cache.read_server_tools(server) or [])
+
     servers = dict.fromkeys(t.server for t in tools)
-    return {c.id: c.kind for s in servers for c in changes(s, cache.read_server_tools(s) or []) if c.kind != REMOVED}
+    return {c.id: c.kind for s in servers for c in changes(s, listing(s)) if c.kind != REMOVED}
 
 
 def curate(store: ResourceStore, cache: CatalogueCache, project: str, ids: list[str], *, enable: bool, force: bool = False,
