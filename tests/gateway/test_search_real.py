@@ -95,9 +95,9 @@ def test_with_bm25_alone_a_request_naming_memory_reaches_the_memory_server_and_n
     names = [t["name"] for t in payload["tools"]]
     assert sum(n.startswith("memory__") for n in names) >= 4, names
     # No word of this request is in any tool ("a fact" would be: search reads it as an
-    # observation): the result says so, and how to find tools.
-    payload = _search("bm25", "keep in mind that Lena is my sister")
+    # observation; "keep in mind" as something to remember): the result says so, and how to find tools.
+    payload = _search("bm25", "Lena is my sister")
     assert dict(payload) == {"tools": [], "total_searched": len(cached_catalogue("demo", Store(), FilesCache()).view().searchable)}
-    assert payload.note is not None and "No tool matched 'keep in mind that Lena is my sister'" in payload.note
+    assert payload.note is not None and "No tool matched 'Lena is my sister'" in payload.note
     assert "search.ranker: bm25" in payload.note
     assert "tools/list" in payload.note and "memory, fs, time" in payload.note
