@@ -4,6 +4,9 @@ ranks by keyword and says so (issue 37)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,29 @@ def _model() -> None:
 
     if not semantic_status()[0]:
         skip_unless_ci("semantic search is not installed")
+
+@contextlib.contextmanager
+def _vectors_lock_held() -> Iterator[threading.Event]:
+    """The vectors' lock held by another thread (as a gateway embedding holds it) until the block
+    ends; yields the event that releases it (set only then)."""
+    from mcpctl.catalogue import vectors
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with vectors._computing(vectors.VectorCache(vectors.model_key()).path):
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        assert held.wait(timeout=60 * SLACK)
+        yield release
+    finally:
+        release.set()
+        holder.join()
+
 
 
 def test_more_than_the_foreground_limit_is_embedded_in_the_background(
@@ -90,30 +116,16 @@ def test_a_listing_does_not_wait_for_another_process_embedding(
     _model()
     import threading
 
-    from mcpctl.catalogue import vectors
 
     started: list[int] = []
     monkeypatch.setattr(_listing, "index_in_background", lambda s, n: started.append(n))
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with vectors._computing(vectors.VectorCache(vectors.model_key()).path):
-            held.set()
-            release.wait()
-
-    holder = threading.Thread(target=hold, daemon=True)
-    holder.start()
-    try:
-        assert held.wait(timeout=60 * SLACK)
+    with _vectors_lock_held() as release:
         done = threading.Event()
         lister = threading.Thread(target=lambda: (_listing.index_for_search(["cal"]), done.set()), daemon=True)
         lister.start()
         lister.join(timeout=120 * SLACK)
         assert done.is_set() and not release.is_set()      # it returned while the lock was still held
         assert started == [len(TOOLS)]
-    finally:
-        release.set()
-        holder.join()
 
 
 def test_a_search_that_finds_no_keyword_does_not_wait_for_another_process_embedding(
@@ -125,22 +137,12 @@ def test_a_search_that_finds_no_keyword_does_not_wait_for_another_process_embedd
     _model()
     import threading
 
-    from mcpctl.catalogue import semantic, vectors
+    from mcpctl.catalogue import semantic
 
     monkeypatch.setattr(semantic, "DEAD_END_WAIT_S", 3600.0)
     started: list[int] = []
     monkeypatch.setattr(_listing, "index_in_background", lambda s, n: started.append(n))
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with vectors._computing(vectors.VectorCache(vectors.model_key()).path):
-            held.set()
-            release.wait()
-
-    holder = threading.Thread(target=hold, daemon=True)
-    holder.start()
-    try:
-        assert held.wait(timeout=60 * SLACK)
+    with _vectors_lock_held() as release:
         result: list[Any] = []
         searcher = threading.Thread(target=lambda: result.append(runner.invoke(
             app, ["tools", "search", "--project", "p", "zzqx quux"])), daemon=True)
@@ -151,6 +153,3 @@ def test_a_search_that_finds_no_keyword_does_not_wait_for_another_process_embedd
         assert r.exit_code == 0, r.output
         assert "keyword-only (BM25F)" in r.stderr
         assert started == []                        # a process is at it already
-    finally:
-        release.set()
-        holder.join()
