@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from mcpctl.catalogue.effect import CHANGES, DELETES, READS, RECORDS, RUNS, tool_effect
-from mcpctl.catalogue.intent import MATCHING_SHARE, IntentStage, param_kinds, request_action, understand
+from mcpctl.catalogue.intent import (
+    MATCHING_SHARE,
+    OTHER_FORM_FACTOR,
+    IntentStage,
+    param_kinds,
+    request_action,
+    understand,
+)
 from mcpctl.catalogue.rank import LexicalRanker, ToolDoc, build_ranker
 from mcpctl.evaluation.datasets import load_dataset
 
@@ -39,6 +46,11 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
     ("don't forget that Ana's birthday is in May", RECORDS, "don't forget"),    # though "don't" asks
     ("link Kenji to the Aurora project as a contributor", RECORDS, "link"),
     ("swap 'foo' for 'bar' in utils.py", CHANGES, "swap"),
+    # the fourth pass (tuning_requests_3)
+    ("in app.py change the port from 8000 to 9000", CHANGES, "change"),      # a leading file set aside
+    ("let me look at the nginx config", READS, "look at"),
+    ("Mia doesn't live in Madrid anymore, take that fact out", DELETES, "take"),     # a verb and its particle apart
+    ("start a new note called Books to read", RECORDS, "start a new"),     # what is begun is made
 ])
 def test_a_request_says_its_action(query: str, effect: str, words: str) -> None:
     action = request_action(query)
@@ -46,18 +58,28 @@ def test_a_request_says_its_action(query: str, effect: str, words: str) -> None:
 
 
 @pytest.mark.parametrize("query", ["md5 checksum of 'hello'", "the squares of 1 to 10", "the weather in Oslo",
-                                   "Nina switched jobs to Globex", ""])
+                                   "Nina switched jobs to Globex", "the last 20 lines of error.log please",
+                                   "For my word association exercise, I need 6 new words", ""])
 def test_a_request_without_an_action_verb_has_none(query: str) -> None:
     assert request_action(query) is None
 
 
 @pytest.mark.parametrize(("query", "text", "values"), [
-    ("peek inside docker-compose.yml", "peek inside file yml", {"path", "specific"}),
+    ("peek inside docker-compose.yml", "peek inside file yml", {"path", "specific", "one-text-file"}),
     ("view the photo holiday.jpg", "view the photo image file jpg image", {"path", "specific"}),
     ("when was notes.txt created", "when was file txt created modified creation time metadata",
-     {"path", "specific"}),                                                      # not about notes
-    ("fetch the contents of /etc/hosts", "fetch the contents of etc file contents read", {"path", "specific"}),
-    ("sum the column in /root/excel/sales.xlsx", "sum the column in root excel file xlsx", {"path", "specific"}),
+     {"path", "specific", "one-text-file"}),                                     # not about notes
+    ("fetch the contents of /etc/hosts", "fetch the contents of etc file contents read",
+     {"path", "specific", "one-text-file"}),
+    ("sum the column in /root/excel/sales.xlsx", "sum the column in root excel file xlsx",
+     {"path", "specific", "one-text-file"}),
+    ("read main.py and utils.py", "read file py and file py multiple files", {"path", "specific"}),
+    ("show me the contents of the src directory", "show me the contents of the src directory list directory listing",
+     set()),                                                                   # a folder's contents: its listing
+    ("tell me everything you know about Mia", "tell me everything you know about Mia memory knowledge",
+     {"specific"}),                                                            # everything, about one thing
+    ("remember that Jonas is my dentist", "remember that Jonas is my dentist memory knowledge entities",
+     {"specific"}),                                                            # a fact about a person
     ("open https://docs.python.org/3/ and tell me what it says",
      "open https docs.python.org 3 web page url and tell me what it says web page url internet", {"url", "specific"}),
     ("mail bob@example.com the report", "mail email address the report", {"email", "specific"}),
@@ -205,6 +227,24 @@ def test_no_action_and_no_values_change_nothing() -> None:
     assert stage.apply(scores, understand("the weather in Oslo")) is scores
 
 
+def test_adding_to_a_numbered_note_changes_it() -> None:
+    intent = understand("append 'call Mum' to note 2")
+    assert intent.action is not None and intent.action.effect == CHANGES
+
+
+def test_one_file_is_read_by_the_tool_for_one_text_file() -> None:
+    """A request naming one file that is not media weighs tools made for several files or for media
+    by OTHER_FORM_FACTOR (named so: `read_multiple_files`, `read_media_file`); two files or an image do not."""
+    schema = {"properties": {"path": {"type": "string"}}}
+    names = ["read_text_file", "read_multiple_files", "read_media_file"]
+    stage = IntentStage([READS] * 3, [param_kinds(schema, n) for n in names])
+    one = stage.factors(understand("what does config/app.ini say"))
+    assert one is not None and one[1] == one[2] == pytest.approx(OTHER_FORM_FACTOR * one[0])
+    two = stage.factors(understand("read main.py and utils.py"))
+    image = stage.factors(understand("display the picture logo.png"))
+    assert two is not None and image is not None and two[0] == two[1] == two[2] and image[0] == image[2]
+
+
 def test_ask_passages_are_ranked_without_the_stage() -> None:
     docs = [ToolDoc("n/1", "n", "Delete notes", "how to delete old notes"),
             ToolDoc("n/2", "n", "Reading", "reading notes")]
@@ -217,7 +257,7 @@ def test_ask_passages_are_ranked_without_the_stage() -> None:
 
 def _read_requests() -> list[str]:
     queries = []
-    for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2"):
+    for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2", "tuning_requests_3"):
         ds = load_dataset(FIXTURES / name)
         queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
     return queries
@@ -226,7 +266,7 @@ def _read_requests() -> list[str]:
 @pytest.mark.parametrize("kind", ["bm25", "auto"])
 @pytest.mark.timeout(600)            # auto embeds 60 tools where the model is installed
 def test_no_tool_that_changes_or_deletes_ranks_above_the_best_matching_reader(kind: str) -> None:
-    """For every read-phrased request of the four people-phrased sets (two to test, two to tune), over the real tool lists of the reference and
+    """For every read-phrased request of the five people-phrased sets (two to test, three to tune), over the real tool lists of the reference and
     example servers: in the ranking `search` returns, no tool that changes or deletes comes before
     the best *matching* reading tool (one scoring at least MATCHING_SHARE of the best before the
     action is weighed)."""

@@ -59,9 +59,9 @@ _POLITE_AUX: Final = frozenset({"can", "could", "would", "will"})
 # Set aside before a clause's verb: politeness, hedges, who is asked.
 _LEAD_FILLER: Final = _words(
     "please pls plz kindly just now then also quickly first and so ok okay hey hi hello go ahead try "
-    "you me us i we let's lets i'd id i'll ill i'm im want wanna need needs like would to gonna help "
+    "you me us i we let let's lets i'd id i'll ill i'm im want wanna need needs like would to gonna help "
     "could can can't will should must")
-_CLAUSE_RE: Final = re.compile(r"[,;:.!?\n]+|\s-\s|\band then\b|\bthen\b")
+_CLAUSE_RE: Final = re.compile(r"[,;:!?\n]+|\.+(?=\s|$)|\s-\s|\band then\b|\bthen\b")
 _TOKEN_RE: Final = re.compile(r"[a-z][a-z0-9']*")
 _NUMBER_RE: Final = re.compile(r"\d+(?:[.,]\d+)?")
 
@@ -115,11 +115,34 @@ def _polite_skip(tokens: list[str], i: int) -> int:
     return 0
 
 
+# "in app.py change the port": a leading file or folder is set aside (the verb after it decides).
+_PLACE_RE: Final = re.compile(r"^\s*(?:in|inside|within|from|at)\s+(?:the\s+|my\s+)?[^\s./]*[./][^\s]*\s+")
+# A verb and its particle apart ("take that fact out", "cross it off").
+_SEPARABLE: Final = {("take", "out"): DELETE, ("cross", "off"): DELETE, ("throw", "away"): DELETE,
+                     ("write", "down"): RECORD, ("note", "down"): RECORD, ("look", "up"): READ}
+# "start a new note", "open a new file": what is begun is made.
+_BEGIN: Final = _words("start begin open")
+
+
+def _verb_at(tokens: list[str], i: int, clause: str) -> tuple[str, str] | None:
+    tok = tokens[i]
+    particle = next((k for (v, p), k in _SEPARABLE.items() if v == tok and p in tokens[i + 2:i + 5]), None)
+    if particle is not None:
+        return particle, tok
+    kind = _VERBS.get(stem_of(tok))
+    if kind is None:
+        return None
+    if tok in _BEGIN and tokens[i + 1:i + 3] in (["a", "new"], ["new"], ["a", "fresh"]):
+        return RECORD, f"{tok} a new"
+    return (READ, tok) if kind == RECORD and _adds_numbers(tokens[i:], clause) else (kind, tok)
+
+
 def _clause_action(clause: str) -> tuple[str, str] | None:
     """(verb group, words) of a clause's leading verb, ("question", word) for a question,
     ("request", word) for a polite request whose verb is not a known one, or None for a
     statement."""
-    tokens = _TOKEN_RE.findall(clause)
+    place = _PLACE_RE.match(clause)
+    tokens = _TOKEN_RE.findall(clause[place.end():] if place else clause)
     i, polite = 0, ""
     while i < len(tokens):
         tok = tokens[i]
@@ -134,9 +157,9 @@ def _clause_action(clause: str) -> tuple[str, str] | None:
             return "question", tok
         if tok in _AUXILIARIES and i == 0:
             return "question", tok
-        kind = _VERBS.get(stem_of(tok))
-        if kind is not None:
-            return (READ, tok) if kind == RECORD and _adds_numbers(tokens[i:], clause) else (kind, tok)
+        verb = _verb_at(tokens, i, clause)
+        if verb is not None:
+            return verb
         if tok not in _LEAD_FILLER:
             # a statement ("Nina switched jobs"), or a request for something no verb list names
             return ("request", polite) if polite else None
@@ -172,3 +195,4 @@ def request_action(query: str) -> Action | None:
         return Action(EFFECT_OF_VERB[kind], words)
     question = question or _asks_a_question(text)
     return Action(READS, question) if question is not None else None
+

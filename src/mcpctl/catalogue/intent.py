@@ -18,7 +18,8 @@
 
 `IntentStage` holds, for one catalogue, each tool's effect and parameter kinds, and turns an intent
 into one factor per tool that multiplies its score: ACTION_WEIGHTS[action][effect] (1 where the
-request names no action or the tool's effect is unknown) times 1 + VALUE_BOOST where a value fits.
+request names no action or the tool's effect is unknown) times 1 + VALUE_BOOST where a value fits
+(times OTHER_FORM_FACTOR for a tool made for several files or for media, asked about one text file).
 On top of the factors, a read-phrased request never ranks a tool that changes or deletes above the
 best *matching* tool that reads (one whose score before the stage is at least MATCHING_SHARE of the
 best): such tools are moved just below it, in their order. The word lists and weights were built
@@ -37,7 +38,7 @@ from typing import Any, Final
 from mcpctl.catalogue.action import Action, request_action
 from mcpctl.catalogue.effect import CHANGES, DELETES, EFFECTS, READS, RECORDS, RUNS
 
-__all__ = ["ACTION_WEIGHTS", "CAP_TRUST", "MATCHING_SHARE", "VALUE_BOOST", "Action", "Intent", "IntentStage",
+__all__ = ["ACTION_WEIGHTS", "CAP_TRUST", "MATCHING_SHARE", "OTHER_FORM_FACTOR", "VALUE_BOOST", "Action", "Intent", "IntentStage",
            "param_kinds", "request_action", "understand"]
 
 
@@ -53,6 +54,10 @@ VALUE_KINDS: Final = (PATH, URL, TIME, EMAIL)
 # everything ("the whole graph", "all my notes"); and tools that take no parameter at all (they can
 # only give everything, or one fixed thing).
 SPECIFIC, EVERYTHING, NO_PARAMETERS = "specific", "everything", "no-parameters"
+# One file that is not an image, a sound or a video ("what does config/app.ini say"); and tools made
+# for another form of it: several at once (`read_multiple_files`) or media (`read_media_file`).
+ONE_TEXT_FILE, OTHER_FORM = "one-text-file", "other-form"
+_OTHER_FORM_RE: Final = re.compile(r"multiple|batch|bulk|media|image|audio|video|photo|picture", re.I)
 MEDIA: Final = {
     **dict.fromkeys(_words("png jpg jpeg gif webp bmp svg tif tiff ico heic"), "image"),
     **dict.fromkeys(_words("mp3 wav ogg flac m4a aac opus"), "audio"),
@@ -132,6 +137,8 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     text, named = _NAMED_FILE_RE.subn(" file ", text)
     if found.count(PATH) + named > 1:     # "main.py, utils.py and tests.py": several files at once
         text += " multiple files"
+    elif found.count(PATH) + named == 1 and " file" in text and not _MEDIA_WORD_RE.search(text):
+        kinds.add(ONE_TEXT_FILE)
     text, folders = _FOLDER_RE.subn(lambda m: f" {m.group(1)} directory ", text)
     if named + folders:
         kinds.add(PATH)
@@ -148,6 +155,7 @@ _EVERYTHING_RE: Final = re.compile(r"\b(?:everything|all|whole|entire|full|every
 _QUOTED_RE: Final = re.compile(r"'[^']{2,}'|\"[^\"]{2,}\"|\u2018[^\u2019]{2,}\u2019|\u201c[^\u201d]{2,}\u201d")
 _NAME_RE: Final = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+")        # a capitalised word after a lowercase one
 _ABOUT_RE: Final = re.compile(r"\babout\s+(?!it\b|this\b|that\b|them\b)\w", re.I)
+_EVERYTHING_ABOUT_RE: Final = re.compile(r"\b(?:everything|all)(?: \w+){0,3} about\s+(?!it\b|this\b|that\b|them\b)\w", re.I)
 
 
 # A request of more words is a task of several steps (LiveMCPBench, ToolLens), where naming things says
@@ -157,9 +165,9 @@ ONE_REQUEST_WORDS: Final = 16
 
 
 def _scope(query: str, has_value: bool) -> str:
-    """EVERYTHING for "the whole graph", "all my notes"; SPECIFIC for a request naming a particular
+    """EVERYTHING for "the whole graph", "all my notes" (not "everything about Mia"); SPECIFIC for a request naming a particular
     thing (a value; in a request of one step, a quoted text, a name, "about my dog"); "" otherwise."""
-    if _EVERYTHING_RE.search(query) and not has_value:
+    if _EVERYTHING_RE.search(query) and not has_value and not _EVERYTHING_ABOUT_RE.search(query):
         return EVERYTHING
     names = _QUOTED_RE.search(query) or _NAME_RE.search(query) or _ABOUT_RE.search(query)
     if has_value or (names and len(query.split()) <= ONE_REQUEST_WORDS):
@@ -167,13 +175,14 @@ def _scope(query: str, has_value: bool) -> str:
     return ""
 
 
-def param_kinds(input_schema: Mapping[str, Any]) -> frozenset[str]:
+def param_kinds(input_schema: Mapping[str, Any], name: str = "") -> frozenset[str]:
     """The value kinds a tool's top-level parameters take (by name or `format`); NO_PARAMETERS
-    for a tool that takes none."""
+    for a tool that takes none; OTHER_FORM for a tool whose name says it takes several things at
+    once or media."""
     props = input_schema.get("properties") if isinstance(input_schema, Mapping) else None
     if not isinstance(props, Mapping) or not props:
         return frozenset({NO_PARAMETERS})
-    kinds: set[str] = set()
+    kinds: set[str] = {OTHER_FORM} if _OTHER_FORM_RE.search(name) else set()
     for name, spec in props.items():
         kinds.update(k for k, rx in _PARAM_RE.items() if rx.search(str(name)) or rx.search(str(name).lower()))
         fmt = spec.get("format") if isinstance(spec, Mapping) else None
@@ -212,7 +221,14 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:photos?|pictures?|pics?|screenshots?|images?)\b", "image"),
     (r"\b(?:articles?|web ?pages?|websites?|online|on the web|internet)\b", "web page url internet"),
     (r"\b(?:you (?:know|remember|stored|saved|memori[sz]ed|have on|got)|your memory|told you|tell you|"
-     r"you've (?:memori[sz]ed|stored|saved|got))\b", "memory knowledge"),
+     r"you(?:'ve| have) (?:memori[sz]ed|stored|saved|kept|got))\b", "memory knowledge"),
+    # a fact about a person, or the person ("remember that Jonas is my dentist", "erase Rafael"): the
+    # knowledge of entities, not a note (the name capitalised)
+    (r"\b(?:remember|note|record|store|save|keep in mind)(?: that)? (?-i:[A-Z][a-z]+)(?:'s)? (?:is|was|has|had|likes|loves|"
+     r"hates|lives|works|prefers|speaks|moved|owns|knows|plays|studies)\b", "memory knowledge entities"),
+    (r"\b(?:erase|delete|remove|forget|drop|wipe) (?-i:[A-Z][a-z]+)\b(?! \d)", "entities"),
+    (r"\b(?:save|add|create|record|store|remember|make) (?:a )?new (?:contacts?|persons?|people|friends?|colleagues?|"
+     r"acquaintances?)\b", "entities entity person"),
     (r"\b(?:where is|where's|where are|locate|somewhere|anywhere|look(?:ing)? for|hunt(?:ing)? for)\b",
      "search find"),
     (r"\b(?:relationships?|links? between|connections? between|related to)\b", "relation relations"),
@@ -220,7 +236,8 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:nested|recursive(?:ly)?|hierarchy|structure|tree)\b", "tree recursive"),
     (r"\b(?:how much space|biggest|largest|smallest|heaviest)\b", "sizes size"),
     # one thing's size or kind ("how large is video.mp4", "is backup.tar a file or a folder"): its metadata
-    (r"\bhow (?:big|large|heavy) (?:is|was)\b|\bsize of\b|\ba file or (?:a )?(?:folder|directory)\b",
+    (r"\bhow (?:big|large|heavy) (?:is|was)\b|\bsize of\b|\ba file or (?:a )?(?:folder|directory)\b"
+     r"|\bhow many (?:bytes|kilobytes|megabytes|gigabytes|kb|mb|gb)\b|\b(?:size|dates?) (?:and \w+ )?of file\b",
      "size metadata information"),
     (r"\bpermitted\b|\bhave access\b|\bable to (?:read|access|see)\b", "allowed access"),
     (r"^\W*(?:please )?(?:cat|dump)\s", "contents read"),
@@ -228,11 +245,14 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:don't|do not|never) forget\b|\b(?:keep|bear) in mind\b", "remember memory"),
     (r"\d\s*(?:times|multiplied by|x|\*|\u00d7)\s*\d", "multiply product"),
     # one kept already, known by what it is about ("the note about the trip"; not "a note about ...")
-    (r"\b(?:the|my|any|which) (?:notes?|files?|entries|entry|documents?) (?:about|regarding|on the subject of)\b",
+    (r"\b(?:the|my|any|which) (?:notes?|files?|entries|entry|documents?) (?:about|regarding|on the subject of|where|"
+     r"in which|that (?:says?|has|had|mentions?|contains?))\b|\b(?:anything|something) (?:about|on|regarding)\b",
      "search matching"),
     # (not "contains": on MetaTool dev, "a recipe that contains chicken" asks no search tool)
     (r"\b(?:mentions?|mentioning)\b|\bany \w+ (?:about|that mentions?)\b", "search matching"),
-    (r"\bwhat (?:does|do|did) .{1,60}? say\b|\b(?:contents|text) of\b", "contents read"),
+    (r"\bwhat (?:does|do|did) .{1,60}? say\b|\b(?:contents|text) of\b(?!(?: \S+){0,3} (?:directory|folder|dir)\b)"
+     r"|\bopen(?: up)? (?:the |my |this )?(?:\w+ ){0,2}file\b", "contents read"),
+    (r"\b(?:contents?|inside) of (?:the |my |this )?(?:\S+ ){0,2}(?:directory|folder|dir)\b", "list directory listing"),
     (r"\b(?:put|drop|stick)\b.{1,60}\b(?:into|in|under|to)\b.{0,20}\b(?:folder|directory)\b", "move"),
     (_UNITS_PATTERN, "convert units"),
     (r"\bwhen (?:was|were|did|is)\b.{0,60}\b(?:creat|chang|modif|edit|updat|made|writ|touch)\w*"
@@ -242,14 +262,18 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:entirely|completely|altogether|for good|everything (?:about|on)|all (?:about|on)|"
      r"what you (?:stored|know|saved|remember|have) (?:about|on))\b", "entities whole"),
     (r"\bfacts?\b", "observations"),
-    # a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines
-    (r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|headings?|headers?|comments?|functions?|words?)\b"
-     r".{0,60}\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){0,3}file\b", "edit lines"),
 ))
+# a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines, to
+# edit (not when the request reads them: "the last 20 lines of error.log")
+_PART_OF_FILE_WORDS: Final = re.compile(
+    r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|headings?|headers?|comments?|functions?|words?)\b"
+    r".{0,60}\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){0,3}file\b", re.I)
 
 
-def _expanded(text: str) -> str:
+def _expanded(text: str, action: Action | None) -> str:
     extra = [words for rx, words in _SYNONYMS if rx.search(text)]
+    if (action is None or action.effect != READS) and _PART_OF_FILE_WORDS.search(text):
+        extra.append("edit lines")
     return f"{text} {' '.join(extra)}" if extra else text
 
 
@@ -262,8 +286,8 @@ _PART_OF_RE: Final = re.compile(r"\b(?:of|from|in|into|to)\s+(?:the\s+|its\s+)?(
 
 
 # "add 'bring passport' to my packing note": added to one that is kept, which changes.
-_ADDED_TO_KEPT_RE: Final = re.compile(r"\b(?:to|onto|into) (?:my|the|this|that|our) (?:\w+ ){0,2}"
-                                      r"(?:note|list|document|doc)\b", re.I)
+_ADDED_TO_KEPT_RE: Final = re.compile(r"\b(?:to|onto|into) (?:(?:my|the|this|that|our) (?:\w+ ){0,2}"
+                                      r"(?:note|list|document|doc)\b|(?:note|list|entry|item) #?\d+\b)", re.I)
 _ADDING: Final = frozenset({"add", "append", "put", "insert", "include", "stick"})
 
 
@@ -279,7 +303,8 @@ def _on_a_part(action: Action | None, text: str, values: frozenset[str]) -> Acti
 def understand(query: str) -> Intent:
     """The intent of a request (see the module's text)."""
     text, values = _values(query)
-    return Intent(query, _expanded(text or query), _on_a_part(request_action(query), text, values), values)
+    action = _on_a_part(request_action(query), text, values)
+    return Intent(query, _expanded(text or query, action), action, values)
 
 
 # Rows: the request's action; columns: the tool's effect (reads, records, changes, deletes, runs).
@@ -293,6 +318,7 @@ ACTION_WEIGHTS: Final[Mapping[str, Mapping[str, float]]] = {
 }
 VALUE_BOOST: Final = 0.2
 NO_PARAMETERS_SPECIFIC: Final = 0.7
+OTHER_FORM_FACTOR: Final = 0.8
 # A read-phrased request: tools that change or delete stay below the best reading tool whose score
 # before the stage is at least this share of the best score.
 MATCHING_SHARE: Final = 0.5
@@ -308,7 +334,8 @@ def _object_factor(kinds: frozenset[str], values: frozenset[str]) -> float:
     where it takes none but the request names a particular thing."""
     if NO_PARAMETERS in kinds:
         return NO_PARAMETERS_SPECIFIC if SPECIFIC in values else 1.0 + VALUE_BOOST if EVERYTHING in values else 1.0
-    return 1.0 + VALUE_BOOST if kinds & values else 1.0
+    form = OTHER_FORM_FACTOR if OTHER_FORM in kinds and ONE_TEXT_FILE in values else 1.0
+    return form * (1.0 + VALUE_BOOST if kinds & values else 1.0)
 
 
 class IntentStage:
@@ -322,7 +349,8 @@ class IntentStage:
         # how far each tool's factor leans on its effect (1: fully; effects read off words less)
         self.trust = list(trust) if trust is not None else [1.0] * len(self.effects)
         self.base = list(base) if base is not None and any(b != 1.0 for b in base) else None
-        self._known = (frozenset().union(*self.kinds) if self.kinds else frozenset()) | {SPECIFIC, EVERYTHING}
+        self._known = (frozenset().union(*self.kinds) if self.kinds else frozenset()) | {SPECIFIC, EVERYTHING,
+                                                                                         ONE_TEXT_FILE}
         self._factors: dict[tuple[str | None, frozenset[str]], list[float] | None] = {}
         self._array: Any = None
         self._arrays: dict[int, tuple[list[float], Any]] = {}     # the factors as numpy arrays

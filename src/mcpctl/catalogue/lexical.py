@@ -126,7 +126,7 @@ def intent_stage(docs: Sequence[ToolDoc], *, effects: bool = True) -> IntentStag
     passages): only the learned prior, if any, then applies."""
     found = [d.effect for d in docs] if effects else []
     return IntentStage([e.effect for e in found] if effects else [None] * len(docs),
-                       [param_kinds(d.input_schema) for d in docs] if effects else [frozenset()] * len(docs),
+                       [param_kinds(d.input_schema, d.name) for d in docs] if effects else [frozenset()] * len(docs),
                        [1.0 + PRIOR_WEIGHT * prior(d.uses) for d in docs],
                        [e.trust for e in found] if effects else None)
 
