@@ -8,11 +8,11 @@ from typing import Any, Final
 
 from mcpctl.errors import MCPCtlError, did_you_mean
 from mcpctl.presentation.resources import ROWS
+from mcpctl.presentation.tables import Column, free
 from mcpctl.resources.kinds import API_VERSION, KINDS, Kind, all_aliases, kind_for_alias
 from mcpctl.resources.yamlio import to_yaml
 
 from ._common import print_json, safe, write_stdout
-from ._tables import Column, free
 
 
 def resolve_kind(word: str) -> Kind:
