@@ -86,3 +86,36 @@ async def test_a_gateway_starts_at_most_the_limit_at_once_and_none_after_sigterm
         if proc.poll() is None:
             proc.kill()
     assert kit.leftovers(timeout=5) == [], "an upstream process outlived the gateway"
+
+
+async def test_listing_servers_from_the_cli_lists_at_most_the_limit_at_once(kit: Kit, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`list_servers` (`tools list --refresh`, a command's first listing) is bounded the same way."""
+    from mcpctl.gateway.refresh import Listed, list_servers
+    from mcpctl.presentation.catalogue import load_gateway_config
+    from mcpctl.storage import Storage
+
+    monkeypatch.setenv("MCPCTL_UPSTREAM_STARTS", "2")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    names = [held_server(kit, f"s{n}", markers) for n in range(6)]
+    _, servers = load_gateway_config(kit.project("p", names), kit.store)
+    results: dict[str, Listed] = {}
+    let_go: set[int] = set()
+
+    async def listing() -> None:
+        results.update(await list_servers(servers, kit.store, Storage.open().cache))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listing)
+        with anyio.fail_after(60 * SLACK):
+            while len(results) < len(servers):
+                held = started(markers) - let_go
+                assert len(held) <= 2, f"{len(held)} servers starting at once (limit 2)"
+                for pid in held if len(held) == 2 else ():
+                    (markers / f"go-{pid}").touch()
+                    let_go.add(pid)
+                await anyio.sleep(0.02)
+    assert sorted(results) == sorted(servers) and len(started(markers)) == 6
+    assert all(r.ok for r in results.values()), results
+    assert kit.leftovers(timeout=5) == []
