@@ -166,7 +166,7 @@ LIGHT = ("typer", "rich", "mcpctl.cli.get", "mcpctl.cli.tools", "rich.markdown",
 
 @pytest.mark.parametrize(("argv", "absent"), [
     (["--version"], LIGHT), (["--help"], LIGHT[2:]), ([], LIGHT[2:]), (["gte"], LIGHT[2:4]),
-    (["get", "--help"], LIGHT[3:]), (["tools", "--help"], ("mcpctl.cli.get", *LIGHT[4:])),
+    (["get", "--help"], LIGHT[3:]), (["tools", "--help"], ("mcpctl.cli.get", "mcpctl.cli.create", "mcpctl.resources.apply", *LIGHT[4:])),
     (["__complete", ""], LIGHT[2:]), (["__complete", "get", ""], ("rich.markdown", "mcpctl.cli.tools")),
 ], ids=lambda a: " ".join(a) if a and isinstance(a[0], str) and a[0].startswith(("-", "_", "g")) else None)
 def test_help_version_and_completion_import_only_what_they_show(argv: list[str], absent: tuple[str, ...]) -> None:
