@@ -166,13 +166,13 @@ LIGHT = ("typer", "rich", "mcpctl.cli.get", "mcpctl.cli.tools", "rich.markdown",
 
 @pytest.mark.parametrize(("argv", "absent"), [
     (["--version"], LIGHT), (["--help"], LIGHT[2:]), ([], LIGHT[2:]), (["gte"], LIGHT[2:4]),
-    (["get", "--help"], LIGHT[3:]), (["tools", "--help"], ("mcpctl.cli.get", "mcpctl.cli.create", "mcpctl.resources.apply", *LIGHT[4:])),
-    (["__complete", ""], LIGHT[2:]), (["__complete", "get", ""], ("rich.markdown", "mcpctl.cli.tools")),
+    (["get", "--help"], (*LIGHT[3:], "ruamel.yaml")), (["tools", "--help"], ("mcpctl.cli.get", "mcpctl.cli.create", "mcpctl.resources.apply", *LIGHT[4:])),
+    (["__complete", ""], LIGHT[2:]), (["__complete", "get", ""], ("rich.markdown", "mcpctl.cli.tools", "ruamel.yaml", "mcpctl.presentation.resources")),
 ], ids=lambda a: " ".join(a) if a and isinstance(a[0], str) and a[0].startswith(("-", "_", "g")) else None)
 def test_help_version_and_completion_import_only_what_they_show(argv: list[str], absent: tuple[str, ...]) -> None:
     """The root's help and completing a command's name build no command (`cli._SUMMARIES`); a help does
-    not import what typer's rich helpers load for markdown help and tracebacks (`_help.rich_utils`);
-    `--version` imports neither typer nor rich."""
+    not import what typer's rich helpers load for markdown help and tracebacks (`_help.rich_utils`),
+    nor, for `get`, the YAML library; `--version` imports neither typer nor rich."""
     env = dict(os.environ)
     if argv[:1] == ["__complete"]:
         env |= {"_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": "mcpctl " + " ".join(argv[1:]),

@@ -39,9 +39,8 @@ _COMMANDS: dict[str, str] = {
     **{m: m for m in _VERB_MODULES if m != "import_cmd"},
     "import": "import_cmd", "logout": "login", "example-server": "demo", "disconnect": "connect",
 }
-# What the root's help and completing a command's name show of each (`_stand_ins`; building the 44
-# commands of 21 modules took 0.25 s of the 0.45 s of CPU of `--help`): name, panel, help (its first
-# paragraph), short help, hidden, in the whole app's order. tests/cli/test_startup.py checks it.
+# What the root's help and completing a command's name show of each (`_stand_ins`): name, panel, help
+# (its first paragraph), short help, hidden, in the whole app's order. test_startup.py checks it.
 _SUMMARIES: tuple[tuple[str, str | None, str | None, str | None, bool], ...] = (
     ('get', 'Resources', 'Show resources: a table, or their full YAML/JSON (which `apply -f -` accepts back).', None, False),
     ('describe', 'Resources', 'Show one object in detail, with its observed status and what uses it.', None, False),

@@ -14,8 +14,7 @@ import importlib
 import sys
 from typing import Any
 
-# What typer's rich helpers import for what a help never shows (60 ms of CPU): Markdown, for the
-# "markdown" markup mode (not mcpctl's; markdown-it), and Traceback, for pretty exceptions (pygments).
+# What typer's rich helpers import for markdown help (not mcpctl's) and pretty tracebacks: 60 ms a help.
 _DEFERRED = {"rich.markdown": "Markdown", "rich.traceback": "Traceback"}
 
 
