@@ -1,6 +1,7 @@
 """What one mcpctl process costs from start to exit, against another installation (not a test).
 
     .venv/bin/python benchmarks/bench_processes.py [--rounds 8] [--baseline MCPCTL_EXE] [--json out.jsonl]
+        [--kinds '--help,get --help,completion']
 
 Most of what an agent, a script or the test suite pays for mcpctl is processes that start, do a
 little and exit: a CLI verb, an example server a gateway starts, a gateway a client starts and
@@ -8,7 +9,8 @@ closes. Each kind below runs end to end; the CPU it used (user + system, its chi
 a gateway's upstreams are part of its cost) and its wall time from start to exit are measured:
 
 - `--version`: the CLI's floor;
-- `--help`: the root's help (every command's name and summary);
+- `--help`: the root's help (every command's name and summary); `get --help`, `tools --help`: a
+  command's and a group's;
 - `completion`: what the shell runs on TAB after `mcpctl get `;
 - `get servers`, `describe server calc`, `favourites list --project demo`: verbs that read the store
   (and the catalogue cache);
@@ -94,6 +96,8 @@ def kinds(exe: str) -> dict[str, Callable[[dict[str, str]], None]]:
     return {
         "--version": run("--version"),
         "--help": run("--help"),
+        "get --help": run("get", "--help"),
+        "tools --help": run("tools", "--help"),
         "completion": complete,
         "get servers": run("get", "servers"),
         "describe server": run("describe", "server", "calc"),
@@ -116,8 +120,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--baseline", metavar="MCPCTL_EXE", help="another installation's mcpctl, measured in the same rounds")
     ap.add_argument("--json", type=Path, help="append the per-round numbers to this file")
+    ap.add_argument("--kinds", help="only these kinds, comma-separated (default: all)")
     a = ap.parse_args()
     targets = {"current": MCPCTL} | ({"baseline": a.baseline} if a.baseline else {})
+    only = set(a.kinds.split(",")) if a.kinds else None
+    if only and only - set(kinds(MCPCTL)):
+        raise SystemExit(f"unknown kinds: {sorted(only - set(kinds(MCPCTL)))}")
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         subprocess.run([MCPCTL, "demo", "--home", str(home)], check=True, stdout=subprocess.DEVNULL)
@@ -127,7 +135,7 @@ def main() -> None:
                 shutil.copytree(home, Path(tmp) / t)
             envs[t] = {**os.environ, "MCPCTL_HOME": str(home if t == "current" else Path(tmp) / t),
                        "PATH": f"{Path(exe).parent}{os.pathsep}{os.environ['PATH']}"}
-        runs = {t: kinds(exe) for t, exe in targets.items()}
+        runs = {t: {k: fn for k, fn in kinds(exe).items() if only is None or k in only} for t, exe in targets.items()}
         got: dict[str, dict[str, list[tuple[float, float]]]] = {t: {k: [] for k in runs[t]} for t in targets}
         for _ in range(2):                          # warm the page cache and the catalogue cache
             for t in targets:

@@ -123,3 +123,82 @@ def test_commands_that_read_the_store_import_no_sdk(argv: list[str], tmp_path: P
     assert r.stdout.strip(), "printed nothing"
     loaded = [line for line in r.stderr.splitlines() if line.startswith("LOADED")]
     assert loaded == ["LOADED"], f"{argv}: {loaded}"
+
+
+def test_the_roots_stand_ins_are_the_commands_as_the_root_shows_them() -> None:
+    """`cli._SUMMARIES` (what `--help` and completing a command's name show, without building the
+    commands) is the whole app's: names in order, panels, first paragraphs, short helps, hidden."""
+    import typer
+    from typer.models import DefaultPlaceholder
+
+    from mcpctl import cli
+
+    whole = typer.main.get_command(cli._build_app())
+    got = []
+    for name, cmd in whole.commands.items():  # type: ignore[attr-defined]
+        panel = cmd.rich_help_panel
+        assert not cmd.deprecated, name
+        got.append((name, panel.value if isinstance(panel, DefaultPlaceholder) else panel,
+                    None if cmd.short_help else (cmd.help or "").split("\n\n")[0], cmd.short_help, cmd.hidden))
+    assert tuple(got) == cli._SUMMARIES, f"paste into cli/__init__.py:\n{got}"
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_the_roots_help_and_a_names_completion_are_the_whole_apps(columns: str) -> None:
+    from typer.testing import CliRunner
+
+    from mcpctl import cli
+
+    runner = CliRunner()
+    whole, stand_ins = cli._build_app(), cli._stand_ins()
+    for argv, env in [(["--help"], {}), (["--bogus"], {}), (["gte"], {}),
+                      ([], {"_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": "mcpctl ", "COMP_CWORD": "1"}),
+                      ([], {"_MCPCTL_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "mcpctl d"})]:
+        env |= {"COLUMNS": columns}
+        a, b = (runner.invoke(app, argv, prog_name="mcpctl", env=env) for app in (whole, stand_ins))
+        assert (a.exit_code, a.output) == (b.exit_code, b.output), argv
+        assert a.output.strip(), argv
+
+
+LIGHT = ("typer", "rich", "mcpctl.cli.get", "mcpctl.cli.tools", "rich.markdown", "markdown_it", "rich.traceback",
+         "pygments")
+
+
+@pytest.mark.parametrize(("argv", "absent"), [
+    (["--version"], LIGHT), (["--help"], LIGHT[2:]), ([], LIGHT[2:]), (["gte"], LIGHT[2:4]),
+    (["get", "--help"], (*LIGHT[3:], "ruamel.yaml")), (["tools", "--help"], ("mcpctl.cli.get", "mcpctl.cli.create", "mcpctl.resources.apply", *LIGHT[4:])),
+    (["__complete", ""], LIGHT[2:]), (["__complete", "get", ""], ("rich.markdown", "mcpctl.cli.tools", "ruamel.yaml", "mcpctl.presentation.resources")),
+], ids=lambda a: " ".join(a) if a and isinstance(a[0], str) and a[0].startswith(("-", "_", "g")) else None)
+def test_help_version_and_completion_import_only_what_they_show(argv: list[str], absent: tuple[str, ...]) -> None:
+    """The root's help and completing a command's name build no command (`cli._SUMMARIES`); a help does
+    not import what typer's rich helpers load for markdown help and tracebacks (`_help.rich_utils`),
+    nor, for `get`, the YAML library; `--version` imports neither typer nor rich."""
+    env = dict(os.environ)
+    if argv[:1] == ["__complete"]:
+        env |= {"_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": "mcpctl " + " ".join(argv[1:]),
+                "COMP_CWORD": str(len(argv) - 1)}
+        argv = []
+    code = ("import sys, atexit\n"
+            f"atexit.register(lambda: print('LOADED', *[m for m in {absent!r} if m in sys.modules], file=sys.stderr))\n"
+            f"sys.argv = ['mcpctl', *{argv!r}]\n"
+            "from mcpctl.cli import main\n"
+            "main()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60 * SLACK)
+    assert r.stdout.strip() or "No such command" in r.stderr, r.stderr
+    assert [line for line in r.stderr.splitlines() if line.startswith("LOADED")] == ["LOADED"], r.stderr
+
+
+def test_typers_rich_helpers_load_what_they_deferred_on_first_use() -> None:
+    code = ("import sys\n"
+            "from mcpctl.cli import _help\n"
+            "ru = _help.rich_utils()\n"
+            "assert 'rich.markdown' not in sys.modules and 'rich.traceback' not in sys.modules\n"
+            "from rich.markdown import Markdown\n"
+            "from rich.traceback import Traceback\n"
+            "assert isinstance(ru._make_rich_text(text='*x*', markup_mode='markdown'), Markdown)\n"
+            "from typer.models import DeveloperExceptionConfig\n"
+            "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n"
+            "    assert isinstance(ru.get_traceback(e, DeveloperExceptionConfig(), []), Traceback)\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60 * SLACK)
+    assert r.stdout.strip() == "ok", r.stderr

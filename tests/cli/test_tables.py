@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 
 from ci_support import SLACK
 from mcpctl.cli import _tables, app
+from mcpctl.presentation import tables
 from mcpctl.resources.store import Store
 
 MCPCTL = str(Path(sys.executable).parent / "mcpctl")
@@ -125,14 +126,14 @@ def test_piped_tables_cut_nothing(runner: CliRunner, store: None, monkeypatch: p
 
 
 def test_layout_narrows_free_text_only_and_never_below_its_floor() -> None:
-    cols = [_tables.Column("NAME"), _tables.free("TARGET"), _tables.Column("STATE"), _tables.free("DESCRIPTION")]
+    cols = [tables.Column("NAME"), tables.free("TARGET"), tables.Column("STATE"), tables.free("DESCRIPTION")]
     natural = [30, 40, 7, 90]
-    assert _tables.layout(cols, natural, None) == natural
-    assert _tables.layout(cols, natural, 200) == natural
-    narrowed = _tables.layout(cols, natural, 120)
+    assert tables.layout(cols, natural, None) == natural
+    assert tables.layout(cols, natural, 200) == natural
+    narrowed = tables.layout(cols, natural, 120)
     assert narrowed[0] == 30 and narrowed[2] == 7 and sum(narrowed) + 6 <= 120
-    assert narrowed[1] >= _tables.FREE_FLOOR and narrowed[3] >= _tables.FREE_FLOOR
-    assert _tables.layout(cols, natural, 20) == [30, 10, 7, 11]      # wider than the terminal: it wraps lines
+    assert narrowed[1] >= tables.FREE_FLOOR and narrowed[3] >= tables.FREE_FLOOR
+    assert tables.layout(cols, natural, 20) == [30, 10, 7, 11]      # wider than the terminal: it wraps lines
 
 
 def _real_terminal(columns: int, *args: str) -> str:

@@ -5,8 +5,9 @@ more than once in a process). Modules must not import `mcp` (or anything that do
 time: shell completion runs this program on every TAB.
 
 The whole typer app is built on first use (`from mcpctl.cli import app`). `main()` builds only
-the module of the command its command line names (`_COMMANDS`); the root's help, an unknown
-command and completion get the whole app. It runs a plain `mcpctl serve --project P ...` without
+the module of the command its command line names (`_COMMANDS`); the root's help and the
+completion of a command's name get stand-ins of the commands (`_SUMMARIES`), and a command line it
+cannot tell the whole app. It runs a plain `mcpctl serve --project P ...` without
 typer at all: the gateway is a long-lived process, and typer, rich and the other verbs would stay
 resident for nothing (`serve.lean_main`; anything it does not recognise, `--help` included, goes
 to the typer command as before).
@@ -38,6 +39,34 @@ _COMMANDS: dict[str, str] = {
     **{m: m for m in _VERB_MODULES if m != "import_cmd"},
     "import": "import_cmd", "logout": "login", "example-server": "demo", "disconnect": "connect",
 }
+# What the root's help and completing a command's name show of each (`_stand_ins`): name, panel, help
+# (its first paragraph), short help, hidden, in the whole app's order. test_startup.py checks it.
+_SUMMARIES: tuple[tuple[str, str | None, str | None, str | None, bool], ...] = (
+    ('get', 'Resources', 'Show resources: a table, or their full YAML/JSON (which `apply -f -` accepts back).', None, False),
+    ('describe', 'Resources', 'Show one object in detail, with its observed status and what uses it.', None, False),
+    ('apply', 'Resources', 'Create or update resources from YAML/JSON manifests. All documents are validated first: one bad document changes nothing.', None, False),
+    ('diff', 'Resources', 'Show how the manifests differ from what is stored. Exit 0: same, 1: different, 2 or more: error.', None, False),
+    ('delete', 'Resources', 'Delete resources. A server that a project uses is kept unless --force.', None, False),
+    ('edit', 'Resources', 'Edit an object in $VISUAL / $EDITOR; it is validated and applied when you save.', None, False),
+    ('serve', 'Gateway', "Serve a project's curated catalogue as one MCP server.", None, False),
+    ('login', 'Servers', 'Sign in to a remote server (OAuth 2.1 + PKCE); a running gateway picks the tokens up.', None, False),
+    ('logout', 'Servers', "Forget a server's tokens and client registration.", None, False),
+    ('surface', 'Gateway', None, "Price and judge a project's tool surface: tokens, write reach, look-alikes, use.", False),
+    ('eval', 'Catalogue', 'Score a search ranker: R@1, R@5, R@10, MRR@10, nDCG@10 and C@10 per dataset.', None, False),
+    ('ask', 'Catalogue', "Ask what the project's servers know: the passages of their text resources that the ask\nbuilt-in would give an agent, best first, with URIs and scores, and the answer of the\nproject's model when its spec sets ask.model (else no model is asked).", None, False),
+    ('example-server', None, 'Run one of the bundled example MCP servers over stdio (what examples/servers.yaml registers).', None, True),
+    ('demo', 'Getting started', 'See mcpctl work end to end on its bundled example servers.', None, False),
+    ('import', 'Getting started', 'Import the MCP servers a client already has (each entry becomes a server).', None, False),
+    ('connect', 'Getting started', 'Point a client at the gateway: write its mcpctl entry.', None, False),
+    ('disconnect', 'Getting started', 'Undo mcpctl connect: remove the gateway entry, put back the entries it replaced.', None, False),
+    ('doctor', 'Getting started', 'Check the install, every server and every project, and say what to fix.', None, False),
+    ('create', 'Resources', 'Create a server or a project from flags (fails if it exists; --force replaces).', None, False),
+    ('tools', 'Gateway', "A project's tool catalogue: list it, enable or disable tools.", None, False),
+    ('favourites', 'Gateway', "A project's favourite tools: list, pin, unpin, and suggest them from real use.", None, False),
+    ('logs', 'Evidence', 'Show the invocation log: one row per tool call the gateway routed (never arguments or results).', None, False),
+    ('bakeoff', 'Catalogue', "Measure what each presentation does to a model's choice of tool: drive it through the real gateway under each presentation and report first pick, wander, success, tokens, turns and time with 95 % intervals (docs/bakeoff.md).", None, False),
+    ('db', None, 'The team database (PostgreSQL): migrate its schema, show its status, copy a store into or out of it.', None, False),
+)
 
 _app: typer.Typer | None = None
 _flag_url: str | None = None        # `--database-url`, which main() takes out of argv
@@ -161,8 +190,8 @@ def __getattr__(name: str) -> Any:
 
 
 def _completing_in() -> str | None:
-    """The module of the command a completion is for (`mcpctl get <TAB>`: get's), or None when
-    the command's own name is being completed or cannot be told (then the whole app answers)."""
+    """The module of the command a completion is for (`mcpctl get <TAB>`: get's), "" when the
+    command's own name is being completed, None when it cannot be told (the whole app answers)."""
     if "COMP_WORDS" in os.environ:           # bash: the words and the index of the one completed
         words = os.environ["COMP_WORDS"].split()
         try:
@@ -173,7 +202,26 @@ def _completing_in() -> str | None:
         line = os.environ.get("_TYPER_COMPLETE_ARGS", "")
         words = line.split()
         done = len(words) > 2 or (len(words) == 2 and line[-1:].isspace())
-    return _COMMANDS.get(words[1]) if done and len(words) > 1 else None
+    if not done:
+        return ""
+    return _COMMANDS.get(words[1]) if len(words) > 1 else None
+
+
+def _stand_ins() -> typer.Typer:
+    """The root with a parameterless stand-in of each command: its help, completing a name."""
+    app = _build_app(())
+    for name, panel, help_text, short_help, hidden in _SUMMARIES:
+        app.command(name, help=help_text, short_help=short_help, rich_help_panel=panel, hidden=hidden)(lambda: None)
+    return app
+
+
+def _complete() -> None:
+    """What the shell runs on TAB (the words are in the environment); zsh, fish and powershell
+    show help text too, which rich renders (`_help.rich_utils`)."""
+    if not os.environ["_MCPCTL_COMPLETE"].endswith("bash"):
+        importlib.import_module("mcpctl.cli._help").rich_utils()
+    module = _completing_in()
+    (_stand_ins() if module == "" else _build_app((module,)) if module else __getattr__("app"))(prog_name="mcpctl")
 
 
 def main() -> None:
@@ -195,11 +243,10 @@ def main() -> None:
     global _flag_url
     _flag_url = url                  # for the root callback, which opens the command line's storage
     if os.environ.get("_MCPCTL_COMPLETE"):   # a TAB: the shell runs `mcpctl` with no arguments
-        module = _completing_in()
-        (_build_app((module,)) if module else __getattr__("app"))(prog_name="mcpctl")
+        _complete()
         return
     if not argv:                     # plain `mcpctl`: the help, and success (click would exit 2)
-        __getattr__("app")(["--help"], prog_name="mcpctl")
+        _stand_ins()(["--help"], prog_name="mcpctl")
         return
     if argv[:1] == ["serve"]:
         from mcpctl.cli import serve
@@ -207,9 +254,12 @@ def main() -> None:
 
         if serve.lean_main(argv[1:], open_storage(url)):    # the gateway's storage, opened here once
             return
-    if argv == ["--version"]:
-        _build_app(())(prog_name="mcpctl")
+    if argv == ["--version"]:                # what the root's eager --version prints, without typer
+        print(f"mcpctl {__version__}")
+        sys.exit(0)                          # as typer exits after an eager option
     elif (module := _COMMANDS.get(argv[0])) is not None:
         _build_app((module,))(prog_name="mcpctl")
-    else:                                   # the root's help, a misspelt command: the whole app
+    elif not any(a in _COMMANDS for a in argv):     # the root's help, a misspelt command
+        _stand_ins()(prog_name="mcpctl")
+    else:                                   # a command after something else (`--help get`)
         __getattr__("app")(prog_name="mcpctl")

@@ -153,6 +153,17 @@ def complete_projects(incomplete: str) -> list[tuple[str, str]]:
     return complete_names("Project")(incomplete)
 
 
+def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """Canonical ids `server/tool` from the catalogue cache (`presentation.tools.tool_choices`): of
+    the servers named on the command line (--server) or the project's (--project), else of every
+    cached server."""
+    from mcpctl.presentation.tools import tool_choices
+
+    servers = [s for s in (ctx.params.get("server") or []) if isinstance(s, str)]
+    project = ctx.params.get("project")
+    return tool_choices(the_store(), the_cache(), servers, project if isinstance(project, str) else None, incomplete)
+
+
 def project_option(help: str = "The project.") -> Any:
     """The `-p/--project` option: a project's name, completed from the store."""
     return typer.Option("--project", "-p", help=help, autocompletion=complete_projects)

@@ -7,12 +7,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from mcpctl.errors import MCPCtlError, did_you_mean
-from mcpctl.presentation.resources import ROWS
+from mcpctl.presentation.tables import Column, free
 from mcpctl.resources.kinds import API_VERSION, KINDS, Kind, all_aliases, kind_for_alias
-from mcpctl.resources.yamlio import to_yaml
 
 from ._common import print_json, safe, write_stdout
-from ._tables import Column, free
 
 
 def resolve_kind(word: str) -> Kind:
@@ -35,6 +33,8 @@ def render_objects(objs: list[dict[str, Any]], fmt: str, *, single: bool) -> Non
         return
     data: Any = objs[0] if single else {"apiVersion": API_VERSION, "kind": "List", "items": objs}
     if fmt == "yaml":
+        from mcpctl.resources.yamlio import to_yaml  # (ruamel: not for completion or help)
+
         write_stdout(to_yaml(data))
     else:
         print_json(data)
@@ -55,6 +55,8 @@ _IDP: Final = [Column("NAME"), Column("ISSUER"), Column("PROJECTS"), Column("AGE
 def _table(columns: list[Column], wide_columns: list[Column], kind: str) -> Callable[[list[dict[str, Any]], bool], Rows]:
     """`get`'s table of `kind`: the columns and the cells of `presentation.resources.ROWS`, escaped."""
     def table(objs: list[dict[str, Any]], wide: bool) -> Rows:
+        from mcpctl.presentation.resources import ROWS
+
         rows = ROWS[kind](objs, wide)
         return columns + (wide_columns if wide else []), [[safe(c) for c in row] for row in rows]
 

@@ -8,60 +8,19 @@ kept columns never shrink, and when even the floors do not fit the lines are sim
 the terminal, which wraps them, as `kubectl get -o wide` does. Piped (stdout not a terminal),
 nothing gives way: every column is as wide as its widest cell, whatever the length.
 
-`layout` is the arithmetic (no I/O); `print_table` measures, lays out and prints.
+`presentation.tables.layout` is the arithmetic (no I/O); `print_table` measures, lays out and prints.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING
+
+from mcpctl.presentation.tables import GAP, Column, layout
 
 if TYPE_CHECKING:
     from rich.table import Table
-
-GAP: Final = 2                  # spaces between two columns
-FREE_FLOOR: Final = 10          # a free-text column gives way down to this (or its header), then wraps
-
-
-@dataclass(frozen=True)
-class Column:
-    header: str
-    free: bool = False          # free text: narrowed and wrapped before anything else; else never cut
-    justify: Literal["left", "right"] = "left"
-
-
-def free(header: str) -> Column:
-    return Column(header, free=True)
-
-
-def layout(columns: Sequence[Column], natural: Sequence[int], width: int | None) -> list[int]:
-    """Each column's width: `natural` (its widest cell) when it fits in `width` or `width` is None
-    (piped); else the free-text columns are narrowed, the widest first, to no less than their floor."""
-    total = sum(natural) + GAP * (len(natural) - 1)
-    if width is None or total <= width:
-        return list(natural)
-    flexible = [i for i, c in enumerate(columns) if c.free]
-    floors = {i: min(natural[i], max(FREE_FLOOR, len(columns[i].header))) for i in flexible}
-    room = width - (total - sum(natural[i] for i in flexible))
-    out = list(natural)
-    if room <= sum(floors.values()):
-        for i in flexible:
-            out[i] = floors[i]
-        return out
-    # the largest cap that fits: each free column gets min(natural, max(floor, cap))
-    lo, hi = 0, max(natural[i] for i in flexible)
-    while lo < hi:
-        cap = (lo + hi + 1) // 2
-        if sum(min(natural[i], max(floors[i], cap)) for i in flexible) <= room:
-            lo = cap
-        else:
-            hi = cap - 1
-    for i in flexible:
-        out[i] = min(natural[i], max(floors[i], lo))
-    return out
-
 
 def terminal_width() -> int | None:
     """The width of the terminal stdout is, or None when it is not one (piped: nothing is cut)."""

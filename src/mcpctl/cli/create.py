@@ -16,7 +16,7 @@ from mcpctl.resources.settings import DEFAULT_MAX_RESULT_TOKENS, DEFAULT_NAME_MA
 from mcpctl.resources.yamlio import Document
 
 from . import token
-from ._common import cli_errors, complete_names, the_cache, the_store, warn, write_stdout
+from ._common import cli_errors, complete_names, complete_tool_ids, the_cache, the_store, warn, write_stdout
 
 
 def _create(doc_data: dict[str, Any], *, force: bool, allow_missing: bool = False) -> None:
@@ -117,17 +117,6 @@ def _flag_listing(name: str) -> None:
                " (pinned as listed: flagged, not blocked)",
                f"read them before a project serves this server; keep them from the agent with: mcpctl tools "
                f"disable --project P {tools}")
-
-
-def complete_tool_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
-    """Canonical ids `server/tool` from the catalogue cache (`presentation.tools.tool_choices`): of
-    the servers named on the command line (--server) or the project's (--project), else of every
-    cached server."""
-    from mcpctl.presentation.tools import tool_choices
-
-    servers = [s for s in (ctx.params.get("server") or []) if isinstance(s, str)]
-    project = ctx.params.get("project")
-    return tool_choices(the_store(), the_cache(), servers, project if isinstance(project, str) else None, incomplete)
 
 
 @cli_errors

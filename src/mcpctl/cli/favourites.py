@@ -25,6 +25,7 @@ from ._common import (
     Project,
     check_format,
     cli_errors,
+    complete_tool_ids,
     err,
     out,
     output_option,
@@ -36,7 +37,6 @@ from ._common import (
     warn,
     write_stdout,
 )
-from .create import complete_tool_ids
 
 if TYPE_CHECKING:
     from mcpctl.catalogue.favourites import Suggestions

@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from mcpctl.presentation.resources import live_view
-
 from ._common import check_format, cli_errors, output_option, the_store
 from ._resources import TABLES, complete_kind, render_objects, resolve_kind
 
@@ -36,6 +34,8 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str, output_option(("table", "wide", "yaml", "json", "name"))] = "table",
     ) -> None:
         """Show resources: a table, or their full YAML/JSON (which `apply -f -` accepts back)."""
+        from mcpctl.presentation.resources import live_view
+
         check_format(output)
         k = resolve_kind(kind)
         store = the_store()

@@ -14,6 +14,7 @@ from ._common import (
     Project,
     check_format,
     cli_errors,
+    complete_tool_ids,
     err,
     out,
     output_option,
@@ -22,7 +23,6 @@ from ._common import (
     warn,
     write_stdout,
 )
-from .create import complete_tool_ids
 
 _FORMATS = ("table", "wide", "json", "yaml", "name")
 _Ids = Annotated[list[str], typer.Argument(help="Canonical ids server/tool, or globs (github/delete_*).",

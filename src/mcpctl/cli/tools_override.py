@@ -18,6 +18,7 @@ from ._common import (
     Project,
     check_format,
     cli_errors,
+    complete_tool_ids,
     out,
     output_option,
     print_json,
@@ -27,7 +28,6 @@ from ._common import (
     warn,
     write_stdout,
 )
-from .create import complete_tool_ids
 
 _Tool = Annotated[str, typer.Argument(metavar="ID", help="The tool's canonical id, server/tool.",
                                       autocompletion=complete_tool_ids)]

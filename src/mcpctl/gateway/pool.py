@@ -5,7 +5,7 @@ first `tools/list` (and `initialize`, whose capabilities follow the upstreams') 
 its connect timeout and at most `FIRST_CONTACT_CAP`. A cached server never delays a list, nor does
 one that failed on an earlier start (`failed_before`). `Pool.first_contact()` is the one place
 that wait is computed; a call for a name no view knows yet waits for the same servers
-(`wait_for_unlisted`).
+(`wait_for_unlisted`). At most `start_limit()` upstreams start at once, none once stopping (`starts`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import anyio
 import anyio.abc
 
 from mcpctl.upstream.ceiling import Ceiling
+from mcpctl.upstream.starts import Starts, start_limit
 from mcpctl.upstream.supervisor import Upstream
 
 FIRST_CONTACT_CAP: Final = 15.0
@@ -31,6 +32,7 @@ class Pool:
         self.unavailable: dict[str, str] = {}       # server -> why it cannot start at all
         self.ceilings: dict[str, Ceiling] = {}      # server -> its maxConcurrency (`upstream.ceiling`)
         self.cap = first_contact_cap
+        self.starts = Starts(start_limit())           # each supervisor's attempts wait for a slot
         self.failed_before = frozenset(failed_before)     # never listed, down on an earlier start
         self._pending: set[str] = set()             # never-listed servers worth waiting for, not settled yet
         self._first_contact = 0.0                   # how long the first lists wait for them (s)
@@ -43,6 +45,7 @@ class Pool:
     def add(self, up: Upstream) -> None:
         """Supervise `up`, within its server's maxConcurrency if it has one."""
         self.upstreams[up.name] = up
+        up.starts = self.starts
         if up.spec.max_concurrency is not None:
             self.ceilings[up.name] = Ceiling(up.name, up.spec.max_concurrency, up.spec.timeouts.call)
 
@@ -69,6 +72,7 @@ class Pool:
 
     def stopping(self) -> None:
         """Shutting down: each server keeps its last known status."""
+        self.starts.close()
         for up in self.upstreams.values():
             up.stopping = True
 
@@ -79,7 +83,8 @@ class Pool:
             self.settle(up.name)
 
     def settle(self, name: str) -> None:
-        """`name` listed or went down: the first lists no longer wait for it."""
+        """`name` listed or went down: the first lists no longer wait for it; its start's slot is free."""
+        self.starts.release(name)
         self._pending.discard(name)
         if not self._pending:
             self._settled.set()

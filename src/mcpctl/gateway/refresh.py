@@ -21,6 +21,7 @@ from mcpctl.auth import expiry
 from mcpctl.catalogue.cache import CatalogueCache
 from mcpctl.resources.kinds import ServerSpec
 from mcpctl.resources.store import ResourceStore
+from mcpctl.upstream.starts import start_limit
 from mcpctl.upstream.supervisor import Listing, Upstream
 
 log = logging.getLogger("mcpctl.gateway")
@@ -78,9 +79,11 @@ async def list_servers(servers: Mapping[str, ServerSpec | str], store: ResourceS
                               **(expiry.status_fields(up.name, "down") if up.spec.auth is not None else {})})
             finish(Listed(up.name, None, up.last_error or "failed"))
 
+    slots = anyio.CapacityLimiter(start_limit())       # servers being listed at once (`upstream.starts`)
+
     async def one(spec: ServerSpec) -> None:
         up = Upstream(spec, on_listing=on_listing, on_state=on_state)
-        async with anyio.create_task_group() as inner:
+        async with slots, anyio.create_task_group() as inner:
             inner.start_soon(up.run)
             await done[spec.name].wait()
             up.stopping = True

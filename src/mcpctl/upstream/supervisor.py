@@ -52,6 +52,7 @@ from mcpctl.upstream.errors import (
     leaves,
     refused_handshake,
 )
+from mcpctl.upstream.starts import Starts
 from mcpctl.upstream.stdio import RawStdioChannel
 from mcpctl.upstream.transport import open_transport, upstream_log_path
 
@@ -119,6 +120,7 @@ class Upstream:
     # How the server is reached: (spec, on_eof) -> async context of (read, write, raw stdio channel).
     # Tests connect in-memory servers here.
     open_transport: OpenTransport = open_transport
+    starts: Starts = field(default_factory=Starts)  # each attempt waits for a slot (the gateway's bound)
     next_attempt: float | None = None             # monotonic time of the next spawn when down
     spawns: deque[float] = field(default_factory=deque)
     _session: ClientSession | None = None
@@ -221,11 +223,11 @@ class Upstream:
         """Keep the upstream connected until cancelled."""
         failures = 0
         while True:
-            now = time.monotonic()
+            await self.starts.acquire(self.name)       # a slot first: the connect timeout starts after
+            started = now = time.monotonic()
             while self.spawns and now - self.spawns[0] > 60.0:
                 self.spawns.popleft()
             self.spawns.append(now)
-            started = time.monotonic()
             self._closed = False
             self._timeouts = 0
             self._restart_why = None
