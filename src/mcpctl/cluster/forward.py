@@ -83,6 +83,11 @@ class Forwarder:
                 session = value
             elif key == hop.HEADER:
                 signed = value
+        if signed is None and session is not None and session.startswith(self.prefix):
+            inner = session[len(self.prefix):]      # this replica's own: the SDK's id, nothing read
+            scope["headers"] = [(k, inner if k == SESSION else v) for k, v in scope["headers"]]
+            await self.app(scope, receive, self._stamping(send))
+            return
         body, receive = await self._body(receive)
         if signed is not None:
             if not hop.verify(self.registry.secret, signed, self.registry.id, scope["method"], scope["path"],
@@ -123,7 +128,7 @@ class Forwarder:
 
     async def _session(self, scope: Scope, session: bytes, body: bytes, receive: Receive, send: Send,
                        forwarded: bool) -> None:
-        if session.startswith(self.prefix):
+        if session.startswith(self.prefix):      # forwarded here: its owner
             inner = session[len(self.prefix):]
             scope["headers"] = [(k, inner if k == SESSION else v) for k, v in scope["headers"]]
             await self.app(scope, receive, self._stamping(send))
