@@ -303,8 +303,8 @@ def _scenario(kit: Kit, url: str, kill: bool) -> tuple[Run, RoundRobin, list[Gat
     proxy: RoundRobin | None = None
     t0 = time.monotonic()
     try:
+        token = token_for("p")          # before the replicas start: one project token for all of them
         gateways = start_gateways(kit, url, [f"gw{i + 1}" for i in range(REPLICAS)])
-        token = token_for("p")
 
         async def main() -> RoundRobin:
             rr = RoundRobin([gw.port for gw in gateways])
@@ -378,4 +378,21 @@ def test_a_replica_killed_mid_run_2026_clients_see_no_error_handshake_clients_st
     for era in ERAS:
         for kind in ("list", "call", "read_result", "elicit"):
             assert run.answered[era, kind] > 0, (era, kind)
+    assert kit.leftovers() == []
+
+
+def test_a_replica_on_a_database_without_the_cluster_schema_says_to_migrate(tmp_home: Path, pg_db: str) -> None:
+    import psycopg
+
+    kit = Kit(tmp_home)
+    kit.home.mkdir(parents=True, exist_ok=True)
+    kit.project("p", [])
+    with psycopg.connect(pg_db) as conn:
+        conn.execute("DELETE FROM schema_migrations WHERE component = 'cluster'")
+    r = subprocess.run([str(Path(sys.executable).parent / "mcpctl"), "serve", "--project", "p", "--transport", "http",
+                        "--port", "0"], capture_output=True, text=True, timeout=60 * SLACK,
+                       env={**os.environ, "MCPCTL_DATABASE_URL": pg_db, "MCPCTL_TEST_MARK": kit.mark})
+    assert r.returncode != 0
+    assert "cluster schema" in r.stderr and "mcpctl db migrate" in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
     assert kit.leftovers() == []

@@ -343,6 +343,12 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
     watch = _ProjectWatch(store, project_name, early.project_mtime if early is not None
                           else store.stamp("Project", project_name))
     try:
+        cluster = None      # replicas on one database (`mcpctl.cluster`): before the task group, so
+        if transport == "http" and storage.url is not None:     # its refusal reads as itself
+            from mcpctl.cluster.join import Cluster
+
+            cluster = await Cluster.join(storage.url, project_name, gw.sessions, gw.asks, gw.sections,
+                                         advertise_url, os.environ.get("MCPCTL_GATEWAY_HOST", ""))
         async with anyio.create_task_group() as tg:
             tg.start_soon(life.on_signal)
             tg.start_soon(life.run_upstreams)
@@ -351,11 +357,6 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
                 await _serve_stdio(gw, early, on_ready)
             else:
                 assert token is not None
-                from mcpctl.cluster.join import Cluster
-
-                cluster = None if storage.url is None else await Cluster.join(
-                    storage.url, project_name, gw.sessions, gw.asks, gw.sections, advertise_url,
-                    os.environ.get("MCPCTL_GATEWAY_HOST", ""))
                 if cluster is not None:
                     tg.start_soon(cluster.run, life.stop)
 
