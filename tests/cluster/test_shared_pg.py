@@ -68,3 +68,14 @@ def test_a_session_begun_on_one_replica_has_begun_on_every_one(pg_db: str) -> No
     here.begin("s1")
     here.begin("s1")
     assert there.begun("s1") and not there.begun("s2") and not other_project.begun("s1")
+
+
+def test_begin_session_on_a_second_replica_says_the_session_had_begun(pg_db: str) -> None:
+    from mcpctl.gateway.sessions import Sessions
+
+    here, there = Sessions(), Sessions()
+    here.shared, there.shared = SharedGate(pg_db, "p"), SharedGate(pg_db, "p")
+    assert not there.begun("s1")
+    assert here.begin("s1") is True             # was gated
+    assert there.begun("s1")
+    assert there.begin("s1") is False           # "This session had already begun."

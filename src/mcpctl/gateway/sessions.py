@@ -313,9 +313,9 @@ class Sessions:
 
     def begin(self, session_id: str) -> bool:
         """Mark the session as past the gate; True if it was gated until now."""
-        was_gated = session_id not in self._begun
+        was_gated = not self.begun(session_id)       # on any replica
         self._remember(self._begun, session_id, None, MAX_BEGUN)
-        if self.shared is not None:
+        if self.shared is not None and was_gated:
             self.shared.begin(session_id)
         return was_gated
 
