@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ci_support import SLACK
 from mcpctl.cluster.registry import STALE_S, Registry
 from mcpctl.cluster.shared import SharedGate, SharedSections
 from mcpctl.presentation.sections import SectionError, cut_text
@@ -79,3 +80,26 @@ def test_begin_session_on_a_second_replica_says_the_session_had_begun(pg_db: str
     assert here.begin("s1") is True             # was gated
     assert there.begun("s1")
     assert there.begin("s1") is False           # "This session had already begun."
+
+
+async def test_a_session_begun_on_one_replica_is_announced_to_the_others(pg_db: str) -> None:
+    import asyncio
+
+    from mcpctl.cluster.shared import GateListener
+
+    heard: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_begun(session_id: str) -> None:
+        heard.put_nowait(session_id)
+
+    listener = GateListener(pg_db, "p", "bbbbbbbb", on_begun)
+    listener.start(asyncio.get_running_loop())
+    try:
+        assert await asyncio.to_thread(listener.listening.wait, 10 * SLACK)
+        await asyncio.to_thread(SharedGate(pg_db, "q", "aaaaaaaa").begin, "other-project")
+        await asyncio.to_thread(SharedGate(pg_db, "p", "bbbbbbbb").begin, "its-own")
+        await asyncio.to_thread(SharedGate(pg_db, "p", "aaaaaaaa").begin, "s1")
+        assert await asyncio.wait_for(heard.get(), 10 * SLACK) == "s1"      # only this one
+        assert heard.empty()
+    finally:
+        listener.stop(wait=5)

@@ -396,3 +396,52 @@ def test_a_replica_on_a_database_without_the_cluster_schema_says_to_migrate(tmp_
     assert "cluster schema" in r.stderr and "mcpctl db migrate" in r.stderr, r.stderr[-2000:]
     assert "Traceback" not in r.stderr, r.stderr[-2000:]
     assert kit.leftovers() == []
+
+
+def test_a_session_begun_on_one_replica_is_told_its_tools_on_another(tmp_home: Path, pg_db: str) -> None:
+    """A 2026-07-28 client's `subscriptions/listen` stream is open on one replica and its
+    `begin_session` lands on another: the stream still hears `tools/list_changed` (NOTIFY
+    mcpctl_gate), and the replica it is open on lists the session's whole view."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    kit = Kit(tmp_home)
+    gateways: list[Gateway] = []
+    with upstream(kit):
+        try:
+            token = token_for("p")
+            gateways = start_gateways(kit, pg_db, ["gw1", "gw2"])
+            info = t.Implementation(name="one-client", version="1")       # one identity, two replicas
+
+            async def main() -> None:
+                async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                              timeout=httpx2.Timeout(30, read=60)) as h, \
+                        Client(streamable_http_client(f"http://127.0.0.1:{gateways[0].port}/mcp", http_client=h),
+                               mode="2026-07-28", client_info=info) as listener, \
+                        Client(streamable_http_client(f"http://127.0.0.1:{gateways[1].port}/mcp", http_client=h),
+                               mode="2026-07-28", client_info=info) as caller:
+                    changed = anyio.Event()
+                    async with anyio.create_task_group() as tg, listener.listen(tools_list_changed=True) as sub:
+                        async def wait() -> None:
+                            async for _ in sub:
+                                changed.set()
+                                return
+
+                        tg.start_soon(wait)
+                        before = {tl.name for tl in (await listener.session.list_tools()).tools}
+                        assert "up__synthetic_0001" not in before            # gated
+                        begun = await caller.call_tool("begin_session", {"task": "across replicas"})
+                        assert not begun.is_error
+                        with anyio.fail_after(10 * SLACK):
+                            await changed.wait()
+                        after = {tl.name for tl in (await listener.session.list_tools()).tools}
+                        assert "up__synthetic_0001" in after
+                        tg.cancel_scope.cancel()
+
+            asyncio.run(main())
+            terminate(gateways)
+        finally:
+            kill_all(gateways)
+    assert kit.leftovers() == []

@@ -2,9 +2,10 @@
 
 `Cluster.join` (at the gateway's start, when a database is configured) checks the `cluster`
 schema, reads the hop secret, and puts what must outlive this replica in PostgreSQL: the gate's
-begun sessions (`shared.SharedGate`), cut results (`shared.SharedSections`), and this replica's
-id in the parked calls' `requestState` (the gateway's `asks.Asks.tag`). `forwarder(app)` wraps the
-HTTP front's app (`forward.Forwarder`); `run(stop)` keeps the heartbeat until `stop`.
+begun sessions (`shared.SharedGate`, and `shared.GateListener` to hear of the others'), cut
+results (`shared.SharedSections`), and this replica's id in the parked calls' `requestState` (the
+gateway's `asks.Asks.tag`). `forwarder(app)` wraps the HTTP front's app (`forward.Forwarder`);
+`run(stop)` keeps the heartbeat and the listener until `stop`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import anyio
 
 from mcpctl.cluster.forward import ASGIApp, Forwarder
 from mcpctl.cluster.registry import Registry
-from mcpctl.cluster.shared import SharedGate, SharedSections
+from mcpctl.cluster.shared import GateListener, SharedGate, SharedSections
 from mcpctl.presentation.sections import SectionStore
 
 ADVERTISE_ENV: Final = "MCPCTL_ADVERTISE_URL"
@@ -25,6 +26,8 @@ CONNECT_S: Final = 3.0          # a replica that does not accept a connection th
 
 class _Sessions(Protocol):
     shared: SharedGate | None
+
+    async def notify(self, sections: set[str], only: str | None = None) -> None: ...
 
 
 class _Asks(Protocol):
@@ -38,8 +41,9 @@ class _Sections(Protocol):
 class Cluster:
     """This replica among the others (see the module docstring)."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, gate: GateListener | None = None) -> None:
         self.registry = registry
+        self.gate = gate
         self.forwarders: list[Forwarder] = []
         self._client: Any = None
 
@@ -53,10 +57,14 @@ class Cluster:
         await anyio.to_thread.run_sync(require, "cluster", database)
         registry = Registry(database, advertise or os.environ.get(ADVERTISE_ENV) or None, host)
         await anyio.to_thread.run_sync(registry.load_secret)
-        sessions.shared = SharedGate(database, project)
+        sessions.shared = SharedGate(database, project, registry.id)
         asks.tag = registry.id + "."
         sections.store = SharedSections(sections.store.max_bytes, sections.store.ttl, database=database)
-        return cls(registry)
+
+        async def begun_elsewhere(session_id: str) -> None:      # its streams here hear of its tools
+            await sessions.notify({"tools"}, only=session_id)
+
+        return cls(registry, GateListener(database, project, registry.id, begun_elsewhere))
 
     def forwarder(self, app: ASGIApp) -> Forwarder:
         forwarder = Forwarder(app, self.registry, self.client)
@@ -76,10 +84,17 @@ class Cluster:
         self.registry.listening(host, port)
 
     async def run(self, stop: anyio.Event) -> None:
-        """Heartbeats until `stop`; then leave the table and close the forwarding client."""
+        """Heartbeats (and the gate's listener) until `stop`; then leave the table and close the
+        forwarding client."""
+        if self.gate is not None:
+            import asyncio
+
+            self.gate.start(asyncio.get_running_loop())
         try:
             await self.registry.run(stop)
         finally:
+            if self.gate is not None:
+                self.gate.stop()
             if self._client is not None:
                 with anyio.CancelScope(shield=True):
                     await self._client.aclose()

@@ -10,7 +10,9 @@
 - `SharedGate`: the sessions past the session gate, per project (`gate_begun`). `begin_session`
   writes the row; a replica that has not seen a session begin asks once and remembers the answer
   when it is yes (a session never goes back behind the gate), so only a gated project's sessions
-  not yet begun cost a lookup.
+  not yet begun cost a lookup. The row's writer also sends `NOTIFY mcpctl_gate`: `GateListener`
+  (a thread with a LISTEN connection of its own) tells the other replicas, which send that
+  session's `subscriptions/listen` streams open on them its new tool list's `list_changed`.
 
 Both are called from the call path's synchronous code, so each is one short indexed statement on
 a pooled connection; a database error is logged and answered as "not here".
@@ -18,10 +20,13 @@ a pooled connection; a database error is logged and answered as "not here".
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from mcpctl.db import pool
 from mcpctl.presentation.sections import Cut, Owner, SectionError, SectionStore, section_text
@@ -29,6 +34,7 @@ from mcpctl.presentation.sections import Cut, Owner, SectionError, SectionStore,
 log = logging.getLogger("mcpctl.cluster")
 
 GATE_DAYS: Final = 30           # a begun session's row is kept this long
+CHANNEL: Final = "mcpctl_gate"  # NOTIFY payload: project, replica id, session id (tab-separated)
 
 
 @dataclass
@@ -78,8 +84,8 @@ class SharedSections(SectionStore):
 class SharedGate:
     """The sessions of `project` past the gate, in PostgreSQL (see the module docstring)."""
 
-    def __init__(self, database: str, project: str) -> None:
-        self.database, self.project = database, project
+    def __init__(self, database: str, project: str, source: str = "") -> None:
+        self.database, self.project, self.source = database, project, source
 
     def begun(self, session_id: str) -> bool:
         try:
@@ -96,7 +102,52 @@ class SharedGate:
             with pool.connection(self.database) as conn:
                 conn.execute("INSERT INTO gate_begun (project, session_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                              (self.project, session_id))
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.project}\t{self.source}\t{session_id}"))
                 conn.execute("DELETE FROM gate_begun WHERE begun_at < now() - make_interval(days => %s)",
                              (GATE_DAYS,))
         except Exception as e:
             log.warning("writing the gate's session failed: %s", pool.first_line(e))
+
+
+class GateListener:
+    """Sessions of `project` begun on other replicas than `source`, heard by LISTEN in a thread of
+    its own: `on_begun(session_id)` runs in `loop`. Reconnects each second while the database is
+    away (a session begun meanwhile is still found by `SharedGate.begun`; only its notification
+    to streams on this replica is lost)."""
+
+    def __init__(self, database: str, project: str, source: str,
+                 on_begun: Callable[[str], Coroutine[Any, Any, None]]) -> None:
+        self.database, self.project, self.source, self.on_begun = database, project, source, on_begun
+        self._stop = threading.Event()
+        self.listening = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._thread = threading.Thread(target=self._run, args=(loop,), name="mcpctl-gate-listen", daemon=True)
+        self._thread.start()
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        while not self._stop.is_set():
+            try:
+                with pool.listen_connection(self.database) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    self.listening.set()
+                    while not self._stop.is_set():
+                        for n in conn.notifies(timeout=1.0):
+                            self._heard(loop, n.payload)
+            except Exception as e:
+                log.warning("the gate's listener lost its connection: %s", pool.first_line(e))
+            finally:
+                self.listening.clear()
+            self._stop.wait(1.0)
+
+    def _heard(self, loop: asyncio.AbstractEventLoop, payload: str) -> None:
+        project, source, session_id = [*payload.split("\t", 2), "", ""][:3]
+        if project == self.project and source != self.source and session_id:
+            asyncio.run_coroutine_threadsafe(self.on_begun(session_id), loop)
+
+    def stop(self, wait: float = 0.0) -> None:
+        """Stop listening: the thread ends within a second (`wait`: seconds to wait for it)."""
+        self._stop.set()
+        if self._thread is not None and wait:
+            self._thread.join(timeout=wait)
