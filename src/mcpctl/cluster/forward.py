@@ -10,8 +10,9 @@ body has been read whole), sending a request whose state another live replica ho
   the retry is answered here: the router restarts the call, answering the upstream's requests
   from the retry's `inputResponses` (`gateway.asks`), so the client sees no error.
 
-The cost on a request that stays here: one pass over its headers and, for a POST, one byte search
-of its body; no database round trip (the live replicas are in memory, `registry.Registry`).
+The cost on a request that stays here: one pass over its headers and a prefix check (its own
+session id), or, without a session id, also one byte search of its body; no database round trip
+(the live replicas are in memory, `registry.Registry`).
 Forwarded requests keep every header of the client but the hop-by-hop ones, and gain the signed
 hop header (`hop`); the answer is streamed back as it comes, SSE included.
 """
