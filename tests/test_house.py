@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("clients", "bakeoff", "demo", "preflight"),
     ("gateway",),
+    ("cluster",),        # the replicas of one database (issue 36): only the gateway uses it
     ("presentation", "upstream", "evaluation"),
     ("ask", "auth", "telemetry"),
     ("storage",),

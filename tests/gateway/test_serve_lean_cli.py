@@ -23,11 +23,14 @@ def test_plain_command_lines_parse_without_typer() -> None:
               "max_parked_per_credential": 256}
     assert parse_lean(["--project", "p"]) == {"project": "p", "transport": "stdio", "host": "127.0.0.1",
                                               "port": 8765, "token_file": None, "profile": None, "verbose": False, "allow_host": (),
-                                              **limits}
+                                              "advertise_url": None, **limits}
     got = parse_lean(["-p", "p", "--transport=http", "--port", "9000", "--host", "::1", "--token-file", "t",
                       "-v", "--project", "q"])
     assert got == {"project": "q", "transport": "http", "host": "::1", "port": 9000,
-                   "token_file": Path("t"), "profile": None, "verbose": True, "allow_host": (), **limits}
+                   "token_file": Path("t"), "profile": None, "verbose": True, "allow_host": (), "advertise_url": None,
+                   **limits}
+    got = parse_lean(["-p", "p", "--transport", "http", "--advertise-url", "http://10.0.3.7:8765"])
+    assert got is not None and got["advertise_url"] == "http://10.0.3.7:8765"
 
 
 def test_allow_host_repeats_parse_lean() -> None:

@@ -74,6 +74,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--start-marker", default=None, help="write started-<pid> here as the process starts")
     p.add_argument("--marker-dir", default=None, help="write cancelled-<n> markers here")
     p.add_argument("--http-port", type=int, default=0, help="serve streamable HTTP on this loopback port")
+    p.add_argument("--http-fd", type=int, default=0, help="serve streamable HTTP on this listening socket (inherited)")
     p.add_argument("--require-token", default=None, help="HTTP: require the header X-Test-Token: <value>")
     p.add_argument("--ask-tools", action="store_true", help="serve sample/elicit/roots/log/touch/state")
     p.add_argument("--modern-only", action="store_true", help="refuse the initialize handshake")

@@ -85,7 +85,10 @@ def serve_http() -> None:
                 return
         await app(scope, receive, send)
 
-    uvicorn.run(guarded, host="127.0.0.1", port=opts.http_port, log_level="warning")
+    if opts.http_fd:        # a socket the test bound to port 0 and listens on
+        uvicorn.run(guarded, fd=opts.http_fd, log_level="warning")
+    else:
+        uvicorn.run(guarded, host="127.0.0.1", port=opts.http_port, log_level="warning")
 
 
 async def main() -> None:
@@ -97,7 +100,7 @@ async def main() -> None:
         await fault_app.serve(server, opts, r, w)
 
 heap.settle()
-if opts.http_port:
+if opts.http_port or opts.http_fd:
     serve_http()
 else:
     anyio.run(main)

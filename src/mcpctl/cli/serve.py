@@ -44,6 +44,9 @@ OPTIONS: tuple[_Option, ...] = (
             "HTTP: a Host name to accept besides loopback's and --host's (a Service or load balancer name; "
             "repeatable or comma-separated; any port). Also the setting serve.allowHosts in settings.yaml. "
             "Other Host headers are refused (DNS-rebinding protection).", many=True),
+    _Option("advertise_url", ("--advertise-url",), str, None,
+            "HTTP with a database: the URL other replicas reach this one at (default: MCPCTL_ADVERTISE_URL, "
+            "else the bound address; docs/team.md)."),
     _Option("token_file", ("--token-file",), Path, None,
             "HTTP: file holding the bearer token (created with a fresh token, mode 0600, if missing). "
             "Default: <state dir>/tokens/<project>.token."),
@@ -103,6 +106,7 @@ def register(app: typer.Typer) -> None:
         host: str = opt("host"),
         port: int = opt("port"),
         allow_host: list[str] | None = opt("allow_host"),
+        advertise_url: str | None = opt("advertise_url"),
         token_file: Path | None = opt("token_file"),
         header_timeout: float = opt("header_timeout"),
         body_timeout: float = opt("body_timeout"),
@@ -136,7 +140,7 @@ def register(app: typer.Typer) -> None:
                max_connections_per_credential=max_connections_per_credential,
                max_sessions_per_credential=max_sessions_per_credential,
                max_parked_per_credential=max_parked_per_credential, profile=profile, page_size=page_size,
-               allow_host=tuple(allow_host or ()))
+               allow_host=tuple(allow_host or ()), advertise_url=advertise_url)
 
 
 def _page_size_ok(n: int) -> bool:
@@ -156,7 +160,8 @@ def _check_limits(limits: dict[str, Any]) -> None:
 
 
 def _serve(storage: Storage, project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
-           profile: str | None = None, page_size: int = 0, allow_host: tuple[str, ...] = (), **limits: Any) -> None:
+           profile: str | None = None, page_size: int = 0, allow_host: tuple[str, ...] = (),
+           advertise_url: str | None = None, **limits: Any) -> None:
     early = None
     http_limits = None
     from mcpctl import preflight
@@ -194,7 +199,8 @@ def _serve(storage: Storage, project: str, transport: str, host: str, port: int,
             err.print(f"  log: {log_path}", markup=False)
 
     run.run(project, storage, transport=transport, host=host, port=port, token_file=token_file, on_ready=ready,
-            early=early, http_limits=http_limits, profile=profile, page_size=page_size, allow_hosts=allow_host)
+            early=early, http_limits=http_limits, profile=profile, page_size=page_size, allow_hosts=allow_host,
+            advertise_url=advertise_url)
 
 
 def parse_lean(argv: list[str]) -> dict[str, Any] | None:

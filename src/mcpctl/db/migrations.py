@@ -26,6 +26,7 @@ COMPONENTS: Final[dict[str, str]] = {
     "store": "mcpctl.resources.pg_schema",
     "catalogue": "mcpctl.catalogue.pgcache",
     "log": "mcpctl.audit.pg_migrations",
+    "cluster": "mcpctl.cluster.schema",
 }
 _LOCK_KEY: Final = 0x6D63_7063  # "mcpc": the advisory lock `migrate` holds
 _TABLE: Final = """

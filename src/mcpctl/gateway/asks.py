@@ -146,10 +146,14 @@ class Bridge:
     shown: set[str] = field(default_factory=set)     # keys already sent to the client
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     n: int = 0
+    given: dict[str, Any] = field(default_factory=dict)    # a restarted call's answers, by key
 
     async def ask(self, request: Any) -> dict[str, Any]:
         self.n += 1
         key = f"r{self.n}"
+        given = self.given.pop(key, None)
+        if isinstance(given, dict):
+            return given
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[key] = (request, fut)
         self.changed.set()
@@ -192,6 +196,7 @@ class Asks:
         self.inflight: dict[str, list[Relayed]] = {}
         self.concurrent: set[str] = set()     # stdio upstreams seen asking while their calls all waited
         self.parked: dict[str, Parked] = {}
+        self.tag = ""           # this replica's id and a dot, in each requestState (`cluster.join`)
         # each credential's parked calls (`serve --max-parked-per-credential` sets the limit)
         self.shares: Share[str] = Share(MAX_PARKED, "calls waiting for input", "--max-parked-per-credential",
                                         MAX_PARKED, "(the parked calls' table)")
@@ -330,7 +335,7 @@ class Asks:
     # -- 2026 clients: input-required results --------------------------------------------------------
 
     async def _bridged(self, call: Relayed, send: Send) -> dict[str, Any]:
-        call.bridge = Bridge()
+        call.bridge = Bridge(given=dict(call.caller.answers or {}))
         task = asyncio.get_running_loop().create_task(send(), context=contextvars.copy_context())
         task.add_done_callback(lambda _t: self._forget(call))
         return await self._wait(call, task)
@@ -381,7 +386,7 @@ class Asks:
                 break
         up = self.pool.get(call.server)
         ttl = up.spec.timeouts.call if up is not None else 120.0
-        state = secrets.token_urlsafe(18)
+        state = self.tag + secrets.token_urlsafe(18)
         self.parked[state] = Parked(task, call, call.caller.session_id, time.monotonic() + ttl, credential)
         self.shares.add(credential, state)
         bridge.shown.update(fresh)
@@ -393,6 +398,11 @@ class Asks:
     def owns(self, params: dict[str, Any]) -> bool:
         state = params.get("requestState")
         return isinstance(state, str) and state.startswith(STATE_PREFIX)
+
+    def orphan(self, params: dict[str, Any]) -> bool:
+        """A retry whose call was parked by a replica that is gone (forwarded otherwise): restarted."""
+        state = str(params.get("requestState"))[len(STATE_PREFIX):]
+        return "." in state and not state.startswith(self.tag) and state not in self.parked
 
     def parked_call(self, caller: Caller, params: dict[str, Any]) -> tuple[str, Parked]:
         """The parked call a retry's `requestState` names, if it is `caller`'s own (same session,
@@ -451,27 +461,6 @@ class Asks:
             state = result.get("requestState")
             result = await retry(answers, state if isinstance(state, str) else None)
         return result
-
-
-def retry_params(params: dict[str, Any], answers: dict[str, Any], state: str | None) -> dict[str, Any]:
-    """A request again, with the client's answers to an upstream's input-required result."""
-    again = {**params, "inputResponses": answers}
-    if state is not None:
-        again["requestState"] = state
-    else:
-        again.pop("requestState", None)
-    return again
-
-
-def mrtr_params(fwd: dict[str, Any], params: Any) -> dict[str, Any]:
-    """A 2026 retry's `inputResponses` and `requestState` (typed request params), carried on."""
-    responses, state = getattr(params, "input_responses", None), getattr(params, "request_state", None)
-    if responses is not None:
-        fwd["inputResponses"] = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
-                                 if hasattr(v, "model_dump") else v for k, v in responses.items()}
-    if state is not None:
-        fwd["requestState"] = state
-    return fwd
 
 
 def _typed_request(raw: Any) -> Any:

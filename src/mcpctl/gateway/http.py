@@ -43,6 +43,7 @@ from mcpctl.resources.tokens import TokenIndex
 from mcpctl.sdk import end_http_session, open_http_sessions
 
 if TYPE_CHECKING:
+    from mcpctl.cluster.join import Cluster
     from mcpctl.gateway.front import Gateway
     from mcpctl.telemetry import Telemetry
 
@@ -52,7 +53,6 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("mcpctl.gateway.http")
-
 
 
 def token_path(project: str) -> Path:
@@ -261,12 +261,14 @@ class Health:
 
 async def serve_http(gw: Gateway, store: ResourceStore, host: str, port: int, token: str, stop: anyio.Event,
                      limits: HttpLimits | None = None, on_listening: Callable[[int], None] | None = None,
-                     allow_hosts: Iterable[str] = (), database: str | None = None, tele: Telemetry | None = None) -> None:
+                     allow_hosts: Iterable[str] = (), database: str | None = None, tele: Telemetry | None = None,
+                     cluster: Cluster | None = None) -> None:
     """Serve until `stop`; `on_listening(port)` once the socket listens (with `port` 0, the
     port the system chose: a test or a supervisor reads it instead of guessing a free one).
     `allow_hosts`: Host names accepted besides loopback's and `host` (`serve --allow-host`, a
     Service's name); `database`: the URL /readyz asks (None: files, nothing to ask); `tele`: metrics
-    at /metrics, behind the token (`telemetry`)."""
+    at /metrics, behind the token (`telemetry`); `cluster`: the other replicas on the database, to
+    forward to (`cluster.forward`)."""
     import uvicorn
     from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
@@ -294,7 +296,8 @@ async def serve_http(gw: Gateway, store: ResourceStore, host: str, port: int, to
 
         return load(gw.project_name, store.list("IdentityProvider"), f"http://{url_host(host)}:{bound[0]}/mcp")
 
-    inner = WholeBody(per_credential, refusals.note, DEFAULT_MAX_REQUEST_BODY_SIZE)
+    inner = WholeBody(per_credential if cluster is None else cluster.forwarder(per_credential), refusals.note,
+                      DEFAULT_MAX_REQUEST_BODY_SIZE)
     auth = BearerAuth(inner if tele is None else tele.asgi(inner), token,
                       TokenIndex(gw.project_name, store), identities)
     front = Health(HostCheck(auth, names), Readiness(gw, stop, database))

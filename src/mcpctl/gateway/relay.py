@@ -38,10 +38,10 @@ from mcp import MCPError
 from mcp.server.subscriptions import ResourceUpdated
 from mcp.types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
-from mcpctl.gateway.asks import Relayed, retry_params
+from mcpctl.gateway.asks import Relayed
 from mcpctl.gateway.early import offered
 from mcpctl.gateway.peers import LOG_RANK, log_allowed
-from mcpctl.presentation.envelope import relayed
+from mcpctl.presentation.envelope import relayed, retry_params
 from mcpctl.upstream.ceiling import held
 from mcpctl.upstream.errors import UpstreamTimeout, UpstreamUnavailable
 

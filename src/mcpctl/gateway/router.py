@@ -22,7 +22,7 @@ import anyio
 from mcp import MCPError
 from mcp.types.jsonrpc import INVALID_PARAMS
 
-from mcpctl.gateway.asks import counted, retry_params
+from mcpctl.gateway.asks import counted
 from mcpctl.gateway.sessions import Caller
 from mcpctl.presentation.budgets import LIMITED_CLASS
 from mcpctl.presentation.builtins import (
@@ -47,7 +47,7 @@ from mcpctl.presentation.builtins import (
     structured_result,
     text_result,
 )
-from mcpctl.presentation.envelope import strip_upstream_meta
+from mcpctl.presentation.envelope import retry_params, strip_upstream_meta
 from mcpctl.presentation.overrides import upstream_arguments
 from mcpctl.presentation.sections import SectionError
 from mcpctl.presentation.view import GATED, Refusal, Route, View
@@ -97,7 +97,11 @@ class Router:
             call.named(_bounded(name), hit_id(self.views.view_for(caller), name)).log("limited", LIMITED_CLASS)
             return error_result(over.message)
         if "requestState" in params and self.asks.owns(params):
-            return await self._resume(call, name, params)
+            if not self.asks.orphan(params):
+                return await self._resume(call, name, params)
+            answers = params.get("inputResponses")      # its replica is gone: the call again, answered
+            caller.answers = answers if isinstance(answers, dict) else {}
+            params = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
         view = self.views.view_for(caller)
         if name in view.builtins:
             return await self._builtin(call, view, name, args)

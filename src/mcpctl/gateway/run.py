@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpctl.gateway")
 
 
-
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -321,12 +320,14 @@ async def _serve_stdio(gw: Gateway, early: EarlyFront | None, on_ready: Callable
 async def serve(project_name: str, storage: Storage, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
                 token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
                 early: EarlyFront | None = None, http_limits: HttpLimits | None = None,
-                profile: str | None = None, page_size: int = 0, allow_hosts: tuple[str, ...] = ()) -> None:
+                profile: str | None = None, page_size: int = 0, allow_hosts: tuple[str, ...] = (),
+                advertise_url: str | None = None) -> None:
     """Run the gateway for `project_name` until the client goes away or a signal arrives.
 
     `early`: the project as read (and, over stdio, the client's first messages as answered)
     before the SDK was imported (`gateway.early`). `storage`: the process's (`mcpctl.storage`), opened
-    by the CLI's root; the gateway's parts get what they use of it.
+    by the CLI's root; the gateway's parts get what they use of it. `advertise_url`: over HTTP with
+    a database, where the other replicas reach this one (`cluster`).
     """
     store = storage.store
     status = _StatusWriter(store)
@@ -342,6 +343,12 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
     watch = _ProjectWatch(store, project_name, early.project_mtime if early is not None
                           else store.stamp("Project", project_name))
     try:
+        cluster = None      # replicas on one database (`mcpctl.cluster`): before the task group, so
+        if transport == "http" and storage.url is not None:     # its refusal reads as itself
+            from mcpctl.cluster.join import Cluster
+
+            cluster = await Cluster.join(storage.url, project_name, gw.sessions, gw.asks, gw.sections,
+                                         advertise_url, os.environ.get("MCPCTL_GATEWAY_HOST", ""))
         async with anyio.create_task_group() as tg:
             tg.start_soon(life.on_signal)
             tg.start_soon(life.run_upstreams)
@@ -350,12 +357,17 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
                 await _serve_stdio(gw, early, on_ready)
             else:
                 assert token is not None
+                if cluster is not None:
+                    tg.start_soon(cluster.run, life.stop)
+
                 def listening(bound: int) -> None:
+                    if cluster is not None:
+                        cluster.listening(host, bound)
                     if on_ready:
                         on_ready(f"http://{url_host(host)}:{bound}/mcp")
 
                 await serve_http(gw, store, host, port, token, life.stop, http_limits, listening, allow_hosts,
-                                 storage.url, tele)
+                                 storage.url, tele, cluster)
             await life.stop_upstreams()
             tg.cancel_scope.cancel()
     finally:

@@ -47,6 +47,7 @@ from mcpctl.auth.bearer import CREDENTIAL_STATE, PROFILE_STATE
 from mcpctl.gateway.peers import CallPeer, SessionPeer
 
 if TYPE_CHECKING:
+    from mcpctl.cluster.shared import SharedGate
     from mcpctl.gateway.peers import Peer
 
 log = logging.getLogger("mcpctl.gateway")
@@ -79,6 +80,7 @@ class Caller:
     peer: Peer | None = None         # the client, to ask (sampling, elicitation, roots) and to tell (logs)
     log_level: str | None = None     # 2026-07-28: the request's own log opt-in (`_meta` logLevel)
     credential: str | None = None    # HTTP: the token's name ("" for the project's own); stdio: None
+    answers: dict[str, Any] | None = None    # a restarted parked call's inputResponses (asks.Asks)
 
 
 def _progress_to(session: Any, token: str | int, request_id: Any) -> Progress:
@@ -149,6 +151,7 @@ class Sessions:
         # handshake sessions, least recent first, with the profile their last request presented
         self._active: OrderedDict[str, str | None] = OrderedDict()
         self.stdio: Caller | None = None     # set by the stdio transport: its one session
+        self.shared: SharedGate | None = None    # replicas on one database: who has begun (`cluster.shared`)
         self.stdio_peer: Peer | None = None  # and its client, to ask and tell outside a call
         # `subscriptions/listen` streams asking for resource updates: (the caller, uris) on open and
         # on close (set by the resource relay)
@@ -207,7 +210,7 @@ class Sessions:
             key = (_credential(request.headers.get("authorization")), name, version)
         except AttributeError:
             return None
-        sid = self._identities.get(key) or new_session_id()
+        sid = self._identities.get(key) or hashlib.sha256(repr(key).encode()).hexdigest()[:12]   # alike on any replica
         self._remember(self._identities, key, sid)
         return sid
 
@@ -303,12 +306,17 @@ class Sessions:
     # -- the gate ---------------------------------------------------------------------------------
 
     def begun(self, session_id: str) -> bool:
-        return session_id in self._begun
+        if session_id in self._begun or self.shared is None or not self.shared.begun(session_id):
+            return session_id in self._begun
+        self._remember(self._begun, session_id, None, MAX_BEGUN)     # begun on another replica
+        return True
 
     def begin(self, session_id: str) -> bool:
         """Mark the session as past the gate; True if it was gated until now."""
-        was_gated = session_id not in self._begun
+        was_gated = not self.begun(session_id)       # on any replica
         self._remember(self._begun, session_id, None, MAX_BEGUN)
+        if self.shared is not None and was_gated:
+            self.shared.begin(session_id)
         return was_gated
 
     # -- notifications ----------------------------------------------------------------------------

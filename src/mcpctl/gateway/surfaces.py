@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Final
 from mcp import MCPError
 from mcp.types.jsonrpc import INVALID_PARAMS
 
-from mcpctl.gateway.asks import mrtr_params
 from mcpctl.gateway.sessions import Caller
 from mcpctl.presentation.budgets import LIMITED, LIMITED_CLASS
+from mcpctl.presentation.envelope import mrtr_params
 
 if TYPE_CHECKING:
     from mcpctl.gateway.calllog import CallLog

@@ -54,3 +54,27 @@ def strip_upstream_meta(result: dict[str, Any]) -> None:
             result["_meta"] = rest
         else:
             del result["_meta"]
+
+
+# -- a request again, with a client's input (2026-07-28 input-required results) ----------------
+
+
+def retry_params(params: dict[str, Any], answers: dict[str, Any], state: str | None) -> dict[str, Any]:
+    """A request again, with the client's answers to an upstream's input-required result."""
+    again = {**params, "inputResponses": answers}
+    if state is not None:
+        again["requestState"] = state
+    else:
+        again.pop("requestState", None)
+    return again
+
+
+def mrtr_params(fwd: dict[str, Any], params: Any) -> dict[str, Any]:
+    """A 2026 retry's `inputResponses` and `requestState` (typed request params), carried on."""
+    responses, state = getattr(params, "input_responses", None), getattr(params, "request_state", None)
+    if responses is not None:
+        fwd["inputResponses"] = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                                 if hasattr(v, "model_dump") else v for k, v in responses.items()}
+    if state is not None:
+        fwd["requestState"] = state
+    return fwd
