@@ -1,13 +1,13 @@
 """What `mcpctl serve` checks before it starts the gateway, so that a mistake is one clear
 message and exit code rather than a failure half-way through starting: the HTTP front can listen
-where it was told (`check_listen`), a `--profile` exists (`check_profile`), and the extra Host
-names to accept are host names (`allowed_hosts`: `--allow-host` and the setting
-`serve.allowHosts`). Imports nothing heavy: a plain `serve` runs without typer (`cli/serve.py`).
+where it was told (`check_listen`), a `--profile` exists (`check_profile`), the HTTP limits are
+positive numbers (`check_limits`), and the extra Host names to accept are host names and asked
+for over HTTP (`allowed_hosts`: `--allow-host` and the setting `serve.allowHosts`). Imports nothing heavy: a plain `serve` runs without typer (`cli/serve.py`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcpctl.resources.store import ResourceStore
@@ -51,12 +51,32 @@ def check_profile(store: ResourceStore, project: str, transport: str, profile: s
                           hint=f"profiles: {', '.join(spec.profile_names())} (declare more under spec.profiles)")
 
 
-def allowed_hosts(given: tuple[str, ...]) -> tuple[str, ...]:
-    """The Host names of `--allow-host` (each value comma-separated) and the setting
-    `serve.allowHosts`, checked: a name or address without port, user or path."""
-    from mcpctl.db.config import settings, settings_path
+def check_limits(limits: dict[str, tuple[str, float, Any]]) -> None:
+    """Each HTTP limit ({dest: (flag, value, default)}) is a positive, finite number."""
+    import math
+
     from mcpctl.errors import EXIT_USAGE, MCPCtlError
+
+    for flag, value, default in limits.values():
+        if not (math.isfinite(value) and value > 0):
+            raise MCPCtlError(f"{flag} {value}: must be a positive number", hint=f"the default is {default}",
+                              exit_code=EXIT_USAGE)
+
+
+def allowed_hosts(given: tuple[str, ...], transport: str = "http") -> tuple[str, ...]:
+    """The Host names of `--allow-host` (each value comma-separated) and the setting
+    `serve.allowHosts`, checked: a name or address without port, user or path (and `--allow-host`
+    only over HTTP: stdio has no Host header)."""
+    from mcpctl.errors import EXIT_USAGE, MCPCtlError
+
+    if transport != "http":
+        if given:
+            raise MCPCtlError("--allow-host is for --transport http", hint="stdio has no Host header to check",
+                              exit_code=EXIT_USAGE)
+        return ()
+    from mcpctl.db.config import settings, settings_path
     from mcpctl.gateway.http import authority_host
+
 
     serve = settings().get("serve")
     listed = serve.get("allowHosts") if isinstance(serve, dict) else None

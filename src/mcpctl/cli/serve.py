@@ -147,18 +147,6 @@ def _page_size_ok(n: int) -> bool:
     return 0 <= n <= MAX_PAGE_SIZE
 
 
-def _check_limits(limits: dict[str, Any]) -> None:
-    import math
-
-    from mcpctl.errors import EXIT_USAGE, MCPCtlError
-
-    for dest, value in limits.items():
-        if not (math.isfinite(value) and value > 0):
-            flag = _OPT[dest].flags[0]
-            raise MCPCtlError(f"{flag} {value}: must be a positive number", hint=f"the default is {_OPT[dest].default}",
-                              exit_code=EXIT_USAGE)
-
-
 def _serve(storage: Storage, project: str, transport: str, host: str, port: int, token_file: Path | None, verbose: bool,
            profile: str | None = None, page_size: int = 0, allow_host: tuple[str, ...] = (),
            advertise_url: str | None = None, **limits: Any) -> None:
@@ -168,13 +156,10 @@ def _serve(storage: Storage, project: str, transport: str, host: str, port: int,
 
     if profile is not None:
         preflight.check_profile(storage.store, project, transport, profile)
-    if allow_host and transport != "http":
-        from mcpctl.errors import EXIT_USAGE, MCPCtlError
-
-        raise MCPCtlError("--allow-host is for --transport http", hint="stdio has no Host header to check",
-                          exit_code=EXIT_USAGE)
-    if transport == "http":
-        _check_limits(limits)
+    if transport != "http":
+        preflight.allowed_hosts(allow_host, transport)
+    else:
+        preflight.check_limits({k: (_OPT[k].flags[0], v, _OPT[k].default) for k, v in limits.items()})
         preflight.check_listen(host, port)
         allow_host = preflight.allowed_hosts(allow_host)
     if transport == "stdio":
