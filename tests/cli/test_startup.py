@@ -92,6 +92,22 @@ spec:
 SDK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "numpy")
 
 
+def _run_and_list(argv: list[str], modules: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    """`mcpctl ARGV` in a fresh interpreter (`__complete ...`: what the shell runs on TAB), its
+    stderr ending with a line `LOADED` followed by those of `modules` it imported."""
+    env = dict(os.environ)
+    if argv[:1] == ["__complete"]:
+        env |= {"_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": "mcpctl " + " ".join(argv[1:]),
+                "COMP_CWORD": str(len(argv) - 1)}
+        argv = []
+    code = ("import sys, atexit\n"
+            f"atexit.register(lambda: print('LOADED', *[m for m in {modules!r} if m in sys.modules], file=sys.stderr))\n"
+            f"sys.argv = ['mcpctl', *{argv!r}]\n"
+            "from mcpctl.cli import main\n"
+            "main()\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60 * SLACK)
+
+
 @pytest.mark.parametrize("argv", [
     ["get", "servers"], ["get", "projects", "-o", "yaml"], ["describe", "server", "memory"],
     ["favourites", "list", "--project", "web"], ["--help"], ["get", "--help"], ["--version"],
@@ -108,17 +124,7 @@ def test_commands_that_read_the_store_import_no_sdk(argv: list[str], tmp_path: P
 
     FilesCache().write_server_entry("memory", {"tools": [{"name": "read_graph", "description": "Read the whole graph",
                                              "inputSchema": {"type": "object"}}]})
-    env = dict(os.environ)
-    if argv[0] == "__complete":      # what the shell runs on TAB
-        env |= {"_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": "mcpctl " + " ".join(argv[1:]),
-                "COMP_CWORD": str(len(argv) - 1)}
-        argv = []
-    code = ("import sys, atexit\n"
-            f"atexit.register(lambda: print('LOADED', *[m for m in {SDK!r} if m in sys.modules], file=sys.stderr))\n"
-            f"sys.argv = ['mcpctl', *{argv!r}]\n"
-            "from mcpctl.cli import main\n"
-            "main()\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60 * SLACK)
+    r = _run_and_list(argv, SDK)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip(), "printed nothing"
     loaded = [line for line in r.stderr.splitlines() if line.startswith("LOADED")]
@@ -173,17 +179,7 @@ def test_help_version_and_completion_import_only_what_they_show(argv: list[str],
     """The root's help and completing a command's name build no command (`cli._SUMMARIES`); a help does
     not import what typer's rich helpers load for markdown help and tracebacks (`_help.rich_utils`),
     nor, for `get`, the YAML library; `--version` imports neither typer nor rich."""
-    env = dict(os.environ)
-    if argv[:1] == ["__complete"]:
-        env |= {"_MCPCTL_COMPLETE": "complete_bash", "COMP_WORDS": "mcpctl " + " ".join(argv[1:]),
-                "COMP_CWORD": str(len(argv) - 1)}
-        argv = []
-    code = ("import sys, atexit\n"
-            f"atexit.register(lambda: print('LOADED', *[m for m in {absent!r} if m in sys.modules], file=sys.stderr))\n"
-            f"sys.argv = ['mcpctl', *{argv!r}]\n"
-            "from mcpctl.cli import main\n"
-            "main()\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60 * SLACK)
+    r = _run_and_list(argv, absent)
     assert r.stdout.strip() or "No such command" in r.stderr, r.stderr
     assert [line for line in r.stderr.splitlines() if line.startswith("LOADED")] == ["LOADED"], r.stderr
 
