@@ -42,9 +42,11 @@ async def _names(gw: Harness, query: str, settled: bool = False) -> list[str]:
     raise AssertionError(f"search_tools still answered keyword-only after 600 tries: {r.structured_content}")
 
 
-async def _session_that_finds_it(gw: Harness, query: str) -> None:
-    """Search, then call the tool the request meant (it answers without error)."""
-    async with gw.client("p", "auto", log=True) as c:
+async def _session_that_finds_it(gw: Harness, query: str, who: str) -> None:
+    """Search, then call the tool the request meant (it answers without error). `who`: the client's
+    name: a 2026-07-28 client's session over HTTP is its credential, name and version, the same on
+    every replica and after a restart (docs/team.md), so distinct sessions are distinct clients."""
+    async with gw.client("p", "auto", log=True, name=who) as c:
         await c.session.call_tool("search_tools", {"query": query})
         r = await c.session.call_tool(INTENDED, {"title": "groceries", "body": "milk, eggs"})
         assert not r.is_error
@@ -61,8 +63,8 @@ async def test_three_sessions_teach_search_the_tool_a_query_meant(kit: Kit, gw: 
     # (under load) is not the hybrid ranking it stands in for
     listed = await _names(gw, PARAPHRASE, settled=True)
     paraphrase_before = listed.index(INTENDED) if INTENDED in listed else 10
-    for _ in range(3):
-        await _session_that_finds_it(gw, MISS)
+    for k in range(3):
+        await _session_that_finds_it(gw, MISS, f"agent-{k}")
     after = await _names(gw, MISS, settled=True)
     assert after[0] == INTENDED, after
     paraphrase = await _names(gw, PARAPHRASE, settled=True)
@@ -85,15 +87,15 @@ async def test_one_session_alone_teaches_nothing(kit: Kit, gw: Harness) -> None:
 async def test_nothing_is_learned_without_recorded_queries_or_with_learning_off(
         kit: Kit, gw: Harness, search: dict[str, Any]) -> None:
     _examples(kit, **search)
-    for _ in range(3):
-        await _session_that_finds_it(gw, MISS)
+    for k in range(3):     # what teaches search in the test above
+        await _session_that_finds_it(gw, MISS, f"agent-{k}")
     assert (await _names(gw, MISS))[0] != INTENDED
 
 
 async def test_a_call_that_failed_teaches_nothing(kit: Kit, gw: Harness) -> None:
     _examples(kit, recordQueries=True)
-    for _ in range(3):
-        async with gw.client("p", "auto", log=True) as c:
+    for k in range(3):     # three clients, as in the first test
+        async with gw.client("p", "auto", log=True, name=f"agent-{k}") as c:
             await c.session.call_tool("search_tools", {"query": MISS})
             r = await c.session.call_tool(INTENDED, {"nonsense": True})       # refused: invalid arguments
             assert r.is_error
