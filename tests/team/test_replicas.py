@@ -374,6 +374,8 @@ def test_a_replica_killed_mid_run_2026_clients_see_no_error_handshake_clients_st
     assert run.failed == []
     assert run.total() >= REQUESTS
     assert gateways[-1].proc.returncode == -signal.SIGKILL
+    # the kill was in the run: the lost replica had answered, and later requests met it gone
+    assert proxy.per_port[gateways[-1].port] > 0 and proxy.skipped > 0, (dict(proxy.per_port), proxy.skipped)
     assert all(n <= 1 for n in run.reinitialized.values())
     for era in ERAS:
         for kind in ("list", "call", "read_result", "elicit"):
