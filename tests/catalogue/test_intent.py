@@ -51,6 +51,9 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
     ("let me look at the nginx config", READS, "look at"),
     ("Mia doesn't live in Madrid anymore, take that fact out", DELETES, "take"),     # a verb and its particle apart
     ("start a new note called Books to read", RECORDS, "start a new"),     # what is begun is made
+    # the fifth pass (tuning_requests_4): shell words
+    ("ls ~/projects", READS, "ls"),
+    ("mkdir backups", RECORDS, "mkdir"),
 ])
 def test_a_request_says_its_action(query: str, effect: str, words: str) -> None:
     action = request_action(query)
@@ -65,7 +68,7 @@ def test_a_request_without_an_action_verb_has_none(query: str) -> None:
 
 
 @pytest.mark.parametrize(("query", "text", "values"), [
-    ("peek inside docker-compose.yml", "peek inside file yml", {"path", "specific", "one-text-file"}),
+    ("peek inside docker-compose.yml", "peek inside file yml contents read", {"path", "specific", "one-text-file"}),
     ("view the photo holiday.jpg", "view the photo image file jpg image", {"path", "specific"}),
     ("when was notes.txt created", "when was file txt created modified creation time metadata",
      {"path", "specific", "one-text-file"}),                                     # not about notes
@@ -95,7 +98,7 @@ def test_values_are_ranked_as_their_kind(query: str, text: str, values: set[str]
 
 @pytest.mark.parametrize(("query", "text"), [
     # dotfiles and the files known without an extension are files, not words
-    ("check what's in .env.example", "check what's in file"),
+    ("check what's in .env.example", "check what's in file contents read"),
     ("I need the text of LICENSE", "I need the text of file contents read"),
     ("build the Dockerfile", "build the file"),
     # several files named: a tool that reads several at once
@@ -257,7 +260,8 @@ def test_ask_passages_are_ranked_without_the_stage() -> None:
 
 def _read_requests() -> list[str]:
     queries = []
-    for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2", "tuning_requests_3"):
+    for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2", "tuning_requests_3",
+                 "tuning_requests_4"):
         ds = load_dataset(FIXTURES / name)
         queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
     return queries
@@ -317,3 +321,44 @@ def test_every_gap_in_the_words_patterns_is_bounded() -> None:
 def test_adding_to_a_note_or_list_that_is_kept_changes_it(query: str, effect: str) -> None:
     action = understand(query).action
     assert action is not None and action.effect == effect
+
+
+# -- the fifth pass (tuning_requests_4) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("query", "read_as_contents"), [
+    ("can you check what's in docker-compose.yml", True),      # one text file read, nothing else said: its contents
+    ("pull up notes.md so I can review it", True),
+    ("I need to check the version number in pyproject.toml", True),
+    ("how big is the database dump backup.sql", False),        # its metadata
+    ("show the first lines of server.log", False),             # its lines (a part: read_text_file's head)
+    ("pull the README from the raw github url", False),        # the web
+    ("locate any file named .gitignore", False),               # a search
+    ("ls ~/projects", False),                                  # a folder
+    ("Read the customer information in /root/csv/customers-100.csv and tell me Sheryl's email", False),  # a task of steps
+])
+def test_one_text_file_read_is_its_contents(query: str, read_as_contents: bool) -> None:
+    assert understand(query).text.endswith(" contents read") is read_as_contents
+
+
+def test_a_fact_that_no_longer_holds_is_taken_out_of_memory() -> None:
+    intent = understand("Priya no longer has a cat, update your memory")
+    assert intent.action is not None and intent.action.effect == DELETES and "observations" in intent.text
+    note = understand("the meeting is no longer on Friday, update note 3")       # not memory: a change
+    assert note.action is not None and note.action.effect == CHANGES
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("are there any png images in assets", "search find"),
+    ("make a URL-friendly version of 'My First Blog Post!'", "slug slugify url"),
+    ("have the server ask the model for a completion", "sampling llm"),
+    ("swap 'localhost' for '0.0.0.0' in config.yaml", "edit lines"),
+    ("log that Tom started at Initech last week", "memory knowledge entities"),
+])
+def test_fifth_pass_words(query: str, words: str) -> None:
+    assert understand(query).text.endswith(words)
+
+
+def test_initials_are_not_a_file() -> None:
+    intent = understand("how many hours are between Moscow and Washington, D.C.?")
+    assert "path" not in intent.values and "D.C" in intent.text

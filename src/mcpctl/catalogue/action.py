@@ -26,7 +26,7 @@ _PHRASES_BY_KIND: Final = {
     RECORD: ("don't forget", "do not forget", "never forget", "keep in mind", "keep track", "keep a record", "keep a note", "make a note", "take a note",
              "take note", "write down", "jot down", "note down", "note that", "set up", "bear in mind",
              "back up", "dump this", "dump these", "dump it", "put down", "sign up"),
-    CHANGE: ("turn on", "turn off", "switch on", "switch off", "fill in", "mark as", "swap out"),
+    CHANGE: ("turn on", "turn off", "switch on", "switch off", "fill in", "mark as", "swap out", "comment out"),
     RUN: ("kick off", "fire off", "spin up"),
     READ: ("look up", "look at", "look through", "look for", "look into", "look inside", "pull up", "bring up",
            "let me see", "let me know", "tell me", "give me", "show me", "send me", "find out", "dig up",
@@ -34,17 +34,17 @@ _PHRASES_BY_KIND: Final = {
 }
 _VERBS_BY_KIND: Final = {
     DELETE: "delete remove erase drop forget wipe scrub purge discard trash unlink clear destroy cancel "
-            "uninstall revoke",
+            "uninstall revoke rm rmdir",
     RECORD: "remember memorize memorise store save record log note jot create make add put register capture "
-            "write insert append bookmark keep link associate relate",
+            "write insert append bookmark keep link associate relate mkdir touch",
     CHANGE: "update change modify edit fix correct rename move relocate replace set adjust tweak overwrite "
-            "enable disable toggle mark rewrite revise amend tag retag label retitle swap",
+            "enable disable toggle mark rewrite revise amend tag retag label retitle swap mv uncomment",
     RUN: "run execute start launch trigger kick send email post publish notify message invoke stop restart "
          "deploy simulate research",
     READ: "show display view see read open peek print list find search locate look check inspect get fetch "
           "retrieve grab pull tell give count compare convert calculate compute sum total average measure "
           "hash diff extract match summarize summarise translate browse explore describe dump download scrape "
-          "echo repeat return lookup verify review recall know multiply divide subtract test",
+          "echo repeat return lookup verify review recall know multiply divide subtract test ls stat",
 }
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())

@@ -82,6 +82,7 @@ _NAMED_FILE_RE: Final = re.compile(
     r"LICEN[CS]E|README|CHANGELOG|CONTRIBUTING|AUTHORS|NOTICE|COPYING)(?![\w.])"
     r"|(?<![\w/.])\.(?:env|git\w*|docker\w*|npm\w*|editorconfig|prettier\w*|eslint\w*|bash\w*|zsh\w*|"
     r"profile|vimrc|tool-versions|python-version|nvmrc)(?:\.[\w\-]+)*(?![\w.])")
+_INITIALS_RE: Final = re.compile(r"(?:[A-Z]\.)+[A-Z]\.?")        # "D.C", "U.S.A"
 _FOLDER_RE: Final = re.compile(r"(?<![\w/.~])([A-Za-z][\w\-]*)/(?=[\s,;!?]|$)")     # "in logs/"
 _MEDIA_WORD_RE: Final = re.compile(r"\b(" + "|".join(MEDIA) + r")\b", re.I)
 _CLOCK_RE: Final = re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d\s*(?:am|pm)?\b|\b(?:1[0-2]|0?[1-9])\s*(?:am|pm)\b"
@@ -112,8 +113,8 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     def replace(kind: str, words: str) -> Any:
         def sub(m: re.Match[str]) -> str:
             ext = m.group(1).lower() if kind == PATH and m.lastindex and m.group(1) else None
-            if ext is not None and ext not in EXTENSIONS:
-                return m.group(0)          # "e.g.", "v1.2.3", "Dr. Smith": not a file
+            if (ext is not None and ext not in EXTENSIONS) or _INITIALS_RE.fullmatch(m.group(0)):
+                return m.group(0)          # "e.g.", "v1.2.3", "Dr. Smith", "D.C": not a file
             if kind == PATH and ext is None:                 # /root/excel/sales.xlsx
                 last = m.group(0).rsplit("/", 1)[-1].rsplit(".", 1)
                 ext = last[1].lower() if len(last) == 2 and last[1].lower() in EXTENSIONS else None
@@ -224,8 +225,8 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
      r"you(?:'ve| have) (?:memori[sz]ed|stored|saved|kept|got))\b", "memory knowledge"),
     # a fact about a person, or the person ("remember that Jonas is my dentist", "erase Rafael"): the
     # knowledge of entities, not a note (the name capitalised)
-    (r"\b(?:remember|note|record|store|save|keep in mind)(?: that)? (?-i:[A-Z][a-z]+)(?:'s)? (?:is|was|has|had|likes|loves|"
-     r"hates|lives|works|prefers|speaks|moved|owns|knows|plays|studies)\b", "memory knowledge entities"),
+    (r"\b(?:remember|note|record|store|save|log|keep in mind)(?: that)? (?-i:[A-Z][a-z]+)(?:'s)? (?:is|was|has|had|likes|"
+     r"loves|hates|lives|works|prefers|speaks|moved|owns|knows|plays|studies|started|joined|left|quit)\b", "memory knowledge entities"),
     (r"\b(?:erase|delete|remove|forget|drop|wipe) (?-i:[A-Z][a-z]+)\b(?! \d)", "entities"),
     (r"\b(?:save|add|create|record|store|remember|make) (?:a )?new (?:contacts?|persons?|people|friends?|colleagues?|"
      r"acquaintances?)\b", "entities entity person"),
@@ -262,6 +263,21 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:entirely|completely|altogether|for good|everything (?:about|on)|all (?:about|on)|"
      r"what you (?:stored|know|saved|remember|have) (?:about|on))\b", "entities whole"),
     (r"\bfacts?\b", "observations"),
+    # shell words for what a tool does ("ls ~/projects", "mkdir backups", "mv a.txt b.txt")
+    (r"^\W*(?:please )?ls\b", "list directory listing"),
+    (r"^\W*(?:please )?mkdir\b", "create directory"),
+    (r"^\W*(?:please )?mv\b", "move rename"),
+    # whether files of a kind are somewhere ("are there any png images in assets")
+    (r"\b(?:are there|is there|do (?:i|we) have)\s+(?:any|an?)\s+(?:\S+\s+){0,2}(?:files?|images?|photos?|"
+     r"pictures?|folders?|directories|documents?)\b", "search find"),
+    (r"\burl[- ](?:friendly|safe)\b|\bslugify\b|\b(?:a|into a|as a) slug\b", "slug slugify url"),
+    # one text for another inside a file ("swap 'localhost' for '0.0.0.0' in config.yaml"): an edit of its lines
+    (r"\b(?:swap|replace|substitute|change)\b.{1,60}\b(?:for|with|to|by|into)\b.{1,60}\b(?:in|inside|within) "
+     r"(?:the )?(?:\w+ ){0,3}file\b", "edit lines"),
+    # a fact that stopped being true ("Priya no longer has a cat, update your memory"): an observation
+    (r"\b(?:no longer|(?:n't|not)\b.{0,60}\b(?:anymore|any more))\b.{0,60}\b(?:memory|what you know|you remember)\b",
+     "observations"),
+    (r"\bask (?:the|a|an) (?:model|llm|language model)\b", "sampling llm"),
 ))
 # a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines, to
 # edit (not when the request reads them: "the last 20 lines of error.log")
@@ -270,10 +286,28 @@ _PART_OF_FILE_WORDS: Final = re.compile(
     r".{0,60}\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){0,3}file\b", re.I)
 
 
-def _expanded(text: str, action: Action | None) -> str:
+# Reading one text file named by its extension or its well-known name ("check what's in
+# docker-compose.yml", "pull up notes.md"), with no word of its metadata, of a search, a listing, its
+# lines or the web: its contents. Only in a short request (a longer one, on LiveMCPBench, is a task
+# of several steps where the file is one of them: "read the customers in x.csv and tell me ...").
+CONTENTS_WORDS: Final = 10
+_TEXT_FILE_RE: Final = re.compile(r"\bfile (?:" + "|".join(sorted(EXTENSIONS - set(MEDIA))) + r")\b")
+_NOT_CONTENTS: Final = re.compile(r"\b(?:metadata|search|listing|tree|sizes|lines|url|web|online|internet)\b")
+# verbs that read, but for a search or a computation: not the file's contents ("sum the column in x.xlsx")
+_NOT_CONTENTS_VERBS: Final = frozenset({"find", "search", "locate", "hunt", "look for", "look through"}) | _words(
+    "count compare convert calculate compute sum total average measure hash diff match translate multiply "
+    "divide subtract test verify echo repeat")
+
+
+def _expanded(text: str, action: Action | None, query: str = "", values: frozenset[str] = frozenset()) -> str:
     extra = [words for rx, words in _SYNONYMS if rx.search(text)]
-    if (action is None or action.effect != READS) and _PART_OF_FILE_WORDS.search(text):
+    if action is not None and action.effect != READS and _PART_OF_FILE_WORDS.search(text):
         extra.append("edit lines")
+    if (action is not None and action.effect == READS and ONE_TEXT_FILE in values and URL not in values
+            and action.words not in _NOT_CONTENTS_VERBS and not _NOT_CONTENTS.search(f"{text} {' '.join(extra)}")
+            and (_TEXT_FILE_RE.search(text) or _NAMED_FILE_RE.search(query))
+            and len(query.split()) <= CONTENTS_WORDS):
+        extra.append("contents read")
     return f"{text} {' '.join(extra)}" if extra else text
 
 
@@ -291,7 +325,14 @@ _ADDED_TO_KEPT_RE: Final = re.compile(r"\b(?:to|onto|into) (?:(?:my|the|this|tha
 _ADDING: Final = frozenset({"add", "append", "put", "insert", "include", "stick"})
 
 
+# "Priya no longer has a cat, update your memory": a fact that stopped being true is taken out.
+_NO_LONGER_RE: Final = re.compile(r"\b(?:no longer|(?:n't|not)\b.{0,60}\b(?:anymore|any more))\b.{0,60}"
+                                  r"\b(?:memory|what you know|you remember)\b", re.I)
+
+
 def _on_a_part(action: Action | None, text: str, values: frozenset[str]) -> Action | None:
+    if action is not None and action.effect == CHANGES and _NO_LONGER_RE.search(text):
+        return Action(DELETES, f"{action.words} … no longer")
     if action is not None and action.effect in (DELETES, RECORDS) and (
             (PATH in values and _PART_OF_FILE_RE.search(text)) or _PART_OF_RE.search(text)
             or (action.words in _ADDING and _ADDED_TO_KEPT_RE.search(text))):
@@ -304,7 +345,7 @@ def understand(query: str) -> Intent:
     """The intent of a request (see the module's text)."""
     text, values = _values(query)
     action = _on_a_part(request_action(query), text, values)
-    return Intent(query, _expanded(text or query, action), action, values)
+    return Intent(query, _expanded(text or query, action, query, values), action, values)
 
 
 # Rows: the request's action; columns: the tool's effect (reads, records, changes, deletes, runs).
