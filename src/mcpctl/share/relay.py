@@ -36,7 +36,7 @@ DAEMON_FLAG: Final = "--shared-daemon"      # hidden: `serve ... --shared-daemon
 ENV_SHARED: Final = "MCPCTL_SHARED"          # "1": every stdio `serve` is a relay, as with --shared
 ENV_READY: Final = "MCPCTL_SHARED_READY_FD"  # the daemon's end of the relay's readiness pipe
 START_TIMEOUT: Final = 180.0                 # seconds a starting daemon may take to listen
-_MAX_SOCKET_PATH: Final = 100                # sun_path holds 108 bytes with its NUL
+_MAX_SOCKET_PATH: Final = 104                # sun_path holds 108 bytes with its NUL
 _CHUNK: Final = 65536
 
 _daemon_socket: str | None = None
@@ -97,7 +97,7 @@ def key(values: dict[str, Any], url: str | None) -> str:
     location as the environment gives it, read without loading platformdirs)."""
     parts = (__version__, sys.executable, os.getcwd(), *(os.environ.get(k, "") for k in _STORE_ENV), url or "",
              values["project"], values["profile"] or "", str(values["page_size"]))
-    return _sha256("\0".join(parts).encode("utf-8", "surrogateescape"))[:24]
+    return _sha256("\0".join(parts).encode("utf-8", "surrogateescape"))[:16]
 
 
 def _private(d: Path) -> Path | None:
