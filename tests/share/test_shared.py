@@ -201,11 +201,11 @@ async def test_relays_share_one_gateway_and_its_upstreams(kit: Kit, n: int) -> N
 
 def test_a_killed_relay_leaves_the_others_served(kit: Kit) -> None:
     project = _project(kit)
-    relays = [RawRelay(kit, project) for _ in range(3)]
+    relays = [RawRelay(kit, project) for _ in range(3)]      # started at once: they race to start the daemon
     try:
         for r in relays:
             r.session()
-        (daemon,) = _daemons(kit)
+        (daemon,) = _daemons(kit)                           # and one did, under the flock
         relays[0].p.kill()
         relays[0].p.wait()
         for r in relays[1:]:
