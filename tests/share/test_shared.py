@@ -20,8 +20,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp.types as t
 import pytest
-from gwkit import MCPCTL, SLACK, SRC_ENV, Kit, text_of
+from gwkit import MCPCTL, SLACK, SRC_ENV, Kit, text_of, wait_tools
 
 GRACE = 1.0
 HANDSHAKE = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
@@ -155,13 +157,13 @@ class RawRelay:
 
 
 @contextlib.asynccontextmanager
-async def _client(kit: Kit, project: str) -> AsyncIterator[Any]:
+async def _client(kit: Kit, project: str, **kw: Any) -> AsyncIterator[Any]:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(command=MCPCTL, args=["serve", "--project", project, "--shared"], env=_env(kit))
     with open(kit.home / f"client-stderr-{os.urandom(3).hex()}.log", "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as c:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy", **kw) as c:
             yield c
 
 
@@ -224,17 +226,49 @@ def test_a_killed_relay_leaves_the_others_served(kit: Kit) -> None:
 async def test_each_relay_is_its_own_session(kit: Kit) -> None:
     """The session gate is per session: one relay's client begins, the other's stays gated."""
     project = _project(kit, gate={"enabled": True, "instructions": "Begin first."})
-    async with _client(kit, project) as first, _client(kit, project) as second:
-        assert [t.name for t in (await first.list_tools()).tools] == ["begin_session"]
-        assert [t.name for t in (await second.list_tools()).tools] == ["begin_session"]
+    changed = {"first": anyio.Event(), "second": anyio.Event()}
+
+    def on_message(who: str) -> Any:
+        async def handle(msg: object) -> None:
+            if isinstance(msg, t.ToolListChangedNotification):
+                changed[who].set()
+        return handle
+
+    async with _client(kit, project, message_handler=on_message("first")) as first, \
+            _client(kit, project, message_handler=on_message("second")) as second:
+        assert [x.name for x in (await first.list_tools()).tools] == ["begin_session"]
+        assert [x.name for x in (await second.list_tools()).tools] == ["begin_session"]
         r = await first.session.call_tool("begin_session", {"task": "add two numbers"})
         assert not r.is_error
-        assert "calc__add" in {t.name for t in (await first.list_tools()).tools}
+        with anyio.fail_after(10 * SLACK):     # the session that began is told its list changed
+            await changed["first"].wait()
+        assert "calc__add" in {x.name for x in (await first.list_tools()).tools}
         r = await first.session.call_tool("calc__add", {"a": 1, "b": 1})
         assert not r.is_error and text_of(r) == "2"
-        assert [t.name for t in (await second.list_tools()).tools] == ["begin_session"]
+        assert [x.name for x in (await second.list_tools()).tools] == ["begin_session"]
         r = await second.session.call_tool("calc__add", {"a": 1, "b": 1})
         assert r.is_error and "call begin_session" in text_of(r)
+        assert not changed["second"].is_set()     # (it would have arrived before these answers)
+        (daemon,) = _daemons(kit)
+    _all_gone(kit, daemon)
+
+
+@pytest.mark.anyio
+async def test_an_upstreams_requests_go_to_the_calling_session(kit: Kit) -> None:
+    """Sampling, elicitation and roots asked during a call reach the client of the relay that called."""
+    from test_relay_requests import answering
+
+    kit.server("up", "--ask-tools")
+    project = kit.project("p", ["up"], names={"style": "bare"})
+    async with _client(kit, project, **answering("alice")) as alice, _client(kit, project, **answering("bob")) as bob:
+        await wait_tools(alice, {"sample", "elicit", "roots"})
+        for c, who in ((alice, "alice"), (bob, "bob"), (alice, "alice"), (bob, "bob")):
+            r = await c.call_tool("sample", {"text": who})
+            assert not r.is_error and text_of(r) == f"sampled: {who}: {who}"
+            r = await c.call_tool("elicit", {})
+            assert not r.is_error and text_of(r) == f"elicited: accept {{'name': '{who}'}}"
+            r = await c.call_tool("roots", {})
+            assert not r.is_error and text_of(r) == f"roots: file:///{who}"
         (daemon,) = _daemons(kit)
     _all_gone(kit, daemon)
 
