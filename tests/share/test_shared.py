@@ -16,6 +16,7 @@ import select
 import signal
 import subprocess
 import time
+import tty
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -90,15 +91,24 @@ def _wait_gone(pid: int, timeout: float) -> bool:
 class RawRelay:
     """`mcpctl serve --shared` with a newline-delimited JSON-RPC client on its pipes."""
 
-    def __init__(self, kit: Kit, project: str) -> None:
-        self.p = subprocess.Popen([MCPCTL, "serve", "--project", project, "--shared"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(kit))
+    def __init__(self, kit: Kit, project: str, terminal: bool = False) -> None:
+        """`terminal`: stdin and stdout a terminal (raw mode) rather than pipes: the relay splices."""
+        io: Any = subprocess.PIPE
+        self.pty = None
+        if terminal:
+            self.pty, io = os.openpty()
+            tty.setraw(io)
+        self.p = subprocess.Popen([MCPCTL, "serve", "--project", project, "--shared"], stdin=io,
+                                  stdout=io, stderr=subprocess.PIPE, env=_env(kit))
+        if self.pty is not None:
+            os.close(io)
+        self.wfd = self.pty if self.pty is not None else self.p.stdin.fileno()   # type: ignore[union-attr]
+        self.rfd = self.pty if self.pty is not None else self.p.stdout.fileno()  # type: ignore[union-attr]
         self.buf = b""
         self.n = 0
 
     def _line(self, deadline: float) -> bytes:
-        assert self.p.stdout is not None
-        fd = self.p.stdout.fileno()
+        fd = self.rfd
         while b"\n" not in self.buf:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
@@ -110,12 +120,14 @@ class RawRelay:
         line, _, self.buf = self.buf.partition(b"\n")
         return line
 
+    def _write(self, msg: dict[str, Any]) -> None:
+        data = json.dumps(msg).encode() + b"\n"
+        while data:
+            data = data[os.write(self.wfd, data):]
+
     def ask(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
-        assert self.p.stdin is not None
         self.n += 1
-        msg = {"jsonrpc": "2.0", "id": self.n, "method": method, **({"params": params} if params is not None else {})}
-        self.p.stdin.write(json.dumps(msg).encode() + b"\n")
-        self.p.stdin.flush()
+        self._write({"jsonrpc": "2.0", "id": self.n, "method": method, **({"params": params} if params is not None else {})})
         deadline = time.monotonic() + timeout * SLACK
         while True:
             got = json.loads(self._line(deadline))
@@ -123,9 +135,7 @@ class RawRelay:
                 return dict(got)
 
     def tell(self, method: str) -> None:
-        assert self.p.stdin is not None
-        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
-        self.p.stdin.flush()
+        self._write({"jsonrpc": "2.0", "method": method})
 
     def session(self) -> None:
         assert self.ask("initialize", HANDSHAKE)["result"]["serverInfo"]["name"] == "mcpctl"
@@ -144,8 +154,11 @@ class RawRelay:
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            assert self.p.stdin is not None
-            self.p.stdin.close()
+            if self.pty is not None:
+                os.close(self.pty)          # the terminal hangs up
+                self.pty = None
+            elif self.p.stdin is not None:
+                self.p.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.p.wait(20 * SLACK)
         if self.p.poll() is None:
@@ -270,6 +283,25 @@ async def test_an_upstreams_requests_go_to_the_calling_session(kit: Kit) -> None
             r = await c.call_tool("roots", {})
             assert not r.is_error and text_of(r) == f"roots: file:///{who}"
         (daemon,) = _daemons(kit)
+    _all_gone(kit, daemon)
+
+
+def test_a_terminal_is_spliced_and_pipes_are_handed_over_on_one_gateway(kit: Kit) -> None:
+    """Pipes (how clients start a server) are handed to the daemon with SCM_RIGHTS; a terminal is
+    not (the daemon could not poll it): its relay splices the bytes. Both end with exit code 0."""
+    project = _project(kit)
+    relays = [RawRelay(kit, project, terminal=True), RawRelay(kit, project)]
+    try:
+        for r in relays:
+            r.session()
+        (daemon,) = _daemons(kit)
+        for r in relays:
+            r.add(20, 22)
+            r.close()
+            assert r.p.returncode == 0
+    finally:
+        for r in relays:
+            r.close()
     _all_gone(kit, daemon)
 
 

@@ -29,7 +29,7 @@ import anyio
 from mcpctl.gateway import oversize, run
 from mcpctl.gateway.early import Handover
 from mcpctl.gateway.stdio import HotPath
-from mcpctl.gateway.stdio_pipes import Pump
+from mcpctl.gateway.stdio_pipes import Pump, connect_pipes
 from mcpctl.share.relay import ENV_READY
 from mcpctl.share.sessions import SharedSessions
 from mcpctl.upstream.stdio import Coalescer
@@ -167,33 +167,74 @@ class Front:
         self.inode = 0
 
     async def _session(self, gw: Gateway, conn: socket.socket) -> None:
-        """One connection: one stdio session, as `gateway.stdio.gateway_stdio` serves one."""
+        """One connection: one stdio session. Its first byte says how: `P` with the client's stdin
+        and stdout (SCM_RIGHTS), served as `gateway.stdio.gateway_stdio` serves a process's own, and
+        `0` written back once the client has closed stdin; `S`: the protocol's bytes on the connection."""
         try:
-            reader, writer = await asyncio.open_unix_connection(sock=conn, limit=oversize.MAX_MESSAGE_BYTES)
-            transport = writer.transport
-            transport.set_write_buffer_limits(high=_HIGH_WATER)
-            out = Coalescer(transport)
-            pump = Pump(Handover(), reader, writer, transport, out, None)
-            hot = pump.hot = HotPath(gw, out.write)      # binds this task's session (share.sessions)
-            try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(pump.stdin_reader)
-                    tg.start_soon(pump.stdout_writer)
-                    await gw.server.run(pump.read_stream, pump.write_stream, gw.initialization_options())
-                    tg.cancel_scope.cancel()
-            finally:
-                hot.unregister()
-                hot.cancel_all()
-                out.flush()
-                with contextlib.suppress(Exception), anyio.move_on_after(5, shield=True):
-                    await writer.drain()
-                writer.close()
+            await _readable(conn)
+            mode, fds, _, _ = socket.recv_fds(conn, 1, 2, socket.MSG_CMSG_CLOEXEC)
+            if mode == b"P" and len(fds) == 2:
+                reader, writer, rtransport, wtransport = await connect_pipes(fds[0], fds[1], Handover())
+                try:
+                    await _serve(gw, reader, writer, wtransport)
+                finally:
+                    rtransport.close()
+                    wtransport.close()
+                if not self.stopping:
+                    conn.sendall(b"0")
+            elif mode == b"S" and not fds:
+                reader, writer = await asyncio.open_unix_connection(sock=conn, limit=oversize.MAX_MESSAGE_BYTES)
+                writer.transport.set_write_buffer_limits(high=_HIGH_WATER)
+                try:
+                    await _serve(gw, reader, writer, writer.transport)
+                finally:
+                    writer.close()
+            else:
+                for fd in fds:
+                    os.close(fd)
+                log.warning("shared gateway: a connection that is no relay's (%r) closed", mode)
         except Exception:
             log.exception("a shared session failed")
         finally:
             conn.close()
             self.active -= 1
             self._bump()
+
+
+async def _readable(sock: socket.socket) -> None:
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(sock.fileno(), wake)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(sock.fileno())
+
+
+async def _serve(gw: Gateway, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 wtransport: asyncio.WriteTransport) -> None:
+    """Serve one session on a connection's streams until its client's input ends."""
+    out = Coalescer(wtransport)
+    pump = Pump(Handover(), reader, writer, wtransport, out, None)
+    hot = pump.hot = HotPath(gw, out.write)      # binds this task's session (share.sessions)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump.stdin_reader)
+            tg.start_soon(pump.stdout_writer)
+            await gw.server.run(pump.read_stream, pump.write_stream, gw.initialization_options())
+            tg.cancel_scope.cancel()
+    finally:
+        hot.unregister()
+        hot.cancel_all()
+        out.flush()
+        with contextlib.suppress(Exception), anyio.move_on_after(5, shield=True):
+            if wtransport.get_write_buffer_size():
+                await writer.drain()
 
 
 def run_daemon(storage: Storage, path: str, project: str, profile: str | None, page_size: int,

@@ -23,6 +23,7 @@ import fcntl
 import os
 import select
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -137,6 +138,15 @@ def _connect(path: Path) -> socket.socket | None:
     return s
 
 
+def _passable() -> bool:
+    """Whether stdin and stdout are pipes or sockets, which the daemon can serve itself (handed
+    over with SCM_RIGHTS: no byte then passes through the relay); else the relay splices."""
+    try:
+        return all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in (os.fstat(0).st_mode, os.fstat(1).st_mode))
+    except OSError:
+        return False
+
+
 class Relay:
     """One relayed stdio session."""
 
@@ -162,7 +172,30 @@ class Relay:
             return 1
         if sock is None:
             return 1
+        if _passable():
+            try:
+                socket.send_fds(sock, [b"P"], [0, 1])
+            except OSError as e:
+                print(f"mcpctl: cannot hand stdio to the shared gateway: {e}", file=sys.stderr)
+                return 1
+            return self.wait(sock)
+        sock.sendall(b"S")
         return self.splice(sock)
+
+    def wait(self, sock: socket.socket) -> int:
+        """The daemon serves the client's own pipes: wait for its `0` (the client closed stdin)."""
+        got = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(16):
+                got += chunk
+        if got.startswith(b"0"):
+            return 0
+        self.gone()
+        return 1
+
+    def gone(self) -> None:
+        print(f"mcpctl: the shared gateway of project {self.project!r} closed the connection "
+              f"(stopped or killed); its log: {self.log}", file=sys.stderr)
 
     def connect(self) -> socket.socket | None:
         sock = _connect(self.path)
@@ -214,13 +247,19 @@ class Relay:
         return bool(ready)
 
     def _up(self, sock: socket.socket) -> None:
-        """stdin -> socket; stdin's EOF is the socket's half-close."""
-        try:
-            while data := os.read(0, _CHUNK):
+        """stdin -> socket; stdin's end (EOF, a terminal hung up) is the socket's half-close."""
+        while True:
+            try:
+                data = os.read(0, _CHUNK)
+            except OSError:
+                data = b""
+            if not data:
+                self.stdin_done = True
+                break
+            try:
                 sock.sendall(data)
-            self.stdin_done = True
-        except OSError:
-            pass
+            except OSError:         # the daemon went away: the main thread says so
+                break
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_WR)
 
@@ -237,6 +276,5 @@ class Relay:
             pass
         if self.stdin_done:
             return 0
-        print(f"mcpctl: the shared gateway of project {self.project!r} closed the connection "
-              f"(stopped or killed); its log: {self.log}", file=sys.stderr)
+        self.gone()
         return 1
