@@ -181,7 +181,8 @@ class Front:
                     rtransport.close()
                     wtransport.close()
                 if not self.stopping:
-                    conn.sendall(b"0")
+                    with contextlib.suppress(OSError):     # (a relay killed meanwhile)
+                        conn.sendall(b"0")
             elif mode == b"S" and not fds:
                 reader, writer = await asyncio.open_unix_connection(sock=conn, limit=oversize.MAX_MESSAGE_BYTES)
                 writer.transport.set_write_buffer_limits(high=_HIGH_WATER)
