@@ -2,8 +2,8 @@
 
 Each agent session starts its own `mcpctl serve` over stdio, and each such process privately holds
 the SDK, pydantic, the catalogue and its upstreams. With `--shared` (or MCPCTL_SHARED=1) the
-process the client starts is `relay`: a stdlib-only splice of stdin/stdout to a unix socket, where
-`daemon` (one per store, project, profile and working directory: `relay.key`) serves every
+process the client starts is `relay`, stdlib only, which hands its stdin/stdout over a unix socket
+(or splices them to it) to `daemon` (one per store, project, profile and working directory: `relay.key`) serves every
 connection as its own stdio session of one `Gateway`, with one set of upstreams. The relay starts
 the daemon when none listens; the daemon exits a grace period after its last connection closes.
 """

@@ -1,9 +1,10 @@
 """The shared gateway of `serve --shared` (`share.relay` starts it as `serve ... --shared-daemon SOCKET`).
 
 One `Gateway` and one set of upstreams (`gateway.run.serve`, as a stdio gateway runs them), and
-in front of it a unix socket (mode 0600 in a 0700 directory): each connection is one stdio session,
-served as `gateway.stdio` serves a process's stdin/stdout (the SDK server's own `run` over the
-connection, and its own hot path for tools/call and tools/list), its state its own
+in front of it a unix socket (mode 0600 in a 0700 directory): each connection is one stdio session
+(the client's own pipes, handed over by the relay, or the connection's bytes), served as
+`gateway.stdio` serves a process's stdin/stdout (the SDK server's own `run` and its own hot path
+for tools/call and tools/list), without touching fds 0 and 1, its state its own
 (`share.sessions`: the gate, the client's capabilities and name, its logging level, the client
 asked for sampling, elicitation and roots). Once it listens it writes one byte to the relay's
 readiness pipe (MCPCTL_SHARED_READY_FD).

@@ -1,18 +1,23 @@
-"""The relay of `mcpctl serve --project P --shared`: the client's stdio, spliced to the project's
-shared gateway (`share.daemon`) over a unix socket.
+"""The relay of `mcpctl serve --project P --shared`: the client's stdio, handed to (or spliced to)
+the project's shared gateway (`share.daemon`) over a unix socket.
 
 `mcpctl.cli.main` calls `route()` for every `serve` command line before anything else is loaded,
-so a relay imports the standard library, `mcpctl.paths` (platformdirs) and nothing more: no typer,
-no SDK, no pydantic (a few MB of memory, where a gateway is tens). The socket's name is a hash of
-what decides what a gateway serves (`key`): the installation, the store's location (MCPCTL_HOME,
-the directories, the database URL), the project, the profile, the page size and the working
-directory. A relay connects to it; when nothing listens (no socket, or a stale one a killed daemon
-left: connection refused) it takes an flock beside the socket, checks again, and starts the daemon
-detached (a new session; stdin and stdout /dev/null, stderr appended to a log), waiting for the
-one byte the daemon writes to a pipe once it listens (EOF instead: it failed; its log's last lines
-are shown). Then bytes go stdin -> socket and socket -> stdout until either side closes: stdin's
-EOF is passed on as a half-close, and the relay exits 0 when the daemon has closed the session; a
-daemon that goes away first (stopped, killed) makes the relay exit 1 with one line on stderr.
+so a relay imports the standard library and `mcpctl.paths` and nothing more: no typer, no SDK, no
+pydantic, not even platformdirs, hashlib (OpenSSL) or dataclasses until it must start a daemon (a
+few MB of memory, where a gateway is tens). The socket's name is a hash of what decides what a
+gateway serves (`key`): the installation, the store's location (MCPCTL_HOME, the XDG directories,
+the database URL), the project, the profile, the page size and the working directory. A relay
+connects to it; when nothing listens (no socket, or a stale one a killed daemon left: connection
+refused) it takes an flock beside the socket, checks again, and starts the daemon detached (a new
+session; stdin and stdout /dev/null, stderr appended to a log), waiting for the one byte the daemon
+writes to a pipe once it listens (EOF instead: it failed; its log's last lines are shown).
+
+Then, when stdin and stdout are pipes or sockets (how clients start a server), the relay sends
+them to the daemon (SCM_RIGHTS), which serves them as a gateway serves its own stdio: no byte of
+the protocol passes through the relay, which waits for the daemon's `0` (the client closed stdin:
+exit 0). Otherwise (a terminal, a file) it splices bytes stdin -> socket and socket -> stdout,
+stdin's end passed on as a half-close (exit 0 once the daemon has closed the session). A daemon
+that goes away first (stopped, killed) makes the relay exit 1 with one line on stderr.
 """
 
 from __future__ import annotations
