@@ -91,15 +91,17 @@ def _wait_gone(pid: int, timeout: float) -> bool:
 class RawRelay:
     """`mcpctl serve --shared` with a newline-delimited JSON-RPC client on its pipes."""
 
-    def __init__(self, kit: Kit, project: str, terminal: bool = False) -> None:
-        """`terminal`: stdin and stdout a terminal (raw mode) rather than pipes: the relay splices."""
+    def __init__(self, kit: Kit, project: str, terminal: bool = False, by_env: bool = False) -> None:
+        """`terminal`: stdin and stdout a terminal (raw mode) rather than pipes: the relay splices.
+        `by_env`: MCPCTL_SHARED=1 rather than --shared."""
         io: Any = subprocess.PIPE
         self.pty = None
         if terminal:
             self.pty, io = os.openpty()
             tty.setraw(io)
-        self.p = subprocess.Popen([MCPCTL, "serve", "--project", project, "--shared"], stdin=io,
-                                  stdout=io, stderr=subprocess.PIPE, env=_env(kit))
+        self.p = subprocess.Popen([MCPCTL, "serve", "--project", project, *([] if by_env else ["--shared"])],
+                                  stdin=io, stdout=io, stderr=subprocess.PIPE,
+                                  env=_env(kit, **({"MCPCTL_SHARED": "1"} if by_env else {})))
         if self.pty is not None:
             os.close(io)
         self.wfd = self.pty if self.pty is not None else self.p.stdin.fileno()   # type: ignore[union-attr]
@@ -288,9 +290,10 @@ async def test_an_upstreams_requests_go_to_the_calling_session(kit: Kit) -> None
 
 def test_a_terminal_is_spliced_and_pipes_are_handed_over_on_one_gateway(kit: Kit) -> None:
     """Pipes (how clients start a server) are handed to the daemon with SCM_RIGHTS; a terminal is
-    not (the daemon could not poll it): its relay splices the bytes. Both end with exit code 0."""
+    not (the daemon could not poll it): its relay splices the bytes. All end with exit code 0; the
+    third relay is one by MCPCTL_SHARED=1 rather than the flag."""
     project = _project(kit)
-    relays = [RawRelay(kit, project, terminal=True), RawRelay(kit, project)]
+    relays = [RawRelay(kit, project, terminal=True), RawRelay(kit, project), RawRelay(kit, project, by_env=True)]
     try:
         for r in relays:
             r.session()
