@@ -30,7 +30,6 @@ import select
 import socket
 import stat
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -269,6 +268,8 @@ class Relay:
             sock.shutdown(socket.SHUT_WR)
 
     def splice(self, sock: socket.socket) -> int:
+        import threading  # (a relay that hands its pipes over needs none)
+
         threading.Thread(target=self._up, args=(sock,), name="stdin", daemon=True).start()
         try:
             while data := sock.recv(_CHUNK):
