@@ -91,7 +91,8 @@ def _wait_gone(pid: int, timeout: float) -> bool:
 class RawRelay:
     """`mcpctl serve --shared` with a newline-delimited JSON-RPC client on its pipes."""
 
-    def __init__(self, kit: Kit, project: str, terminal: bool = False, by_env: bool = False) -> None:
+    def __init__(self, kit: Kit, project: str, terminal: bool = False, by_env: bool = False,
+                 grace: float = GRACE) -> None:
         """`terminal`: stdin and stdout a terminal (raw mode) rather than pipes: the relay splices.
         `by_env`: MCPCTL_SHARED=1 rather than --shared."""
         io: Any = subprocess.PIPE
@@ -101,7 +102,8 @@ class RawRelay:
             tty.setraw(io)
         self.p = subprocess.Popen([MCPCTL, "serve", "--project", project, *([] if by_env else ["--shared"])],
                                   stdin=io, stdout=io, stderr=subprocess.PIPE,
-                                  env=_env(kit, **({"MCPCTL_SHARED": "1"} if by_env else {})))
+                                  env=_env(kit, MCPCTL_SHARED_GRACE=str(grace),
+                                           **({"MCPCTL_SHARED": "1"} if by_env else {})))
         if self.pty is not None:
             os.close(io)
         self.wfd = self.pty if self.pty is not None else self.p.stdin.fileno()   # type: ignore[union-attr]
@@ -305,6 +307,27 @@ def test_a_terminal_is_spliced_and_pipes_are_handed_over_on_one_gateway(kit: Kit
     finally:
         for r in relays:
             r.close()
+    _all_gone(kit, daemon)
+
+
+def test_a_relay_within_the_grace_finds_the_gateway_still_serving(kit: Kit) -> None:
+    project = _project(kit)
+    first = RawRelay(kit, project, grace=120.0)      # (the daemon's grace is the starting relay's)
+    try:
+        first.session()
+        (daemon,) = _daemons(kit)
+        first.close()
+        assert first.p.returncode == 0
+        second = RawRelay(kit, project)
+        try:
+            second.session()
+            assert _daemons(kit) == [daemon]
+        finally:
+            second.close()
+        assert not _wait_gone(daemon, 0.5)          # idle again, within its grace: still there
+        os.kill(daemon, signal.SIGTERM)
+    finally:
+        first.close()
     _all_gone(kit, daemon)
 
 
