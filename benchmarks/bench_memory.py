@@ -1,6 +1,6 @@
 """A gateway's memory with semantic search active, alone and five at once (not a test).
 
-    .venv/bin/python benchmarks/bench_memory.py [--rounds 3] [--baseline MCPCTL_EXE] [--json out.jsonl]
+    .venv/bin/python benchmarks/bench_memory.py [--rounds 3] [--baseline MCPCTL_EXE] [--shared] [--json out.jsonl]
 
 Each round starts `mcpctl serve --project demo` (the three example servers, `search.ranker: auto`
 with the model installed) and, over stdio with a raw client: initialize, tools/list, one
@@ -8,6 +8,11 @@ with the model installed) and, over stdio with a raw client: initialize, tools/l
 reads the gateway process's peak RSS (VmHWM), its RSS and its PSS (`/proc/PID/smaps_rollup`:
 shared pages divided among the processes that map them). Then five gateways on the same project,
 each after the same session and all alive at once: the sum of their PSS, against one's.
+
+With `--shared` the five are `mcpctl serve --project demo --shared` (issue 37): five relays and the
+one shared gateway behind them, the sum of the six processes' PSS against one unshared gateway's
+(the same session in each); each relay's PSS is shown too. (Upstream processes are counted in
+neither figure: five unshared gateways also run five sets of them, the shared one one set.)
 
 With `--baseline` every measurement runs for both executables in each round, the order reversed
 every other round; the summary gives medians (and current/baseline as the median of the
@@ -20,8 +25,10 @@ leaves it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import select
 import shutil
 import statistics
 import subprocess
@@ -39,11 +46,11 @@ QUERIES = ("add two numbers together", "write down a note about the meeting", "t
 
 
 class Gateway:
-    """One `mcpctl serve --project demo` with a raw newline-delimited JSON-RPC client."""
+    """One `mcpctl serve --project demo` (`shared`: a relay, `--shared`) with a raw newline-delimited JSON-RPC client."""
 
-    def __init__(self, exe: str, env: dict[str, str]) -> None:
-        self.p = subprocess.Popen([exe, "serve", "--project", "demo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env)
+    def __init__(self, exe: str, env: dict[str, str], shared: bool = False) -> None:
+        self.p = subprocess.Popen([exe, "serve", "--project", "demo", *(["--shared"] if shared else [])],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self._id = 0
 
     def ask(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -74,18 +81,55 @@ class Gateway:
         self.ask("tools/call", {"name": add, "arguments": {"a": 1, "b": 2}})
 
     def memory_mb(self) -> dict[str, float]:
-        status = Path(f"/proc/{self.p.pid}/status").read_text()
-        rollup = Path(f"/proc/{self.p.pid}/smaps_rollup").read_text()
-
-        def kb(text: str, field: str) -> float:
-            return int(text.split(f"\n{field}:")[1].split()[0]) / 1024 if f"\n{field}:" in text else 0.0
-
-        return {"peak_rss": kb("\n" + status, "VmHWM"), "rss": kb("\n" + status, "VmRSS"), "pss": kb("\n" + rollup, "Pss")}
+        return memory_mb(self.p.pid)
 
     def close(self) -> None:
         assert self.p.stdin is not None
         self.p.stdin.close()
         self.p.wait(timeout=60)
+
+
+def memory_mb(pid: int) -> dict[str, float]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+
+    def kb(text: str, field: str) -> float:
+        return int(text.split(f"\n{field}:")[1].split()[0]) / 1024 if f"\n{field}:" in text else 0.0
+
+    return {"peak_rss": kb("\n" + status, "VmHWM"), "rss": kb("\n" + status, "VmRSS"), "pss": kb("\n" + rollup, "Pss")}
+
+
+def shared_daemon(home: str) -> int:
+    """The pid of the shared gateway serving the store at `home` (its command line and environment)."""
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and b"--shared-daemon" in (d / "cmdline").read_bytes() \
+                    and f"MCPCTL_HOME={home}".encode() + b"\0" in (d / "environ").read_bytes():
+                return int(d.name)
+        except OSError:
+            continue
+    raise SystemExit("no shared gateway found")
+
+
+def five_shared(exe: str, env: dict[str, str], queries: list[str]) -> dict[str, float]:
+    """Five relays and their shared gateway, each relay after the session; then the gateway's exit is awaited."""
+    relays = [Gateway(exe, env, shared=True) for _ in range(5)]
+    daemon = None
+    try:
+        for g, q in zip(relays, queries, strict=True):
+            g.session(q)
+        daemon = shared_daemon(env["MCPCTL_HOME"])
+        mems = [g.memory_mb() for g in relays]
+        gw = memory_mb(daemon)
+        return {"pss_sum": sum(m["pss"] for m in mems) + gw["pss"], "rss_sum": sum(m["rss"] for m in mems) + gw["rss"],
+                "relay_pss": statistics.median(m["pss"] for m in mems), "shared_gateway_pss": gw["pss"]}
+    finally:
+        for g in relays:
+            g.close()
+        with contextlib.suppress(ProcessLookupError):
+            fd = os.pidfd_open(daemon if daemon is not None else shared_daemon(env["MCPCTL_HOME"]))
+            select.select([fd], [], [], 60)      # gone after its grace: the next round starts one afresh
+            os.close(fd)
 
 
 def one(exe: str, env: dict[str, str], query: str) -> dict[str, float]:
@@ -113,6 +157,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--baseline", metavar="MCPCTL_EXE", help="another installation's mcpctl, measured in the same rounds")
+    ap.add_argument("--shared", action="store_true", help="the five are relays to one shared gateway (serve --shared)")
     ap.add_argument("--json", type=Path, help="append the per-round numbers to this file")
     a = ap.parse_args()
     targets = {"current": MCPCTL} | ({"baseline": a.baseline} if a.baseline else {})
@@ -139,7 +184,8 @@ def main() -> None:
             order = list(targets) if r % 2 == 0 else list(reversed(targets))
             qs = [f"{q} (round {r})" for q in QUERIES]
             for t in order:
-                got[t].append(one(targets[t], envs[t], qs[0]) | five(targets[t], envs[t], qs[1:6]))
+                many = five_shared if a.shared else five
+                got[t].append(one(targets[t], envs[t], qs[0]) | many(targets[t], envs[t], qs[1:6]))
     load = os.getloadavg()
     print(f"{a.rounds} rounds, medians, MB; load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     fields = ("peak_rss", "rss", "pss", "pss_sum")
@@ -149,14 +195,18 @@ def main() -> None:
         row["five_over_one"] = statistics.median(x["pss_sum"] / x["pss"] for x in got[t])
         summary[t] = row
         print(f"{t:9s} peak RSS {row['peak_rss']:6.1f}  RSS {row['rss']:6.1f}  PSS {row['pss']:6.1f}  "
-              f"five gateways' PSS {row['pss_sum']:6.1f} ({row['five_over_one']:.2f}x one)")
+              f"five {'relays + the shared gateway' if a.shared else 'gateways'}' PSS {row['pss_sum']:6.1f} "
+              f"({row['five_over_one']:.2f}x one)")
+        if a.shared:
+            print(f"          a relay's PSS {statistics.median(x['relay_pss'] for x in got[t]):5.1f}, "
+                  f"the shared gateway's {statistics.median(x['shared_gateway_pss'] for x in got[t]):6.1f}")
     if a.baseline:
         for f in fields:
             ratio = statistics.median(c[f] / b[f] for c, b in zip(got["current"], got["baseline"], strict=True))
             print(f"  {f}: current/baseline {ratio:.3f}x")
     if a.json:
         with a.json.open("a") as f:
-            f.write(json.dumps({"rounds": a.rounds, "summary": summary, "per_round": got}) + "\n")
+            f.write(json.dumps({"rounds": a.rounds, "shared": a.shared, "summary": summary, "per_round": got}) + "\n")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mcpctl"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "__main__"),
     ("cli",),
+    ("share",),          # `serve --shared`: one gateway process for many stdio sessions (issue 37)
     ("clients", "bakeoff", "demo", "preflight"),
     ("gateway",),
     ("cluster",),        # the replicas of one database (issue 36): only the gateway uses it

@@ -9,9 +9,10 @@ import contextlib
 import os
 import stat
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from platformdirs import PlatformDirs
+if TYPE_CHECKING:
+    from platformdirs import PlatformDirs
 
 ENV_HOME = "MCPCTL_HOME"
 
@@ -22,6 +23,8 @@ def home_override() -> Path | None:
 
 
 def _dirs() -> PlatformDirs:
+    from platformdirs import PlatformDirs  # when first needed: `serve --shared`'s relay needs none
+
     return PlatformDirs("mcpctl", appauthor=False)
 
 
@@ -47,6 +50,17 @@ def log_dir() -> Path:
     """Gateway and upstream stderr logs."""
     home = home_override()
     return home / "log" if home else _dirs().user_log_path
+
+
+def runtime_dir() -> Path:
+    """Sockets of the shared gateways (`serve --shared`, `mcpctl.share`): $XDG_RUNTIME_DIR/mcpctl
+    (platformdirs' runtime directory, without loading it), else one of the user's in the temporary
+    directory."""
+    home = home_override()
+    if home:
+        return home / "run"
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(xdg) / "mcpctl" if xdg else Path(os.environ.get("TMPDIR") or "/tmp") / f"mcpctl-{os.getuid()}"
 
 
 def resources_dir() -> Path:

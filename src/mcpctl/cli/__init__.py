@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcpctl import __version__
@@ -93,6 +92,8 @@ def _coerce_without_pydantic() -> None:
     a `mcpctl get servers` 0.1-0.2 s of its 0.3-0.5 s CPU. Here an option not given and a string
     for a `str` parameter (no parser) pass as they are, exactly what the adapter returns for them;
     any other value still gets typer's own coercion, built as before (tests/cli/test_startup.py)."""
+    from dataclasses import dataclass
+
     from typer import _coercion, core
 
     param = core._TyperParameter
@@ -242,6 +243,9 @@ def main() -> None:
         sys.argv[1:] = argv
     global _flag_url
     _flag_url = url                  # for the root callback, which opens the command line's storage
+    if argv[:1] == ["serve"]:        # `serve --shared`: a stdlib-only relay (mcpctl.share), which exits here
+        from mcpctl.share.relay import route
+        argv = route(argv, importlib.import_module("mcpctl.cli.serve").parse_lean, url)
     if os.environ.get("_MCPCTL_COMPLETE"):   # a TAB: the shell runs `mcpctl` with no arguments
         _complete()
         return

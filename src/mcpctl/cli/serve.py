@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import typer
@@ -25,8 +24,7 @@ TRANSPORTS = ("stdio", "http")
 MAX_PAGE_SIZE = 10_000      # `--page-size` at most
 
 
-@dataclass(frozen=True)
-class _Option:
+class _Option(NamedTuple):     # not a dataclass: `serve --shared`'s relay loads this module (mcpctl.share)
     dest: str
     flags: tuple[str, ...]
     kind: type
@@ -125,7 +123,8 @@ def register(app: typer.Typer) -> None:
 
         stdio is for one local client (Claude Code, Codex, ...): stdout carries only the protocol.
         http serves several clients at http://HOST:PORT/mcp with a required bearer token;
-        GET /healthz and /readyz answer probes without one (docs/team.md).
+        GET /healthz and /readyz answer probes without one (docs/team.md). --shared (or MCPCTL_SHARED=1):
+        stdio sessions of one project share one gateway process (docs/internals.md).
         """
         if transport not in TRANSPORTS:
             raise typer.BadParameter("must be stdio or http", param_hint="'--transport'")
@@ -153,9 +152,13 @@ def _serve(storage: Storage, project: str, transport: str, host: str, port: int,
     early = None
     http_limits = None
     from mcpctl import preflight
+    from mcpctl.share import relay
 
     if profile is not None:
         preflight.check_profile(storage.store, project, transport, profile)
+    if (shared := relay.daemon_socket()) is not None:     # the gateway `serve --shared` relays to
+        from mcpctl.share.daemon import run_daemon
+        return run_daemon(storage, shared, project, profile, page_size, verbose)
     if transport != "http":
         preflight.allowed_hosts(allow_host, transport)
     else:

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -321,13 +321,15 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
                 token_file: Path | None = None, on_ready: Callable[[str], None] | None = None,
                 early: EarlyFront | None = None, http_limits: HttpLimits | None = None,
                 profile: str | None = None, page_size: int = 0, allow_hosts: tuple[str, ...] = (),
-                advertise_url: str | None = None) -> None:
+                advertise_url: str | None = None, front: Callable[[Gateway, anyio.Event], Awaitable[None]] | None = None
+                ) -> None:
     """Run the gateway for `project_name` until the client goes away or a signal arrives.
 
     `early`: the project as read (and, over stdio, the client's first messages as answered)
     before the SDK was imported (`gateway.early`). `storage`: the process's (`mcpctl.storage`), opened
     by the CLI's root; the gateway's parts get what they use of it. `advertise_url`: over HTTP with
-    a database, where the other replicas reach this one (`cluster`).
+    a database, where the other replicas reach this one (`cluster`). `front(gw, stop)`: serves the
+    clients instead of stdio or HTTP until it returns (`share.daemon`: stdio sessions over a socket).
     """
     store = storage.store
     status = _StatusWriter(store)
@@ -353,7 +355,9 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
             tg.start_soon(life.on_signal)
             tg.start_soon(life.run_upstreams)
             tg.start_soon(gw.watch_project, watch.load)
-            if transport == "stdio":
+            if front is not None:
+                await front(gw, life.stop)
+            elif transport == "stdio":
                 await _serve_stdio(gw, early, on_ready)
             else:
                 assert token is not None

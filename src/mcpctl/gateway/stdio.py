@@ -281,6 +281,9 @@ class _HotPath:
         return report
 
 
+HotPath = _HotPath      # a connection of the shared daemon (`share.daemon`) is served with one too
+
+
 def _modern_version(params: Any) -> str | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
