@@ -106,7 +106,7 @@ def test_values_are_ranked_as_their_kind(query: str, text: str, values: set[str]
      "go through file py , file py and file py for me multiple files"),
     # a folder written with its slash is a folder; a folder named beside one file is not "multiple"
     ("move a.txt into backup/", "move file txt into backup directory"),
-    ("show me what's inside /var/www/", "show me what's inside var www directory"),
+    ("show me what's inside /var/www/", "show me what's inside var www directory list directory listing"),
 ])
 def test_files_folders_and_several_files_are_said_as_such(query: str, text: str) -> None:
     intent = understand(query)
@@ -261,7 +261,7 @@ def test_ask_passages_are_ranked_without_the_stage() -> None:
 def _read_requests() -> list[str]:
     queries = []
     for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2", "tuning_requests_3",
-                 "tuning_requests_4"):
+                 "tuning_requests_4", "tuning_requests_5"):
         ds = load_dataset(FIXTURES / name)
         queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
     return queries
@@ -354,9 +354,29 @@ def test_a_fact_that_no_longer_holds_is_taken_out_of_memory() -> None:
     ("have the server ask the model for a completion", "sampling llm"),
     ("swap 'localhost' for '0.0.0.0' in config.yaml", "edit lines"),
     ("log that Tom started at Initech last week", "memory knowledge entities"),
+    # the sixth pass (tuning_requests_5)
+    ("replace everything in notes.txt with an empty file", "overwrite write"),
+    ("what's in the src folder", "list directory listing"),
+    ("how old is the file invoice.pdf", "size metadata information"),
+    ("remember: Omar's birthday is 12 June", "memory knowledge entities"),
+    ("connect the entity Berlin Office to Acme Corp as a branch", "relation relations"),
+    ("who in your memory is a plumber", "search matching"),
+    ("also note on Dev's entry that he charges 60 an hour", "memory observations entities"),
+    ("show me all my notes", "list"),
+    ("how spread out are these numbers: 2, 4, 4, 4, 5, 5, 7, 9", "statistics variance deviation"),
 ])
+
 def test_fifth_pass_words(query: str, words: str) -> None:
     assert understand(query).text.endswith(words)
+
+
+@pytest.mark.parametrize("query", [
+    "I need a gift idea for my best friend who is a foodie",                  # a relative clause, not a question
+    "the historical volatility, beta and standard deviation for the Apple stock",   # a finance term, not a list's
+])
+def test_sixth_pass_words_stay_where_they_were_chosen(query: str) -> None:
+    text = understand(query).text
+    assert "search matching" not in text and "statistics" not in text
 
 
 def test_initials_are_not_a_file() -> None:

@@ -225,7 +225,7 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
      r"you(?:'ve| have) (?:memori[sz]ed|stored|saved|kept|got))\b", "memory knowledge"),
     # a fact about a person, or the person ("remember that Jonas is my dentist", "erase Rafael"): the
     # knowledge of entities, not a note (the name capitalised)
-    (r"\b(?:remember|note|record|store|save|log|keep in mind)(?: that)? (?-i:[A-Z][a-z]+)(?:'s)? (?:is|was|has|had|likes|"
+    (r"\b(?:remember|note|record|store|save|log|keep in mind)(?: that)?:? (?-i:[A-Z][a-z]+)(?:'s(?: \w+)?)? (?:is|was|has|had|likes|"
      r"loves|hates|lives|works|prefers|speaks|moved|owns|knows|plays|studies|started|joined|left|quit)\b", "memory knowledge entities"),
     (r"\b(?:erase|delete|remove|forget|drop|wipe) (?-i:[A-Z][a-z]+)\b(?! \d)", "entities"),
     (r"\b(?:save|add|create|record|store|remember|make) (?:a )?new (?:contacts?|persons?|people|friends?|colleagues?|"
@@ -237,7 +237,7 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:nested|recursive(?:ly)?|hierarchy|structure|tree)\b", "tree recursive"),
     (r"\b(?:how much space|biggest|largest|smallest|heaviest)\b", "sizes size"),
     # one thing's size or kind ("how large is video.mp4", "is backup.tar a file or a folder"): its metadata
-    (r"\bhow (?:big|large|heavy) (?:is|was)\b|\bsize of\b|\ba file or (?:a )?(?:folder|directory)\b"
+    (r"\bhow (?:big|large|heavy) (?:is|was)\b|\bhow old is (?:the |this |my )?(?:\w+ )?file\b|\bsize of\b|\ba file or (?:a )?(?:folder|directory)\b"
      r"|\bhow many (?:bytes|kilobytes|megabytes|gigabytes|kb|mb|gb)\b|\b(?:size|dates?) (?:and \w+ )?of file\b",
      "size metadata information"),
     (r"\bpermitted\b|\bhave access\b|\bable to (?:read|access|see)\b", "allowed access"),
@@ -253,7 +253,8 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:mentions?|mentioning)\b|\bany \w+ (?:about|that mentions?)\b", "search matching"),
     (r"\bwhat (?:does|do|did) .{1,60}? say\b|\b(?:contents|text) of\b(?!(?: \S+){0,3} (?:directory|folder|dir)\b)"
      r"|\bopen(?: up)? (?:the |my |this )?(?:\w+ ){0,2}file\b", "contents read"),
-    (r"\b(?:contents?|inside) of (?:the |my |this )?(?:\S+ ){0,2}(?:directory|folder|dir)\b", "list directory listing"),
+    (r"\b(?:contents?|inside) of (?:the |my |this )?(?:\S+ ){0,2}(?:directory|folder|dir)\b"
+     r"|\bwhat(?:'s| is) in(?:side)? (?:the |my |this )?(?:\S+ ){0,2}(?:directory|folder|dir)\b", "list directory listing"),
     (r"\b(?:put|drop|stick)\b.{1,60}\b(?:into|in|under|to)\b.{0,20}\b(?:folder|directory)\b", "move"),
     (_UNITS_PATTERN, "convert units"),
     (r"\bwhen (?:was|were|did|is)\b.{0,60}\b(?:creat|chang|modif|edit|updat|made|writ|touch)\w*"
@@ -265,6 +266,14 @@ _SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\bfacts?\b", "observations"),
     # shell words for what a tool does ("ls ~/projects", "mkdir backups", "mv a.txt b.txt")
     (r"^\W*(?:please )?ls\b", "list directory listing"),
+    # the sixth pass (tuning_requests_5)
+    (r"\b(?:replace|overwrite)\s+(?:everything|all|the whole|the entire)\b|\bwhole file\b", "overwrite write"),
+    (r"\b(?:connect|link|relate|tie)\s+(?:the\s+)?(?:entity|entities|node|nodes)\b", "relation relations"),
+    (r"^\W*who\b(?:(?! about).){0,40}\b(?:is|are) (?:a|an)\s", "search matching"),     # not "my friend who is a ..."
+    (r"(?-i:[A-Z][a-z]+)'s (?:entry|node|entity)\b", "memory observations entities"),
+    (r"\b(?:all|every)(?: of)? (?:my |the |your )?notes?\b", "list"),
+    (r"\bhow spread out\b|\b(?:variance|deviation|spread) of (?:these|the|this|my) (?:numbers|values|scores|data|list)\b",
+     "statistics variance deviation"),
     (r"^\W*(?:please )?mkdir\b", "create directory"),
     (r"^\W*(?:please )?mv\b", "move rename"),
     # whether files of a kind are somewhere ("are there any png images in assets")
