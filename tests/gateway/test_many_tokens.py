@@ -41,11 +41,13 @@ async def _elicited(ctx: Any, params: Any) -> t.ElicitResult:
 
 
 class Probe:
-    """One credential's client, each request timed; the slowest request seen is `worst`."""
+    """One credential's client, each request timed with the slack of its own moment (the load
+    beside it, read as it starts and as it ends: the flood's worst minute may be long gone when the
+    test ends); the request furthest over its bound is `worst`."""
 
     def __init__(self, gw: HttpGateway, token: str, name: str) -> None:
         self.gw, self.token, self.name = gw, token, name
-        self.times: list[tuple[str, float]] = []
+        self.times: list[tuple[str, float, float]] = []      # (request, seconds, slack then)
 
     @contextlib.asynccontextmanager
     async def client(self) -> AsyncIterator[Any]:
@@ -55,14 +57,14 @@ class Probe:
         started = time.monotonic()
         async with http_client(self.gw.url, self.token, "legacy", name=self.name, http=fresh,
                                elicitation_callback=_elicited) as c:
-            self.times.append(("initialize", time.monotonic() - started))
+            self.times.append(("initialize", time.monotonic() - started, float(SLACK)))
             yield c
 
     async def timed(self, what: str, request: Callable[[], Awaitable[Any]]) -> Any:
-        started = time.monotonic()
+        started, slack = time.monotonic(), float(SLACK)
         with anyio.fail_after(30):
             got = await request()
-        self.times.append((what, time.monotonic() - started))
+        self.times.append((what, time.monotonic() - started, max(slack, float(SLACK))))
         return got
 
     async def round(self, c: Any, elicit: bool = False) -> None:
@@ -76,8 +78,9 @@ class Probe:
             assert text_of(r) == "elicited: accept {'name': 'probe'}", text_of(r)
 
     @property
-    def worst(self) -> tuple[str, float]:
-        return max(self.times, key=lambda x: x[1])
+    def worst(self) -> tuple[str, float, float]:
+        """(request, seconds, the bound's slack) of the request furthest over BOUND times its slack."""
+        return max(self.times, key=lambda x: x[1] / x[2])
 
 
 async def _throughout(probes: list[tuple[Probe, Any]], flooding: Callable[[], bool], elicit: bool = False,
@@ -252,9 +255,9 @@ async def test_eight_restricted_tokens_cannot_shut_out_the_project_token_nor_an_
                     # the wire cannot say whose it is, the "crossing" above)
                     await _throughout([(mine, own), (fresh, theirs)], lambda: False, elicit=True)
             assert kinds["pool"] > 0 and 768 <= kinds["parked"] <= 768 + TOKENS * 16, kinds
-    bound = BOUND * SLACK
+    now = float(SLACK)
     worst = {p.name: p.worst for p in probes}
-    assert all(seconds < bound for _, seconds in worst.values()), (worst, bound)
+    assert all(seconds < BOUND * max(slack, now) for _, seconds, slack in worst.values()), (worst, BOUND, now)
     stderr = gw.stderr.read_text()
     assert "Traceback" not in stderr, stderr[-3000:]
     assert "requests over the tokens' three quarters of the connections (429)" in stderr, stderr[-3000:]
