@@ -62,7 +62,8 @@ def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
 def test_vendored_slices_load() -> None:
     assert [p.name for p in find_datasets(FIXTURES)] == ["livemcpbench_slice", "metatool_slice", "people_requests",
                                                           "tuning_requests", "tuning_requests_2", "tuning_requests_3",
-                                                          "tuning_requests_4", "tuning_requests_5", "user_requests"]
+                                                          "tuning_requests_4", "tuning_requests_5", "tuning_requests_6",
+                                                          "user_requests"]
     tuning = load_dataset(FIXTURES / "tuning_requests")
     assert len(tuning.select("dev")) == 98 and not tuning.select("test")
     second = load_dataset(FIXTURES / "tuning_requests_2")
@@ -73,6 +74,8 @@ def test_vendored_slices_load() -> None:
     assert len(fourth.select("dev")) == 100 and not fourth.select("test")
     fifth = load_dataset(FIXTURES / "tuning_requests_5")
     assert len(fifth.select("dev")) == 100 and not fifth.select("test")
+    sixth = load_dataset(FIXTURES / "tuning_requests_6")
+    assert len(sixth.select("dev")) == 100 and not sixth.select("test")
     live = load_dataset(FIXTURES / "livemcpbench_slice")
     meta = load_dataset(FIXTURES / "metatool_slice")
     assert len(live.queries) == 8 and all(q.portion is None for q in live.queries)
