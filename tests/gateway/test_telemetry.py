@@ -377,6 +377,7 @@ class _Collector:
                         for span in ss.spans:
                             attrs = {a.key: a.value.string_value for a in span.attributes}
                             attrs["trace"], attrs["span"] = span.trace_id.hex(), span.span_id.hex()
+                            attrs["parent"] = span.parent_span_id.hex()
                             collector.spans.append((service, span.name, attrs))
                 collector.got.set()
                 self.send_response(200)
@@ -421,3 +422,51 @@ async def test_spans_reach_an_otlp_collector(kit: Kit, monkeypatch: pytest.Monke
     # the stdio upstream got the upstream call's span as its parent, in `_meta`
     assert seen["echo_meta"]["traceparent"].startswith(f"00-{attrs['trace']}-{upstream[0]['span']}-"), seen
     assert "secret-argument" not in repr(collector.spans) and gw.token not in repr(collector.spans)
+
+
+async def test_a_stdio_gateway_continues_the_trace_in_meta_on_its_hot_path(kit: Kit) -> None:
+    """Over stdio, tools/call is answered past the SDK's server (`gateway.stdio`'s hot path): its
+    SERVER span comes from the router's entry, the child of the client's `_meta` context."""
+    import asyncio
+
+    from gwkit import MCPCTL, SRC_ENV
+    from test_early_front import Raw
+
+    tid, client_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    collector = _Collector()
+    kit.server("alpha", "--ask-tools")
+    kit.project("p", ["alpha"])
+    proc = await asyncio.create_subprocess_exec(
+        MCPCTL, "serve", "--project", "p", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={"MCPCTL_HOME": str(kit.home), "MCPCTL_TEST_MARK": kit.mark, "PATH": os.environ["PATH"], **SRC_ENV,
+             "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "MCPCTL_METRICS": "1"})
+    c = Raw(proc)
+    try:
+        c.send({"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        c.send({"method": "notifications/initialized"})
+        assert "result" in await c.reply(1)
+        meta = {"traceparent": f"00-{tid}-{client_span}-01", "tracestate": "vendor=1"}
+        c.send({"id": 2, "method": "tools/call", "params": {"name": "alpha__echo", "arguments": {"text": "hot"},
+                                                            "_meta": meta}})
+        assert (await c.reply(2))["result"]["content"][0]["text"] == "hot"
+        c.send({"id": 3, "method": "tools/call", "params": {"name": "alpha__state", "arguments": {}}})
+        seen = (await c.reply(3))["result"]["structuredContent"]
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), 30 * SLACK) == 0
+        assert collector.got.wait(20 * SLACK)      # the last batch, sent as it closed
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        c.task.cancel()
+        collector.close()
+    calls = [a for _, name, a in collector.spans if name == "tools/call alpha/echo"]
+    assert len(calls) == 1, collector.spans
+    assert calls[0]["trace"] == tid and calls[0]["parent"] == client_span and calls[0]["mcpctl.outcome"] == "ok"
+    upstream = [a for _, n, a in collector.spans if n == "MCP send tools/call echo" and a["trace"] == tid]
+    assert len(upstream) == 1 and upstream[0]["parent"] == calls[0]["span"], collector.spans
+    assert seen["echo_meta"]["traceparent"] == f"00-{tid}-{upstream[0]['span']}-01", seen
+    assert seen["echo_meta"]["tracestate"] == "vendor=1", seen
