@@ -470,3 +470,47 @@ async def test_a_stdio_gateway_continues_the_trace_in_meta_on_its_hot_path(kit: 
     assert len(upstream) == 1 and upstream[0]["parent"] == calls[0]["span"], collector.spans
     assert seen["echo_meta"]["traceparent"] == f"00-{tid}-{upstream[0]['span']}-01", seen
     assert seen["echo_meta"]["tracestate"] == "vendor=1", seen
+
+
+def test_the_gateways_own_otlp_encoding_is_the_exporters() -> None:
+    """`telemetry.otlp.Encoder` writes the spans the exporter's own encoding would, span for span
+    (the gateway's light spans directly; any other through the exporter's encoding)."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from mcpctl.telemetry.otlp import Encoder
+    from mcpctl.telemetry.tracing import Tracing, _parse
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "enc"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = Tracing(provider)
+    remote = _parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "vendor=1,other=2")
+    server = tracing.start("tools/call alpha/echo", SpanKind.SERVER, remote, {"mcpctl.outcome": "ok", "k": "ünï"})
+    client = tracing.start("MCP send tools/call echo", SpanKind.CLIENT, server.context, {"mcp.method.name": "x"})
+    client.failed("TimeoutError")
+    for span in (client, server, tracing.start("bare", SpanKind.INTERNAL, None)):
+        span.end()
+    with provider.get_tracer("sdk").start_as_current_span("sdk span", attributes={"n": 3, "s": "x"}) as sdk:
+        sdk.add_event("event", {"e": True})
+    with provider.get_tracer("sdk").start_as_current_span("sdk plain", attributes={"s": "y"}):
+        pass
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 5
+
+    def flat(data: bytes) -> list[tuple[bytes, bytes, bytes]]:
+        req = ExportTraceServiceRequest()
+        req.ParseFromString(data)
+        return sorted((s.span_id, rs.resource.SerializeToString(deterministic=True) + ss.scope.SerializeToString(),
+                       s.SerializeToString(deterministic=True))
+                      for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
+
+    assert [Encoder().span(s) is None for s in spans] == [False, False, False, True, False]   # the event's
+    ours, theirs = flat(Encoder().encode(spans)), flat(encode_spans(spans).SerializePartialToString())
+    assert ours == theirs
+    provider.shutdown()

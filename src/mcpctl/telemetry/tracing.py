@@ -126,7 +126,8 @@ class Tracing:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Tracing:
-        """The OTLP/HTTP exporter (the `otel` extra) when an endpoint is set, else spans exported nowhere."""
+        """The OTLP/HTTP exporter (the `otel` extra; `otlp.Exporter`) when an endpoint is set, else
+        spans exported nowhere."""
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
 
@@ -134,13 +135,14 @@ class Tracing:
                                                             or "mcpctl"}))
         if settings.otlp:
             try:
-                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+                from mcpctl.telemetry.otlp import Exporter
             except ImportError as e:
                 raise MCPCtlError("OTEL_EXPORTER_OTLP_ENDPOINT is set, but the OTLP exporter is not installed",
                                   hint="pip install 'mcpctl[otel]' (or unset the variable)") from e
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+            # in its thread, every 5 s or at 512 spans (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
+            provider.add_span_processor(BatchSpanProcessor(Exporter()))
         return cls.install(provider)
 
     @classmethod
