@@ -18,7 +18,8 @@ upstream through the SDK's server and client (`http`):
   SDK's client span, recording), the observer (`Telemetry.observe`: the counters, the histogram,
   the span's name and attributes), spans batched (`BatchSpanProcessor`) to an exporter that drops
   them. Not counted: what the OTLP exporter then spends encoding and sending them, in a thread
-  of the gateway's process (`--encode` measures it: CPU per span of the exporter's encoding).
+  of the gateway's process; the last line measures the encoding alone (`telemetry.otlp.Encoder`,
+  as the gateway's exporter encodes, against the exporter's own `encode_spans`), per span.
 
 Prints the CPU per call of each and the difference; divide by the gateway's CPU per call
 (`bench_gateway.py`, "gateway CPU per call") for the share of a call it is.
@@ -63,16 +64,23 @@ async def run(calls: int, step: Callable[[], Awaitable[None]]) -> float:
     return (time.process_time() - t0) / calls
 
 
-def encode_cost(spans: Sequence[Any]) -> float:
-    """CPU seconds per span of the OTLP exporter's encoding (the `otel` extra), 0 without it."""
+def encode_cost(spans: Sequence[Any]) -> tuple[float, float]:
+    """CPU seconds per span of encoding `spans` for OTLP: the gateway's (`telemetry.otlp`), the
+    exporter's own (the `otel` extra; NaN without it)."""
     try:
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        from mcpctl.telemetry.otlp import Encoder
     except ImportError:
-        return 0.0
+        return float("nan"), float("nan")
+    encoder, n = Encoder(), max(1, len(spans))
     t0 = time.process_time()
     for _ in range(5):
+        encoder.encode(spans)
+    t1 = time.process_time()
+    for _ in range(5):
         encode_spans(spans).SerializePartialToString()
-    return (time.process_time() - t0) / 5 / max(1, len(spans))
+    return (t1 - t0) / 5 / n, (time.process_time() - t1) / 5 / n
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -139,8 +147,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     for path in ("stdio", "http"):
         o, n = statistics.median(off[path]) * 1e6, statistics.median(on[path]) * 1e6
         print(f"  {path:5}: off {o:.1f} us, on {n:.1f} us, added {n - o:.1f} us")
-    print(f"the OTLP exporter's encoding, in its thread: {encode_cost(kept) * 1e6:.1f} us a span "
-          f"(two spans a call)")
+    ours, theirs = encode_cost(kept)
+    print(f"OTLP encoding, in the exporter's thread: {ours * 1e6:.1f} us a span (the exporter's own: "
+          f"{theirs * 1e6:.1f} us); two spans a call")
 
 
 if __name__ == "__main__":
