@@ -584,9 +584,15 @@ def main() -> None:
     ap.add_argument("--telemetry", action="store_true",
                     help="this checkout's gateway with metrics and tracing on (MCPCTL_METRICS=1, spans exported "
                          "over OTLP/HTTP to a sink in this process: the `otel` extra), the baseline's as it is")
+    ap.add_argument("--current-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="more environment for this checkout's gateway only (repeatable): e.g. MCPCTL_METRICS=1 "
+                         "or MCPCTL_TRACING=1 alone, to part what --telemetry measures together")
     args = ap.parse_args()
     if args.rounds is not None and not 1 <= args.rounds <= 100:
         ap.error("--rounds: from 1 to 100")
+    if any("=" not in kv for kv in args.current_env):
+        ap.error("--current-env: NAME=VALUE")
+    current_env = dict(kv.split("=", 1) for kv in args.current_env)
     baseline: str | None = None
     if args.baseline:
         found = shutil.which(args.baseline)
@@ -609,8 +615,9 @@ def main() -> None:
         print("\n[1,2] tools/call: direct vs through mcpctl serve (1 upstream, 20 tools)"
               + (" vs the baseline's" if baseline else ""))
         with otlp_sink() if args.telemetry else contextlib.nullcontext() as sink:
-            env = None if sink is None else {"MCPCTL_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url}
-            calls = asyncio.run(bench_calls(root, use_shared, iters, seconds, rounds, baseline, env))
+            env = {**current_env, **({} if sink is None else {"MCPCTL_METRICS": "1",
+                                                              "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url})}
+            calls = asyncio.run(bench_calls(root, use_shared, iters, seconds, rounds, baseline, env or None))
             if sink is not None:
                 print(f"  telemetry on: {sink.posts} OTLP export(s) received", flush=True)
         c = paired(calls)

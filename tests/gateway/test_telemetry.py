@@ -377,6 +377,7 @@ class _Collector:
                         for span in ss.spans:
                             attrs = {a.key: a.value.string_value for a in span.attributes}
                             attrs["trace"], attrs["span"] = span.trace_id.hex(), span.span_id.hex()
+                            attrs["parent"] = span.parent_span_id.hex()
                             collector.spans.append((service, span.name, attrs))
                 collector.got.set()
                 self.send_response(200)
@@ -421,3 +422,95 @@ async def test_spans_reach_an_otlp_collector(kit: Kit, monkeypatch: pytest.Monke
     # the stdio upstream got the upstream call's span as its parent, in `_meta`
     assert seen["echo_meta"]["traceparent"].startswith(f"00-{attrs['trace']}-{upstream[0]['span']}-"), seen
     assert "secret-argument" not in repr(collector.spans) and gw.token not in repr(collector.spans)
+
+
+async def test_a_stdio_gateway_continues_the_trace_in_meta_on_its_hot_path(kit: Kit) -> None:
+    """Over stdio, tools/call is answered past the SDK's server (`gateway.stdio`'s hot path): its
+    SERVER span comes from the router's entry, the child of the client's `_meta` context."""
+    import asyncio
+
+    from gwkit import MCPCTL, SRC_ENV
+    from test_early_front import Raw
+
+    tid, client_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    collector = _Collector()
+    kit.server("alpha", "--ask-tools")
+    kit.project("p", ["alpha"])
+    proc = await asyncio.create_subprocess_exec(
+        MCPCTL, "serve", "--project", "p", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={"MCPCTL_HOME": str(kit.home), "MCPCTL_TEST_MARK": kit.mark, "PATH": os.environ["PATH"], **SRC_ENV,
+             "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "MCPCTL_METRICS": "1"})
+    c = Raw(proc)
+    try:
+        c.send({"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        c.send({"method": "notifications/initialized"})
+        assert "result" in await c.reply(1)
+        meta = {"traceparent": f"00-{tid}-{client_span}-01", "tracestate": "vendor=1"}
+        c.send({"id": 2, "method": "tools/call", "params": {"name": "alpha__echo", "arguments": {"text": "hot"},
+                                                            "_meta": meta}})
+        assert (await c.reply(2))["result"]["content"][0]["text"] == "hot"
+        c.send({"id": 3, "method": "tools/call", "params": {"name": "alpha__state", "arguments": {}}})
+        seen = (await c.reply(3))["result"]["structuredContent"]
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), 30 * SLACK) == 0
+        assert collector.got.wait(20 * SLACK)      # the last batch, sent as it closed
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        c.task.cancel()
+        collector.close()
+    calls = [a for _, name, a in collector.spans if name == "tools/call alpha/echo"]
+    assert len(calls) == 1, collector.spans
+    assert calls[0]["trace"] == tid and calls[0]["parent"] == client_span and calls[0]["mcpctl.outcome"] == "ok"
+    upstream = [a for _, n, a in collector.spans if n == "MCP send tools/call echo" and a["trace"] == tid]
+    assert len(upstream) == 1 and upstream[0]["parent"] == calls[0]["span"], collector.spans
+    assert seen["echo_meta"]["traceparent"] == f"00-{tid}-{upstream[0]['span']}-01", seen
+    assert seen["echo_meta"]["tracestate"] == "vendor=1", seen
+
+
+def test_the_gateways_own_otlp_encoding_is_the_exporters() -> None:
+    """`telemetry.otlp.Encoder` writes the spans the exporter's own encoding would, span for span
+    (the gateway's light spans directly; any other through the exporter's encoding)."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from mcpctl.telemetry.otlp import Encoder
+    from mcpctl.telemetry.tracing import Tracing, _parse
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "enc"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = Tracing(provider)
+    remote = _parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "vendor=1,other=2")
+    server = tracing.start("tools/call alpha/echo", SpanKind.SERVER, remote, {"mcpctl.outcome": "ok", "k": "ünï"})
+    client = tracing.start("MCP send tools/call echo", SpanKind.CLIENT, server.context, {"mcp.method.name": "x"})
+    client.failed("TimeoutError")
+    for span in (client, server, tracing.start("bare", SpanKind.INTERNAL, None)):
+        span.end()
+    with provider.get_tracer("sdk").start_as_current_span("sdk span", attributes={"n": 3, "s": "x"}) as sdk:
+        sdk.add_event("event", {"e": True})
+    with provider.get_tracer("sdk").start_as_current_span("sdk plain", attributes={"s": "y"}):
+        pass
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 5
+
+    def flat(data: bytes) -> list[tuple[bytes, bytes, bytes]]:
+        req = ExportTraceServiceRequest()
+        req.ParseFromString(data)
+        return sorted((s.span_id, rs.resource.SerializeToString(deterministic=True) + ss.scope.SerializeToString(),
+                       s.SerializeToString(deterministic=True))
+                      for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
+
+    assert [Encoder().span(s) is None for s in spans] == [False, False, False, True, False]   # the event's
+    ours, theirs = flat(Encoder().encode(spans)), flat(encode_spans(spans).SerializePartialToString())
+    assert ours == theirs
+    provider.shutdown()

@@ -8,12 +8,13 @@ module and `settings` import only the standard library.
   (`gateway.calllog.CallLog.observe`: every routed call passes there once), gauges read from the
   gateway's state at each scrape, served at `/metrics` behind the HTTP front's bearer check
   (`endpoint.MetricsEndpoint`) and, with `MCPCTL_METRICS_PORT`, on a loopback port of its own.
-- `tracing.Tracing`: a span per request (a server middleware on the SDK server), named and
+- `tracing.Tracing`: a span per request (a server middleware on the SDK server, and the router's
+  entry for the tools/call the stdio transport answers past it), named and
   annotated by the same observer once the call is routed; the trace context continued from the
   client (`_meta` `traceparent`/`tracestate`, else the HTTP headers) and passed on to upstreams by
   the SDK's own client span (`_meta`) and, for HTTP upstreams, as headers (`upstream_hooks`).
 
-The gateway is reached by duck typing (`attach` reads `gw.log_call`, `gw.server`, `gw.pool`,
+The gateway is reached by duck typing (`attach` reads `gw.log_call`, `gw.server`, `gw.router`, `gw.pool`,
 `gw.sessions`, `gw.asks`, `gw.catalogue`): this package sits below `gateway/` and imports none
 of it.
 """
@@ -61,6 +62,9 @@ class Telemetry:
         gw.log_call.observe = self.observe
         if self.tracing is not None:
             gw.server.middleware.insert(0, self.tracing.middleware)
+            # the stdio transport's hot path calls the router past the middleware (it binds
+            # `call_tool` when it starts, after this)
+            gw.router.call_tool = self.tracing.traced_call(gw.router.call_tool)
         if self.metrics is not None:
             self.metrics.watch(gw)
 

@@ -1,6 +1,8 @@
 """A gateway's Prometheus metrics, in a registry of its own (two gateways in one process never share one).
 
-Counted on the call path, by the invocation log's observer (`observe`):
+Counted on the call path, by the invocation log's observer (`observe`), in plain dicts and lists
+(`_Calls`: an increment, a bucket found by bisection; prometheus-client's own counters and
+histograms take a lock per increment, several a call) turned into metrics at each scrape:
 
 - `mcpctl_calls_total{server, tool, outcome}`: calls as the log's rows count them;
 - `mcpctl_call_duration_seconds{server, tool}`: their duration (a histogram);
@@ -21,20 +23,23 @@ small vocabulary. No label ever holds an argument, a result, a token or a caller
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from mcpctl.audit.records import OUTCOMES, SEARCH_TOOL_ID
 
 OTHER: Final = "other"
 BUILTIN_SERVER: Final = "mcpctl"
 BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_LE: Final = tuple(cast(Callable[[float], str], floatToGoString)(b) for b in (*BUCKETS, float("inf")))
 
-Labelled = tuple[Any, Any]      # (calls counter child, duration histogram child)
+Labelled = tuple[tuple[str, str, str], list[float]]     # (calls' labels, the duration histogram's counts)
 
 
 class Metrics:
@@ -43,12 +48,8 @@ class Metrics:
     def __init__(self, project: str) -> None:
         self.project = project
         self.registry = r = CollectorRegistry(auto_describe=True)
-        self.calls = Counter("mcpctl_calls", "Tool calls, by server, tool and outcome",
-                             ["server", "tool", "outcome"], registry=r)
-        self.duration = Histogram("mcpctl_call_duration_seconds", "Tool call duration, by server and tool",
-                                  ["server", "tool"], buckets=BUCKETS, registry=r)
-        self.search = Histogram("mcpctl_search_duration_seconds", "search_tools latency", buckets=BUCKETS,
-                                registry=r)
+        self.calls = _Calls()
+        r.register(self.calls)
         self.restarts = Counter("mcpctl_upstream_restarts", "Times an upstream came up again after its first start",
                                 ["server"], registry=r)
         self.errors = Counter("mcpctl_errors", "Error log records of mcpctl, by package (audit: the "
@@ -74,17 +75,20 @@ class Metrics:
         pair = self._children.get(key)
         if pair is None:
             pair = self._children[key] = self._labelled(canonical, outcome)
-        pair[0].inc()
-        pair[1].observe(seconds)
+        calls = self.calls
+        calls.counts[pair[0]] = calls.counts.get(pair[0], 0) + 1
+        _observe(pair[1], seconds)
         if canonical == SEARCH_TOOL_ID:
-            self.search.observe(seconds)
+            _observe(calls.search, seconds)
 
     def _labelled(self, canonical: str | None, outcome: str) -> Labelled:
         server, tool = self.labels(canonical)
         if len(self._children) > 4 * 1024:        # ids that left the catalogue: start over
             self._children.clear()
-        return (self.calls.labels(server, tool, outcome if outcome in OUTCOMES else OTHER),
-                self.duration.labels(server, tool))
+        histogram = self.calls.durations.get((server, tool))
+        if histogram is None:
+            histogram = self.calls.durations[(server, tool)] = _histogram()
+        return (server, tool, outcome if outcome in OUTCOMES else OTHER), histogram
 
     def labels(self, canonical: str | None) -> tuple[str, str]:
         """(server, tool) for a canonical id, bounded (see the module's text)."""
@@ -144,6 +148,55 @@ class Metrics:
         if self._stop is not None:
             self._stop()
             self._stop = None
+
+
+def _histogram() -> list[float]:
+    """Counts per bucket (not cumulative; the last is +Inf), then the sum."""
+    return [0.0] * (len(BUCKETS) + 2)
+
+
+def _observe(histogram: list[float], seconds: float) -> None:
+    histogram[bisect_left(BUCKETS, seconds)] += 1      # the first bound >= seconds, as prometheus-client's
+    histogram[-1] += seconds
+
+
+def _buckets(histogram: list[float]) -> list[tuple[str, float]]:
+    """(le, cumulative count) of each bucket, +Inf last."""
+    out, total = [], 0.0
+    for le, count in zip(_LE, histogram, strict=False):
+        total += count
+        out.append((le, total))
+    return out
+
+
+class _Calls(Collector):
+    """The call path's counts (`Metrics.observe` writes them, a scrape reads them: copies, as the
+    metrics port's thread may read while the event loop writes)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str, str], int] = {}
+        self.durations: dict[tuple[str, str], list[float]] = {}
+        self.search = _histogram()
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        calls = CounterMetricFamily("mcpctl_calls", "Tool calls, by server, tool and outcome",
+                                    labels=["server", "tool", "outcome"])
+        for labels, count in list(self.counts.items()):
+            calls.add_metric(list(labels), float(count))
+        yield calls
+        duration = HistogramMetricFamily("mcpctl_call_duration_seconds", "Tool call duration, by server and tool",
+                                         labels=["server", "tool"])
+        for (server, tool), histogram in list(self.durations.items()):
+            copy = list(histogram)
+            duration.add_metric([server, tool], _buckets(copy), copy[-1])
+        yield duration
+        search = HistogramMetricFamily("mcpctl_search_duration_seconds", "search_tools latency")
+        copy = list(self.search)
+        search.add_metric([], _buckets(copy), copy[-1])
+        yield search
 
 
 def _restarts(on_state: Callable[[Any], None], counter: Any) -> Callable[[Any], None]:
