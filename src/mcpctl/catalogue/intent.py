@@ -318,15 +318,26 @@ def _expanded(text: str, action: Action | None, query: str = "", values: frozens
     extra = [words for rx, words in _SYNONYMS if rx.search(text)]
     if action is not None and action.effect != READS and _PART_OF_FILE_WORDS.search(text):
         extra.append("edit lines")
-    if (action is not None and action.effect == READS and ONE_TEXT_FILE in values and URL not in values
-            and action.words not in _NOT_CONTENTS_VERBS and not _NOT_CONTENTS.search(f"{text} {' '.join(extra)}")
-            and (_TEXT_FILE_RE.search(text) or _NAMED_FILE_RE.search(query))
-            and len(main_clause(query).split()) <= CONTENTS_WORDS):
-        extra.append("contents read")
-    elif (action is not None and action.effect == RECORDS and ONE_TEXT_FILE in values and _TEXT_FILE_RE.search(text)
-          and len(main_clause(query).split()) <= CONTENTS_WORDS and not re.search(r"\b(?:move|directory)\b", f"{text} {' '.join(extra)}")):
-        extra.append("file write")          # "create poem.md with a haiku": a file made, not a note
+    if (file_words := _one_file_words(action, text, query, values, extra)) is not None:
+        extra.append(file_words)
     return f"{text} {' '.join(extra)}" if extra else text
+
+
+_NOT_WRITTEN: Final = re.compile(r"\b(?:move|directory)\b")       # "put report.pdf into the archive folder"
+
+
+def _one_file_words(action: Action | None, text: str, query: str, values: frozenset[str], extra: list[str]) -> str | None:
+    """One text file named in a short request: read, its contents; made ("create poem.md with a
+    haiku"), a file written, not a note; None otherwise."""
+    if action is None or ONE_TEXT_FILE not in values or len(main_clause(query).split()) > CONTENTS_WORDS:
+        return None
+    said, named = f"{text} {' '.join(extra)}", _TEXT_FILE_RE.search(text)
+    if (action.effect == READS and URL not in values and action.words not in _NOT_CONTENTS_VERBS
+            and not _NOT_CONTENTS.search(said) and (named or _NAMED_FILE_RE.search(query))):
+        return "contents read"
+    if action.effect == RECORDS and named and not _NOT_WRITTEN.search(said):
+        return "file write"
+    return None
 
 
 # "delete line 12 of app.py", "insert an import at the top of utils.py": what is deleted or added
