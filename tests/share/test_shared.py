@@ -331,18 +331,28 @@ def test_a_relay_within_the_grace_finds_the_gateway_still_serving(kit: Kit) -> N
     _all_gone(kit, daemon)
 
 
+def _signalled(kit: Kit, relays: list[RawRelay], sig: signal.Signals) -> tuple[int, Path, list[str]]:
+    """The relays' sessions begun on one shared gateway, then `sig` sent to it: (its pid, its socket,
+    each relay's stderr once it ended, with 1)."""
+    for r in relays:
+        r.session()
+    (daemon,) = _daemons(kit)
+    sock = _socket(kit, daemon)
+    os.kill(daemon, sig)
+    errs = []
+    for r in relays:
+        rc, err = r.ended()
+        assert rc == 1, err
+        errs.append(err)
+    return daemon, sock, errs
+
+
 def test_sigterm_stops_the_gateway_and_its_relays_say_so(kit: Kit) -> None:
     project = _project(kit)
     relays = [RawRelay(kit, project) for _ in range(2)]
     try:
-        for r in relays:
-            r.session()
-        (daemon,) = _daemons(kit)
-        sock = _socket(kit, daemon)
-        os.kill(daemon, signal.SIGTERM)
-        for r in relays:
-            rc, err = r.ended()
-            assert rc == 1
+        daemon, sock, errs = _signalled(kit, relays, signal.SIGTERM)
+        for err in errs:
             lines = err.strip().splitlines()
             assert len(lines) == 1 and "the shared gateway of project 'p' closed the connection" in lines[0], err
     finally:
@@ -356,14 +366,8 @@ def test_a_killed_gateway_is_replaced_by_the_next_relay(kit: Kit) -> None:
     project = _project(kit)
     relays = [RawRelay(kit, project) for _ in range(2)]
     try:
-        for r in relays:
-            r.session()
-        (daemon,) = _daemons(kit)
-        sock = _socket(kit, daemon)
-        os.kill(daemon, signal.SIGKILL)
-        for r in relays:
-            rc, err = r.ended()
-            assert rc == 1 and "closed the connection" in err, err
+        daemon, sock, errs = _signalled(kit, relays, signal.SIGKILL)
+        assert all("closed the connection" in err for err in errs), errs
         assert sock.is_socket(), "a killed daemon leaves its socket"
         fresh = RawRelay(kit, project)       # connection refused: a stale socket, replaced
         relays.append(fresh)
