@@ -268,7 +268,7 @@ def test_ask_passages_are_ranked_without_the_stage() -> None:
 def _read_requests() -> list[str]:
     queries = []
     for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2", "tuning_requests_3",
-                 "tuning_requests_4", "tuning_requests_5", "tuning_requests_6"):
+                 "tuning_requests_4", "tuning_requests_5", "tuning_requests_6", "tuning_requests_7"):
         ds = load_dataset(FIXTURES / name)
         queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
     return queries
