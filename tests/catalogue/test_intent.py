@@ -315,9 +315,9 @@ def _base_scores(ranker: Any, query: str) -> dict[str, float]:
 
 def test_every_gap_in_the_words_patterns_is_bounded() -> None:
     # an unbounded gap (".*" between two parts) made a 50,000-character query take 19 s
-    from mcpctl.catalogue.intent import _SYNONYMS
+    from mcpctl.catalogue.synonyms import SYNONYMS
 
-    assert [rx.pattern for rx, _ in _SYNONYMS if ".*" in rx.pattern or ".+" in rx.pattern] == []
+    assert [rx.pattern for rx, _ in SYNONYMS if ".*" in rx.pattern or ".+" in rx.pattern] == []
 
 
 @pytest.mark.parametrize(("query", "effect"), [
