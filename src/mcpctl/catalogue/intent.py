@@ -70,8 +70,12 @@ txt md markdown rst py pyi ipynb js mjs cjs ts tsx jsx json jsonl yml yaml toml 
 html htm css scss pdf doc docx odt rtf xls xlsx ods ppt pptx zip gz tgz tar bz2 xz 7z rar sh bash zsh bat ps1
 env lock sql db sqlite sqlite3 rs go java kt kts c h cc cpp hpp cs rb php swift scala lua pl dart vue svelte
 tf hcl gradle properties plist bak tmp out dat bin exe dll so dylib wasm epub ics vcf eml pem crt pub graphql gql
-proto prisma
+proto prisma iso img dmg apk jar deb rpm msi
 """)
+# Files known without an extension at the end of a path (`/etc/hosts`); any other such path is a folder
+# (`~/Downloads`, `/etc/nginx`).
+_PLAIN_FILES: Final = _words("hosts passwd shadow group fstab crontab resolv sudoers known_hosts authorized_keys config "
+                             "id_rsa id_ed25519 id_ecdsa environment profile motd issue")
 _TLD: Final = ("com|org|net|io|dev|ai|app|co|edu|gov|info|me|uk|de|fr|nl|eu|us|ca|au|jp|cn|in|ru|br|ch|se|no|"
                "tv|xyz|site|tech|cloud")
 _EMAIL_RE: Final = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -85,6 +89,7 @@ _NAMED_FILE_RE: Final = re.compile(
     r"LICEN[CS]E|README|CHANGELOG|CONTRIBUTING|AUTHORS|NOTICE|COPYING)(?![\w.])"
     r"|(?<![\w/.])\.(?:env|git\w*|docker\w*|npm\w*|editorconfig|prettier\w*|eslint\w*|bash\w*|zsh\w*|"
     r"profile|vimrc|tool-versions|python-version|nvmrc)(?:\.[\w\-]+)*(?![\w.])")
+_BARE_EXTENSION_RE: Final = re.compile(r"(?<![\w./~])\.(" + "|".join(sorted(EXTENSIONS)) + r")\b(?![\w.])", re.I)
 _INITIALS_RE: Final = re.compile(r"(?:[A-Z]\.)+[A-Z]\.?")        # "D.C", "U.S.A"
 _FOLDER_RE: Final = re.compile(r"(?<![\w/.~])([A-Za-z][\w\-]*)/(?=[\s,;!?]|$)")     # "in logs/"
 _MEDIA_WORD_RE: Final = re.compile(r"\b(" + "|".join(MEDIA) + r")\b", re.I)
@@ -101,6 +106,19 @@ _FORMATS: Final = {"uri": URL, "url": URL, "iri": URL, "uri-reference": URL, "da
                    "email": EMAIL, "idn-email": EMAIL}
 
 
+# The folders at the root that a path of one part names (`/tmp`; not a route or a command: `/login`, `/start`).
+_ROOT_FOLDERS: Final = _words("tmp srv var etc home opt usr mnt media root bin lib data")
+
+
+def _a_folder(path: str) -> bool:
+    """A path without an extension, not a file known by its name, of two parts or more or under
+    `~`, or a root folder: a folder."""
+    parts = [p for p in path.split("/") if p not in ("", ".", "..")]
+    last = parts[-1] if parts else ""
+    return "." not in last and last not in _PLAIN_FILES and (
+        len(parts) > 1 or path.startswith(("~", ".")) or last in _ROOT_FOLDERS)
+
+
 def _folders(path: str) -> str:
     """The folder names of a path (`/root/excel/sales.xlsx` -> `root excel`), without its last part."""
     return " ".join(p for p in path.split("/")[:-1] if p not in ("", ".", "..", "~"))
@@ -112,6 +130,7 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     a URL whole and as a web page; and the kinds found."""
     kinds: set[str] = set()
     found: list[str] = []            # the kind of each value replaced
+    short = len(query.split()) <= ONE_REQUEST_WORDS      # a path without an extension read as a folder only here
 
     def replace(kind: str, words: str) -> Any:
         def sub(m: re.Match[str]) -> str:
@@ -130,8 +149,8 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
             where = _folders(m.group(0))     # the folders say what is there; the file's own name does not
             if ext is not None:
                 return f" {where} {MEDIA[ext]} file {ext} " if ext in MEDIA else f" {where} {words} {ext} "
-            if m.group(0).endswith("/"):             # logs/, /var/www/: a folder
-                return f" {where} directory "
+            if m.group(0).endswith("/") or (short and _a_folder(m.group(0))):
+                return f" {where} directory "        # logs/, /var/www, ~/Downloads: a folder
             return f" {where} {words} "
         return sub
 
@@ -139,12 +158,13 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     text = _URL_RE.sub(replace(URL, "web page url"), text)
     text = _PATH_RE.sub(replace(PATH, "file"), text)
     text, named = _NAMED_FILE_RE.subn(" file ", text)
+    text, bare = _BARE_EXTENSION_RE.subn(lambda m: f" files {m.group(1).lower()} ", text)     # "any .xlsx"
     if found.count(PATH) + named > 1:     # "main.py, utils.py and tests.py": several files at once
         text += " multiple files"
     elif found.count(PATH) + named == 1 and " file" in text and not _MEDIA_WORD_RE.search(text):
         kinds.add(ONE_TEXT_FILE)
     text, folders = _FOLDER_RE.subn(lambda m: f" {m.group(1)} directory ", text)
-    if named + folders:
+    if named + folders + bare:
         kinds.add(PATH)
     if _CLOCK_RE.search(text):
         kinds.add(TIME)
@@ -158,8 +178,10 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
 _EVERYTHING_RE: Final = re.compile(r"\b(?:everything|all|whole|entire|full|every)\b", re.I)
 _QUOTED_RE: Final = re.compile(r"'[^']{2,}'|\"[^\"]{2,}\"|\u2018[^\u2019]{2,}\u2019|\u201c[^\u201d]{2,}\u201d")
 _NAME_RE: Final = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+")        # a capitalised word after a lowercase one
-_ABOUT_RE: Final = re.compile(r"\babout\s+(?!it\b|this\b|that\b|them\b)\w", re.I)
-_EVERYTHING_ABOUT_RE: Final = re.compile(r"\b(?:everything|all)(?: \w+){0,3} about\s+(?!it\b|this\b|that\b|them\b)\w", re.I)
+# (about everybody, anything: no particular thing)
+_NOT_ONE: Final = r"(?!it\b|this\b|that\b|them\b|every(?:body|one|thing)\b|any(?:body|one|thing)\b|all\b)"
+_ABOUT_RE: Final = re.compile(rf"\babout\s+{_NOT_ONE}\w", re.I)
+_EVERYTHING_ABOUT_RE: Final = re.compile(rf"\b(?:everything|all)(?: \w+){{0,3}} about\s+{_NOT_ONE}\w", re.I)
 
 
 # ONE_REQUEST_WORDS (`action`): names and quotes count as SPECIFIC only up to this many words.

@@ -40,7 +40,7 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:where is|where's|where are|locate|somewhere|anywhere|look(?:ing)? for|hunt(?:ing)? for)\b",
      "search find"),
     (r"\b(?:relationships?|links? between|connections? between|related to)\b", "relation relations"),
-    (r"\b(?:right now|now|currently|at the moment)\b|^\W*what(?: time is it|'s the time)\b", "current"),
+    (r"\b(?:right now|now|currently|at the moment)\b|^\W*what(?: time is it|'s the time| hour is it)\b", "current"),
     (r"\b(?:nested|recursive(?:ly)?|hierarchy|structure|tree)\b", "tree recursive"),
     (r"\b(?:how much space|biggest|largest|smallest|heaviest)\b", "sizes size"),
     # one thing's size or kind ("how large is video.mp4", "is backup.tar a file or a folder"): its metadata
@@ -51,7 +51,7 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
      "allowed access"),
     (r"^\W*(?:please )?(?:cat|dump)\s", "contents read"),
     (r"\bjot(?:ted)?\b", "note"),
-    (r"\b(?:don't|do not|never) forget\b|\b(?:keep|bear) in mind\b", "remember memory"),
+    (r"\b(?:don't|do not|never) (?:forget|lose)\b|\b(?:keep|bear) in mind\b", "remember memory"),
     (r"\d\s*(?:times|multiplied by|x|\*|\u00d7)\s*\d", "multiply product"),
     # one kept already, known by what it is about ("the note about the trip"; not "a note about ...")
     (r"\b(?:the|my|any|which) (?:notes?|files?|entries|entry|documents?) (?:about|regarding|on the subject of|where|"
@@ -67,7 +67,7 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (UNITS_PATTERN, "convert units"),
     (r"\bwhen (?:was|were|did|is)\b.{0,60}\b(?:creat|chang|modif|edit|updat|made|writ|touch)\w*"
      r"|\blast (?:chang|modif|edit|updat|touch)\w*|\bpermissions\b", "modified creation time metadata"),
-    (r"\b(?:is it|it's|its) (?:already |still )?(?:morning|evening|night|afternoon|midnight|late|early)\b",
+    (r"\b(?:is it|it's|its) (?:already |still )?(?:past )?(?:morning|evening|night|afternoon|midnight|late|early)\b",
      "current time"),
     (r"\b(?:entirely|completely|altogether|for good|everything (?:about|on)|all (?:about|on)|"
      r"what you (?:stored|know|saved|remember|have) (?:about|on))\b", "entities whole"),
@@ -86,7 +86,7 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
      r"(?:is|was) (?:called|named)\b", "memory knowledge entities"),
     (r"\b(?:every|all)(?: the)? (?:entit(?:y|ies)|nodes?|relations?)\b", "read graph entire"),
     (r"\bfind (?:people|anyone|someone|everyone|persons?|entities|nodes)\b", "search matching"),
-    (r"\b(?:take|make|write|leave) (?:a |me a )?note\b(?! in (?:your |my |the )?memory)", "note create"),
+    (r"(?<!\bdid i )(?<!\bever )(?<!\bhave i )\b(?:take|make|write|leave) (?:a |me a )?note\b(?! in (?:your |my |the )?memory)", "note create"),
     (r"\bhow spread out\b|\b(?:variance|deviation|spread) of (?:these|the|this|my) (?:numbers|values|scores|data|list)\b",
      "statistics variance deviation"),
     (r"^\W*(?:please )?mkdir\b", "create directory"),
@@ -102,9 +102,39 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:no longer|(?:n't|not)\b.{0,60}\b(?:anymore|any more))\b.{0,60}\b(?:memory|what you know|you remember)\b",
      "observations"),
     (r"\bask (?:the|a|an) (?:model|llm|language model)\b", "sampling llm"),
+    # the eighth pass (tuning_requests_7)
+    (r"\bsub-?(?:folders|directories) included\b|\b(?:including|with|and) (?:all |their |its )?(?:the )?sub-?(?:folders|directories)\b"
+     r"|\b(?:laid out|all the way down|(?:all|every) (?:the )?levels)\b", "tree recursive"),
+    (r"^\W*(?:please )?file\b.{0,60}\baway\b|\bshift\b.{1,60}\b(?:into|in|under|to)\b.{0,20}\b(?:folder|directory)\b",
+     "move"),
+    (r"\btrack(?:ing)? down\b|\bfiles? (?:ending|that ends?) (?:in|with)\b|\bfiles? whose names?\b", "search find"),
+    (r"\bis (?:the |this |my )?(?:\w+ )?file \w+ (?:bigger|larger|smaller|heavier) than\b", "size metadata information"),
+    (r"\bas a new (?:contact|person|entity|friend|colleague)\b", "entities entity person create"),
+    (r"\b(?:track(?:ing)?|add|create|record|store|save|remember|keep) (?:a |an )?(?:new )?(?:project|company|team|"
+     r"organi[sz]ation|product) (?:called|named) (?-i:[A-Z])", "entities entity create"),
+    (r"\bshould (?:be )?(?:called|named|renamed)\b", "rename"),
+    (r"\b(?:on|in|from|under) my (?-i:Desktop|Downloads|Documents)\b|\bmy (?:desktop|downloads|documents|home) (?:folder|directory)\b",
+     "directory"),
+    (r"\b(?:link|tie|connect|relate|associate) (?-i:[A-Z][a-z]+) (?:to|with|and) (?-i:[A-Z][a-z]+)\b", "relation relations"),
+    # a fact about one already known, told by its pronoun ("put on Marco's record that he moved to Lyon")
+    (r"\bthat (?:he|she|they)(?:'s| is| are| was| has| have| had| likes?| loves?| lives?| works?| prefers?| moved| owns?"
+     r"| speaks?| plays?)\b|\bthe (?:bit|part|detail) about\b", "observations"),
+    (r"\b(?:did|have|had) (?:i|we) (?:ever )?(?:make|made|write|written|wrote|take|taken|took|jot|jotted|leave|left) "
+     r"(?:a |any )?notes?\b", "search matching"),
+    (r"\b(?:when|what time) is that\b|\bwhat(?:'s| is) that in\b", "convert"),
+    (r"\b(?:under|over|within|more than|less than|fewer than) \d+ (?:characters|chars|words|letters)\b", "count characters words"),
+    (r"\bcompletion from (?:my|the|your) (?:llm|model|language model)\b", "sampling llm"),
+    (r"\d\s*(?:plus|\+)\s*\d", "add sum"),
+    (r"\b(?:anything|something) (?:stored|saved|kept) (?:on|about)\b", "search matching"),
+    (r"\bopen to (?:you|me|us)\b", "allowed access"),
+    (r"\b(?:store|save|record|remember|keep) (?:that|this|the) (?:connection|link|relationship|tie)\b", "relation relations"),
+    (r"\boverview of (?:my|the|all|your) notes\b", "list"),
+    (r"\brepeat after me\b|\bsay (?:it |this |that )?back\b", "echo"),
 ))
 # a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines, to
 # edit (not when the request reads them: "the last 20 lines of error.log")
+_PARTS: Final = r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|headings?|headers?|comments?|functions?|words?|statements?|version(?: number)?)\b"
+# (or the file first: "in worker.py, rename the function process to handle")
 PART_OF_FILE_WORDS: Final = re.compile(
-    r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|headings?|headers?|comments?|functions?|words?)\b"
-    r".{0,60}\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){0,3}file\b", re.I)
+    rf"{_PARTS}.{{0,60}}\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){{0,3}}file\b"
+    rf"|^\W*(?:in|inside|within) (?:the )?file\b.{{0,60}}{_PARTS}", re.I)
