@@ -61,6 +61,19 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
     ("note 10 is out of date, rewrite its body", CHANGES, "rewrite"),          # "note 10": a thing, not a verb
     ("before I change anything I'd like to see what nginx.conf looks like", READS, "see"),    # a subordinate clause set aside
     ("stick the tag urgent on note 15", RECORDS, "stick"),
+    # the eighth pass (tuning_requests_7)
+    ("paste the contents of config/app.toml here", READS, "paste … here"),      # put here: shown
+    ("report-final.docx should be called report-v2.docx", CHANGES, "should be"),   # a new name as a wish
+    ("there's a typo in README.md, 'recieve' should be 'receive'", CHANGES, "should be"),
+    ("note 4 should be titled Groceries", CHANGES, "should be"),
+    ("note 14 is done with, bin it", DELETES, "bin"),
+    ("scratch the bit about Marco living in Lyon, it's outdated", DELETES, "scratch"),
+    ("tie Nimbus to Lea: she is the one leading it", RECORDS, "tie"),
+    ("Marco's birthday is on 3 May, don't lose that", RECORDS, "don't lose"),
+    ("start tracking a project called Nimbus in the knowledge graph", RECORDS, "start tracking"),
+    ("track down every file ending in .bak under /srv", READS, "track down"),
+    ("file invoice.pdf away under finance/2024", CHANGES, "file"),               # a verb and its particle apart
+    ("bump the version in setup.cfg to 2.1.0", CHANGES, "bump"),
 ])
 def test_a_request_says_its_action(query: str, effect: str, words: str) -> None:
     action = request_action(query)
@@ -268,7 +281,7 @@ def test_ask_passages_are_ranked_without_the_stage() -> None:
 def _read_requests() -> list[str]:
     queries = []
     for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2", "tuning_requests_3",
-                 "tuning_requests_4", "tuning_requests_5", "tuning_requests_6"):
+                 "tuning_requests_4", "tuning_requests_5", "tuning_requests_6", "tuning_requests_7"):
         ds = load_dataset(FIXTURES / name)
         queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
     return queries
@@ -315,9 +328,9 @@ def _base_scores(ranker: Any, query: str) -> dict[str, float]:
 
 def test_every_gap_in_the_words_patterns_is_bounded() -> None:
     # an unbounded gap (".*" between two parts) made a 50,000-character query take 19 s
-    from mcpctl.catalogue.intent import _SYNONYMS
+    from mcpctl.catalogue.synonyms import SYNONYMS
 
-    assert [rx.pattern for rx, _ in _SYNONYMS if ".*" in rx.pattern or ".+" in rx.pattern] == []
+    assert [rx.pattern for rx, _ in SYNONYMS if ".*" in rx.pattern or ".+" in rx.pattern] == []
 
 
 @pytest.mark.parametrize(("query", "effect"), [
@@ -397,6 +410,80 @@ def test_fifth_pass_words(query: str, words: str) -> None:
 ])
 def test_words_stay_where_they_were_chosen(query: str, absent: str) -> None:
     assert absent not in understand(query).text
+
+
+# -- the eighth pass (tuning_requests_7) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("query", "text"), [
+    ("what's inside ~/Downloads", "what's inside directory list directory listing"),      # a path without an extension
+    ("what is in /etc/nginx", "what is in etc directory list directory listing"),
+    ("peek into ~/projects/website", "peek into projects directory"),
+    ("fetch the contents of /etc/hosts", "fetch the contents of etc file contents read"),   # a file known by its name
+    ("redirect users to /login", "redirect users to file"),                              # one part, not a root folder
+    ("look for any .xlsx", "look for any files xlsx search find"),                        # an extension alone: files
+])
+def test_a_path_without_an_extension_is_a_folder(query: str, text: str) -> None:
+    assert understand(query).text == text
+
+
+def test_a_path_in_a_task_of_several_steps_stays_as_it_was() -> None:
+    long = "Generate a PDF report titled x.pdf in /root/pdf, summarizing current reading trends and including a word cloud"
+    assert "root file" in understand(long).text and "directory" not in understand(long).text
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("map out everything under the project folder, subfolders included", "tree recursive"),
+    ("how is this repo laid out, all the way down?", "tree recursive"),
+    ("shift old.log over to the archive folder", "move"),
+    ("file invoice.pdf away under finance/2024", "move"),
+    ("track down every file ending in .bak under /srv", "search find"),
+    ("is backup.iso bigger than 4 GB?", "size metadata information"),
+    ("add my dentist, Dr. Okafor, to your memory as a new person", "entities entity person create"),
+    ("start tracking a project called Nimbus in the knowledge graph", "entities entity create"),
+    ("tie Nimbus to Lea: she is the one leading it", "relation relations"),
+    ("put on Marco's record that he moved to Lyon", "observations"),
+    ("scratch the bit about Marco living in Lyon, it's outdated", "observations"),
+    ("did I ever make a note about car insurance?", "search matching"),
+    ("my call is at 9am Pacific, when is that for me in Madrid?", "convert"),
+    ("what hour is it in UTC", "current"),
+    ("is it already past midnight in Auckland?", "current time"),
+    ("is this caption under 280 characters: shipping day is here", "count characters words"),
+    ("get the everything server to request a completion from my LLM", "sampling llm"),
+    ("report-final.docx should be called report-v2.docx", "rename"),
+    ("what have I got on my Desktop", "directory"),
+    ("17 plus 25 is what", "add sum"),
+    ("anything stored on Marco in your knowledge graph?", "search matching"),
+    ("which parts of the filesystem are open to you", "allowed access"),
+    ("Lea works at Acme, store that connection", "relation relations"),
+    ("give me an overview of my notes", "list"),
+    ("repeat after me: testing 1 2 3", "echo"),
+    ("in worker.py, rename the function process to handle", "edit lines"),        # the file first, then its part
+    ("bump the version in setup.cfg to 2.1.0", "edit lines"),
+    ("Marco's birthday is on 3 May, don't lose that", "remember memory"),
+])
+def test_eighth_pass_words(query: str, words: str) -> None:
+    assert words in understand(query).text
+
+
+@pytest.mark.parametrize(("query", "absent"), [
+    ("did I ever make a note about car insurance?", "note create"),                # asked about, not made
+    ("I want to learn more about a company called MagicForm.", "entities"),         # no record verb: not an entity
+    ("What is the difference between 'destroy' and 'sacrifice' in MTG?", "diff compare"),   # dropped: a question of meaning
+    ("tell me the names of the subfolders in build/", "tree recursive"),            # subfolders alone: a listing
+])
+def test_eighth_pass_words_stay_where_they_were_chosen(query: str, absent: str) -> None:
+    assert absent not in understand(query).text
+
+
+def test_about_everybody_is_not_a_particular_thing() -> None:
+    assert "everything" in understand("spill everything you have stored about everybody").values
+    assert "specific" in understand("what do you know about Ines").values
+
+
+def test_a_part_of_a_file_taken_out_changes_it() -> None:
+    action = understand("strip the debug print statements out of worker.py").action
+    assert action is not None and action.effect == CHANGES
 
 
 def test_initials_are_not_a_file() -> None:

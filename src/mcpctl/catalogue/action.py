@@ -25,28 +25,29 @@ _PHRASES_BY_KIND: Final = {
     DELETE: ("get rid of", "take out", "throw away", "clean out", "clean up"),
     RECORD: ("don't forget", "do not forget", "never forget", "keep in mind", "keep track", "keep a record", "keep a note", "make a note", "take a note",
              "take note", "write down", "jot down", "note down", "note that", "set up", "bear in mind",
-             "back up", "dump this", "dump these", "dump it", "put down", "sign up", "know that"),
+             "back up", "dump this", "dump these", "dump it", "put down", "sign up", "know that",
+             "don't lose", "do not lose", "start tracking", "start keeping track"),
     CHANGE: ("turn on", "turn off", "switch on", "switch off", "fill in", "mark as", "swap out", "comment out"),
     RUN: ("kick off", "fire off", "spin up"),
     READ: ("look up", "look at", "look through", "look for", "look into", "look inside", "pull up", "bring up",
            "let me see", "let me know", "tell me", "give me", "show me", "send me", "find out", "dig up",
            "read out", "read back", "check out", "read me", "what's in", "whats in", "what is in",
            "have a look", "take a look", "have a peek", "take a peek", "have a read", "go through", "go over",
-           "read through", "look over"),
+           "read through", "look over", "track down", "map out"),
 }
 _VERBS_BY_KIND: Final = {
     DELETE: "delete remove erase drop forget wipe scrub purge discard trash unlink clear destroy cancel "
-            "uninstall revoke rm rmdir",
+            "uninstall revoke rm rmdir strip scratch bin",
     RECORD: "remember memorize memorise store save record log note jot create make add put register capture "
-            "write insert append bookmark keep link associate relate mkdir touch stick",
+            "write insert append bookmark keep link associate relate mkdir touch stick tie",
     CHANGE: "update change modify edit fix correct rename move relocate replace set adjust tweak overwrite "
-            "enable disable toggle mark rewrite revise amend tag retag label retitle swap mv uncomment",
+            "enable disable toggle mark rewrite revise amend tag retag label retitle swap mv uncomment bump",
     RUN: "run execute start launch trigger kick send email post publish notify message invoke stop restart "
          "deploy simulate research",
     READ: "show display view see read open peek print list find search locate look check inspect get fetch "
           "retrieve grab pull tell give count compare convert calculate compute sum total average measure "
           "hash diff extract match summarize summarise translate browse explore describe dump download scrape "
-          "echo repeat return lookup verify review recall know multiply divide subtract test ls stat",
+          "echo repeat return lookup verify review recall know multiply divide subtract test ls stat spill spot",
 }
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -121,7 +122,10 @@ def _polite_skip(tokens: list[str], i: int) -> int:
 _PLACE_RE: Final = re.compile(r"^\s*(?:in|inside|within|from|at)\s+(?:the\s+|my\s+)?[^\s./]*[./][^\s]*\s+")
 # A verb and its particle apart ("take that fact out", "cross it off").
 _SEPARABLE: Final = {("take", "out"): DELETE, ("cross", "off"): DELETE, ("throw", "away"): DELETE,
-                     ("write", "down"): RECORD, ("note", "down"): RECORD, ("look", "up"): READ}
+                     ("write", "down"): RECORD, ("note", "down"): RECORD, ("look", "up"): READ,
+                     ("file", "away"): CHANGE}
+# "paste the contents of config.toml here": what is put here, in the conversation, is shown.
+_HERE_VERBS: Final = _words("paste copy")
 # "start a new note", "open a new file": what is begun is made.
 _BEGIN: Final = _words("start begin open")
 
@@ -158,6 +162,8 @@ def _verb_at(tokens: list[str], i: int, clause: str) -> tuple[str, str] | None:
     particle = next((k for (v, p), k in _SEPARABLE.items() if v == tok and p in tokens[i + 2:i + 5]), None)
     if particle is not None:
         return particle, tok
+    if tok in _HERE_VERBS and re.search(r"\b(?:here|below|in (?:the )?chat)\s*$", clause):
+        return READ, f"{tok} … here"
     kind = _VERBS.get(stem_of(tok))
     if kind is None:
         return None
@@ -208,6 +214,12 @@ def _asks_a_question(text: str) -> str | None:
     return None
 
 
+# A thing's new name or text told as a wish, with no verb ("report.docx should be called report-v2.docx",
+# "note 4 should be titled Groceries", "'recieve' should be 'receive'"): it changes.
+_SHOULD_BE_RE: Final = re.compile(r"\bshould (?:be )?(?:called|named|renamed|titled|retitled|spelled|spelt)\b"
+                                  r"|['\"][^'\"]{1,60}['\"] should (?:be|read|say) ['\"]")
+
+
 def request_action(query: str) -> Action | None:
     """The action a request asks for, from its words (see the module's text), or None."""
     text = query.lower().replace("\u2019", "'").replace("\u2018", "'")
@@ -224,5 +236,7 @@ def request_action(query: str) -> Action | None:
             continue
         return Action(EFFECT_OF_VERB[kind], words)
     question = question or _asks_a_question(text)
+    if question is None and _SHOULD_BE_RE.search(text):
+        return Action(EFFECT_OF_VERB[CHANGE], "should be")
     return Action(READS, question) if question is not None else None
 

@@ -23,7 +23,8 @@ request names no action or the tool's effect is unknown) times 1 + VALUE_BOOST w
 On top of the factors, a read-phrased request never ranks a tool that changes or deletes above the
 best *matching* tool that reads (one whose score before the stage is at least MATCHING_SHARE of the
 best): such tools are moved just below it, in their order. The word lists and weights were built
-from the dev portions of the evaluation sets and requests written for them (docs/ranking.md).
+from the dev portions of the evaluation sets and requests written for them (docs/ranking.md); the
+words people use for what tools call otherwise are in `synonyms.py`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any, Final
 
 from mcpctl.catalogue.action import ONE_REQUEST_WORDS, Action, main_clause, request_action
 from mcpctl.catalogue.effect import CHANGES, DELETES, EFFECTS, READS, RECORDS, RUNS
+from mcpctl.catalogue.synonyms import PART_OF_FILE_WORDS, SYNONYMS
 
 __all__ = ["ACTION_WEIGHTS", "CAP_TRUST", "MATCHING_SHARE", "OTHER_FORM_FACTOR", "VALUE_BOOST", "Action", "Intent", "IntentStage",
            "param_kinds", "request_action", "understand"]
@@ -68,8 +70,12 @@ txt md markdown rst py pyi ipynb js mjs cjs ts tsx jsx json jsonl yml yaml toml 
 html htm css scss pdf doc docx odt rtf xls xlsx ods ppt pptx zip gz tgz tar bz2 xz 7z rar sh bash zsh bat ps1
 env lock sql db sqlite sqlite3 rs go java kt kts c h cc cpp hpp cs rb php swift scala lua pl dart vue svelte
 tf hcl gradle properties plist bak tmp out dat bin exe dll so dylib wasm epub ics vcf eml pem crt pub graphql gql
-proto prisma
+proto prisma iso img dmg apk jar deb rpm msi
 """)
+# Files known without an extension at the end of a path (`/etc/hosts`); any other such path is a folder
+# (`~/Downloads`, `/etc/nginx`).
+_PLAIN_FILES: Final = _words("hosts passwd shadow group fstab crontab resolv sudoers known_hosts authorized_keys config "
+                             "id_rsa id_ed25519 id_ecdsa environment profile motd issue")
 _TLD: Final = ("com|org|net|io|dev|ai|app|co|edu|gov|info|me|uk|de|fr|nl|eu|us|ca|au|jp|cn|in|ru|br|ch|se|no|"
                "tv|xyz|site|tech|cloud")
 _EMAIL_RE: Final = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -83,6 +89,7 @@ _NAMED_FILE_RE: Final = re.compile(
     r"LICEN[CS]E|README|CHANGELOG|CONTRIBUTING|AUTHORS|NOTICE|COPYING)(?![\w.])"
     r"|(?<![\w/.])\.(?:env|git\w*|docker\w*|npm\w*|editorconfig|prettier\w*|eslint\w*|bash\w*|zsh\w*|"
     r"profile|vimrc|tool-versions|python-version|nvmrc)(?:\.[\w\-]+)*(?![\w.])")
+_BARE_EXTENSION_RE: Final = re.compile(r"(?<![\w./~])\.(" + "|".join(sorted(EXTENSIONS)) + r")\b(?![\w.])", re.I)
 _INITIALS_RE: Final = re.compile(r"(?:[A-Z]\.)+[A-Z]\.?")        # "D.C", "U.S.A"
 _FOLDER_RE: Final = re.compile(r"(?<![\w/.~])([A-Za-z][\w\-]*)/(?=[\s,;!?]|$)")     # "in logs/"
 _MEDIA_WORD_RE: Final = re.compile(r"\b(" + "|".join(MEDIA) + r")\b", re.I)
@@ -99,6 +106,19 @@ _FORMATS: Final = {"uri": URL, "url": URL, "iri": URL, "uri-reference": URL, "da
                    "email": EMAIL, "idn-email": EMAIL}
 
 
+# The folders at the root that a path of one part names (`/tmp`; not a route or a command: `/login`, `/start`).
+_ROOT_FOLDERS: Final = _words("tmp srv var etc home opt usr mnt media root bin lib data")
+
+
+def _a_folder(path: str) -> bool:
+    """A path without an extension, not a file known by its name, of two parts or more or under
+    `~`, or a root folder: a folder."""
+    parts = [p for p in path.split("/") if p not in ("", ".", "..")]
+    last = parts[-1] if parts else ""
+    return "." not in last and last not in _PLAIN_FILES and (
+        len(parts) > 1 or path.startswith(("~", ".")) or last in _ROOT_FOLDERS)
+
+
 def _folders(path: str) -> str:
     """The folder names of a path (`/root/excel/sales.xlsx` -> `root excel`), without its last part."""
     return " ".join(p for p in path.split("/")[:-1] if p not in ("", ".", "..", "~"))
@@ -110,6 +130,7 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     a URL whole and as a web page; and the kinds found."""
     kinds: set[str] = set()
     found: list[str] = []            # the kind of each value replaced
+    short = len(query.split()) <= ONE_REQUEST_WORDS      # a path without an extension read as a folder only here
 
     def replace(kind: str, words: str) -> Any:
         def sub(m: re.Match[str]) -> str:
@@ -128,8 +149,8 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
             where = _folders(m.group(0))     # the folders say what is there; the file's own name does not
             if ext is not None:
                 return f" {where} {MEDIA[ext]} file {ext} " if ext in MEDIA else f" {where} {words} {ext} "
-            if m.group(0).endswith("/"):             # logs/, /var/www/: a folder
-                return f" {where} directory "
+            if m.group(0).endswith("/") or (short and _a_folder(m.group(0))):
+                return f" {where} directory "        # logs/, /var/www, ~/Downloads: a folder
             return f" {where} {words} "
         return sub
 
@@ -137,12 +158,13 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     text = _URL_RE.sub(replace(URL, "web page url"), text)
     text = _PATH_RE.sub(replace(PATH, "file"), text)
     text, named = _NAMED_FILE_RE.subn(" file ", text)
+    text, bare = _BARE_EXTENSION_RE.subn(lambda m: f" files {m.group(1).lower()} ", text)     # "any .xlsx"
     if found.count(PATH) + named > 1:     # "main.py, utils.py and tests.py": several files at once
         text += " multiple files"
     elif found.count(PATH) + named == 1 and " file" in text and not _MEDIA_WORD_RE.search(text):
         kinds.add(ONE_TEXT_FILE)
     text, folders = _FOLDER_RE.subn(lambda m: f" {m.group(1)} directory ", text)
-    if named + folders:
+    if named + folders + bare:
         kinds.add(PATH)
     if _CLOCK_RE.search(text):
         kinds.add(TIME)
@@ -156,8 +178,10 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
 _EVERYTHING_RE: Final = re.compile(r"\b(?:everything|all|whole|entire|full|every)\b", re.I)
 _QUOTED_RE: Final = re.compile(r"'[^']{2,}'|\"[^\"]{2,}\"|\u2018[^\u2019]{2,}\u2019|\u201c[^\u201d]{2,}\u201d")
 _NAME_RE: Final = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+")        # a capitalised word after a lowercase one
-_ABOUT_RE: Final = re.compile(r"\babout\s+(?!it\b|this\b|that\b|them\b)\w", re.I)
-_EVERYTHING_ABOUT_RE: Final = re.compile(r"\b(?:everything|all)(?: \w+){0,3} about\s+(?!it\b|this\b|that\b|them\b)\w", re.I)
+# (about everybody, anything: no particular thing)
+_NOT_ONE: Final = r"(?!it\b|this\b|that\b|them\b|every(?:body|one|thing)\b|any(?:body|one|thing)\b|all\b)"
+_ABOUT_RE: Final = re.compile(rf"\babout\s+{_NOT_ONE}\w", re.I)
+_EVERYTHING_ABOUT_RE: Final = re.compile(rf"\b(?:everything|all)(?: \w+){{0,3}} about\s+{_NOT_ONE}\w", re.I)
 
 
 # ONE_REQUEST_WORDS (`action`): names and quotes count as SPECIFIC only up to this many words.
@@ -204,103 +228,6 @@ class Intent:
     values: frozenset[str]
 
 
-# Units of measure named by their usual words ("26.2 miles", "180 pounds"): a request naming two is
-# a conversion.
-_UNIT: Final = (
-    r"\b(?:miles?|kilomet(?:er|re)s?|km|met(?:er|re)s?|feet|foot|inch(?:es)?|yards?|centimet(?:er|re)s?|cm|mm|"
-    r"pounds?|lbs?|kilos?|kilograms?|kg|grams?|ounces?|oz|stones?|tonnes?|tons?|litres?|liters?|gallons?|"
-    r"pints?|cups?|fahrenheit|celsius|kelvin|degrees|gigabytes?|megabytes?|kilobytes?|terabytes?|gb|mb|kb|tb|"
-    r"bytes?|bits?|mph|knots?)\b")
-_UNITS_PATTERN: Final = f"{_UNIT}.{{0,60}}{_UNIT}"
-# Words people use for what tools call otherwise: a match adds the tools' words to the ranked text.
-# Every gap between two parts of a pattern is bounded ({0,60}): an unbounded one is quadratic in
-# the request's length (a 50,000-character search_tools query took 19 s).
-_SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
-    (r"\bfolders?\b", "directory"),
-    (r"\b(?:photos?|pictures?|pics?|screenshots?|images?)\b", "image"),
-    (r"\b(?:articles?|web ?pages?|websites?|online|on the web|internet)\b", "web page url internet"),
-    (r"\b(?:you (?:know|remember|stored|saved|memori[sz]ed|have on|got)|your memory|told you|tell you|"
-     r"you(?:'ve| have) (?:memori[sz]ed|stored|saved|kept|got))\b", "memory knowledge"),
-    # a fact about a person, or the person ("remember that Jonas is my dentist", "erase Rafael"): the
-    # knowledge of entities, not a note (the name capitalised)
-    (r"\b(?:remember|note|record|store|save|log|know|keep in mind)(?: that)?:? (?-i:[A-Z][a-z]+)(?:'s(?: \w+)?)? (?:is|was|has|had|likes|"
-     r"loves|hates|lives|works|prefers|speaks|moved|owns|knows|plays|studies|started|joined|left|quit)\b", "memory knowledge entities"),
-    (r"\b(?:erase|delete|remove|forget|drop|wipe) (?-i:[A-Z][a-z]+)\b(?! \d)", "entities"),
-    (r"\b(?:save|add|create|record|store|remember|make) (?:a )?(?:new )?(?:contacts?|persons?|people|friends?|colleagues?|"
-     r"acquaintances?)\b", "entities entity person create"),
-    (r"\b(?:where is|where's|where are|locate|somewhere|anywhere|look(?:ing)? for|hunt(?:ing)? for)\b",
-     "search find"),
-    (r"\b(?:relationships?|links? between|connections? between|related to)\b", "relation relations"),
-    (r"\b(?:right now|now|currently|at the moment)\b|^\W*what(?: time is it|'s the time)\b", "current"),
-    (r"\b(?:nested|recursive(?:ly)?|hierarchy|structure|tree)\b", "tree recursive"),
-    (r"\b(?:how much space|biggest|largest|smallest|heaviest)\b", "sizes size"),
-    # one thing's size or kind ("how large is video.mp4", "is backup.tar a file or a folder"): its metadata
-    (r"\bhow (?:big|large|heavy) (?:is|was)\b|\bwhat size is\b|\bwhat(?:'s| is) the size\b|\bhow old is (?:the |this |my )?(?:\w+ )?file\b|\bsize of\b|\ba file or (?:a )?(?:folder|directory)\b"
-     r"|\bhow many (?:bytes|kilobytes|megabytes|gigabytes|kb|mb|gb)\b|\b(?:size|dates?) (?:and \w+ )?of file\b",
-     "size metadata information"),
-    (r"\bpermitted\b|\bhave access\b|\bable to (?:read|access|see)\b|\blets? (?:me|you|us) (?:use|access|touch)\b",
-     "allowed access"),
-    (r"^\W*(?:please )?(?:cat|dump)\s", "contents read"),
-    (r"\bjot(?:ted)?\b", "note"),
-    (r"\b(?:don't|do not|never) forget\b|\b(?:keep|bear) in mind\b", "remember memory"),
-    (r"\d\s*(?:times|multiplied by|x|\*|\u00d7)\s*\d", "multiply product"),
-    # one kept already, known by what it is about ("the note about the trip"; not "a note about ...")
-    (r"\b(?:the|my|any|which) (?:notes?|files?|entries|entry|documents?) (?:about|regarding|on the subject of|where|"
-     r"in which|that (?:says?|has|had|mentions?|contains?))\b|\b(?:anything|something) (?:about|on|regarding)\b",
-     "search matching"),
-    # (not "contains": on MetaTool dev, "a recipe that contains chicken" asks no search tool)
-    (r"\b(?:mentions?|mentioning)\b|\bany \w+ (?:about|that mentions?)\b", "search matching"),
-    (r"\bwhat (?:does|do|did) .{1,60}? say\b|\b(?:contents|text) of\b(?!(?: \S+){0,3} (?:directory|folder|dir)\b)"
-     r"|\bopen(?: up)? (?:the |my |this )?(?:\w+ ){0,2}file\b", "contents read"),
-    (r"\b(?:contents?|inside) of (?:the |my |this )?(?:\S+ ){0,2}(?:directory|folder|dir)\b"
-     r"|\bwhat(?:'s| is) in(?:side)? (?:the |my |this )?(?:\S+ ){0,2}(?:directory|folder|dir)\b", "list directory listing"),
-    (r"\b(?:put|drop|stick|relocate|transfer)\b.{1,60}\b(?:into|in|under|to)\b.{0,20}\b(?:folder|directory)\b", "move"),
-    (_UNITS_PATTERN, "convert units"),
-    (r"\bwhen (?:was|were|did|is)\b.{0,60}\b(?:creat|chang|modif|edit|updat|made|writ|touch)\w*"
-     r"|\blast (?:chang|modif|edit|updat|touch)\w*|\bpermissions\b", "modified creation time metadata"),
-    (r"\b(?:is it|it's|its) (?:already |still )?(?:morning|evening|night|afternoon|midnight|late|early)\b",
-     "current time"),
-    (r"\b(?:entirely|completely|altogether|for good|everything (?:about|on)|all (?:about|on)|"
-     r"what you (?:stored|know|saved|remember|have) (?:about|on))\b", "entities whole"),
-    (r"\bfacts?\b", "observations"),
-    # shell words for what a tool does ("ls ~/projects", "mkdir backups", "mv a.txt b.txt")
-    (r"^\W*(?:please )?ls\b", "list directory listing"),
-    # the sixth pass (tuning_requests_5)
-    (r"\b(?:replace|overwrite)\s+(?:everything|all|the whole|the entire)\b|\bwhole file\b", "overwrite write"),
-    (r"\b(?:connect|link|relate|tie)\s+(?:the\s+)?(?:entity|entities|node|nodes)\b", "relation relations"),
-    (r"^\W*who\b(?:(?! about).){0,40}\b(?:is|are) (?:a|an)\s", "search matching"),     # not "my friend who is a ..."
-    (r"(?-i:[A-Z][a-z]+)'s (?:entry|node|entity)\b", "memory observations entities"),
-    (r"\b(?:all|every)(?: of)? (?:my |the |your )?notes?\b", "list"),
-    # the seventh pass (tuning_requests_6)
-    (r"\bmy (?:manager|boss|sister|brother|mother|mom|mum|father|dad|wife|husband|partner|friend|colleague|"
-     r"neighbou?r|doctor|dentist|landlord|son|daughter|cousin|aunt|uncle|teacher|coach|mentor)(?:'s \w+)? "
-     r"(?:is|was) (?:called|named)\b", "memory knowledge entities"),
-    (r"\b(?:every|all)(?: the)? (?:entit(?:y|ies)|nodes?|relations?)\b", "read graph entire"),
-    (r"\bfind (?:people|anyone|someone|everyone|persons?|entities|nodes)\b", "search matching"),
-    (r"\b(?:take|make|write|leave) (?:a |me a )?note\b(?! in (?:your |my |the )?memory)", "note create"),
-    (r"\bhow spread out\b|\b(?:variance|deviation|spread) of (?:these|the|this|my) (?:numbers|values|scores|data|list)\b",
-     "statistics variance deviation"),
-    (r"^\W*(?:please )?mkdir\b", "create directory"),
-    (r"^\W*(?:please )?mv\b", "move rename"),
-    # whether files of a kind are somewhere ("are there any png images in assets")
-    (r"\b(?:are there|is there|do (?:i|we) have)\s+(?:any|an?)\s+(?:\S+\s+){0,2}(?:files?|images?|photos?|"
-     r"pictures?|folders?|directories|documents?)\b", "search find"),
-    (r"\burl[- ](?:friendly|safe)\b|\bslugify\b|\b(?:a|into a|as a) slug\b", "slug slugify url"),
-    # one text for another inside a file ("swap 'localhost' for '0.0.0.0' in config.yaml"): an edit of its lines
-    (r"\b(?:swap|replace|substitute|change)\b.{1,60}\b(?:for|with|to|by|into)\b.{1,60}\b(?:in|inside|within) "
-     r"(?:the )?(?:\w+ ){0,3}file\b", "edit lines"),
-    # a fact that stopped being true ("Priya no longer has a cat, update your memory"): an observation
-    (r"\b(?:no longer|(?:n't|not)\b.{0,60}\b(?:anymore|any more))\b.{0,60}\b(?:memory|what you know|you remember)\b",
-     "observations"),
-    (r"\bask (?:the|a|an) (?:model|llm|language model)\b", "sampling llm"),
-))
-# a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines, to
-# edit (not when the request reads them: "the last 20 lines of error.log")
-_PART_OF_FILE_WORDS: Final = re.compile(
-    r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|headings?|headers?|comments?|functions?|words?)\b"
-    r".{0,60}\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){0,3}file\b", re.I)
-
-
 # Reading one text file named by its extension or its well-known name ("check what's in
 # docker-compose.yml", "pull up notes.md"), with no word of its metadata, of a search, a listing, its
 # lines or the web: its contents. Only in a short request (a longer one, on LiveMCPBench, is a task
@@ -315,8 +242,8 @@ _NOT_CONTENTS_VERBS: Final = frozenset({"find", "search", "locate", "hunt", "loo
 
 
 def _expanded(text: str, action: Action | None, query: str = "", values: frozenset[str] = frozenset()) -> str:
-    extra = [words for rx, words in _SYNONYMS if rx.search(text)]
-    if action is not None and action.effect != READS and _PART_OF_FILE_WORDS.search(text):
+    extra = [words for rx, words in SYNONYMS if rx.search(text)]
+    if action is not None and action.effect != READS and PART_OF_FILE_WORDS.search(text):
         extra.append("edit lines")
     if (file_words := _one_file_words(action, text, query, values, extra)) is not None:
         extra.append(file_words)
