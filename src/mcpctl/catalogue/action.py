@@ -27,13 +27,14 @@ _PHRASES_BY_KIND: Final = {
              "take note", "write down", "jot down", "note down", "note that", "set up", "bear in mind",
              "back up", "dump this", "dump these", "dump it", "put down", "sign up", "know that",
              "don't lose", "do not lose", "start tracking", "start keeping track"),
-    CHANGE: ("turn on", "turn off", "switch on", "switch off", "fill in", "mark as", "swap out", "comment out"),
+    CHANGE: ("turn on", "turn off", "switch on", "switch off", "fill in", "mark as", "swap out", "comment out", "call it", "name it"),
     RUN: ("kick off", "fire off", "spin up"),
     READ: ("look up", "look at", "look through", "look for", "look into", "look inside", "pull up", "bring up",
            "let me see", "let me know", "tell me", "give me", "show me", "send me", "find out", "dig up",
            "read out", "read back", "check out", "read me", "what's in", "whats in", "what is in",
            "have a look", "take a look", "have a peek", "take a peek", "have a read", "go through", "go over",
-           "read through", "look over", "track down", "map out"),
+           "read through", "look over", "track down", "map out", "remind me what", "remind me who",
+           "remind me where", "remind me which", "remind me how", "remind me when"),
 }
 _VERBS_BY_KIND: Final = {
     DELETE: "delete remove erase drop forget wipe scrub purge discard trash unlink clear destroy cancel "
@@ -41,7 +42,7 @@ _VERBS_BY_KIND: Final = {
     RECORD: "remember memorize memorise store save record log note jot create make add put register capture "
             "write insert append bookmark keep link associate relate mkdir touch stick tie",
     CHANGE: "update change modify edit fix correct rename move relocate replace set adjust tweak overwrite "
-            "enable disable toggle mark rewrite revise amend tag retag label retitle swap mv uncomment bump",
+            "enable disable toggle mark rewrite revise amend tag retag label retitle swap mv uncomment bump flip",
     RUN: "run execute start launch trigger kick send email post publish notify message invoke stop restart "
          "deploy simulate research",
     READ: "show display view see read open peek print list find search locate look check inspect get fetch "
@@ -123,11 +124,13 @@ _PLACE_RE: Final = re.compile(r"^\s*(?:in|inside|within|from|at)\s+(?:the\s+|my\
 # A verb and its particle apart ("take that fact out", "cross it off").
 _SEPARABLE: Final = {("take", "out"): DELETE, ("cross", "off"): DELETE, ("throw", "away"): DELETE,
                      ("write", "down"): RECORD, ("note", "down"): RECORD, ("look", "up"): READ,
-                     ("file", "away"): CHANGE}
+                     ("file", "away"): CHANGE, ("take", "off"): DELETE}
 # "paste the contents of config.toml here": what is put here, in the conversation, is shown.
 _HERE_VERBS: Final = _words("paste copy")
-# "start a new note", "open a new file": what is begun is made.
+# "start a new note", "open a new file": what is begun is made; so is "start a note", "begin a list"
+# (not "start a server": a thing kept, not one run).
 _BEGIN: Final = _words("start begin open")
+_KEPT_THINGS: Final = _words("note file document doc list page journal entry folder directory draft")
 
 
 # Words that are verbs and nouns: before a number they name a thing ("note 10 is out of date").
@@ -164,6 +167,8 @@ def _verb_at(tokens: list[str], i: int, clause: str) -> tuple[str, str] | None:
         return particle, tok
     if tok in _HERE_VERBS and re.search(r"\b(?:here|below|in (?:the )?chat)\s*$", clause):
         return READ, f"{tok} … here"
+    if tok in _BEGIN - {"open"} and tokens[i + 1:i + 2] == ["a"] and tokens[i + 2:i + 3] and tokens[i + 2] in _KEPT_THINGS:
+        return RECORD, f"{tok} a {tokens[i + 2]}"
     kind = _VERBS.get(stem_of(tok))
     if kind is None:
         return None
@@ -192,7 +197,10 @@ def _clause_action(clause: str) -> tuple[str, str] | None:
         if tok in _QUESTION_WORDS and not polite:
             return "question", tok
         if tok in _AUXILIARIES and i == 0:
-            return "question", tok
+            # "do a deep dive on ...": an imperative with no known verb, not a question
+            return None if tok == "do" and tokens[1:2] in (["a"], ["an"]) else ("question", tok)
+        if tokens[i:i + 2] in (["a", "new"], ["a", "fresh"]) and set(tokens[i + 2:i + 4]) & _KEPT_THINGS:
+            return RECORD, "a new"          # "I need a new file called TODO.txt": one to be made
         verb = _verb_at(tokens, i, clause)
         if verb is not None:
             return verb
@@ -217,7 +225,14 @@ def _asks_a_question(text: str) -> str | None:
 # A thing's new name or text told as a wish, with no verb ("report.docx should be called report-v2.docx",
 # "note 4 should be titled Groceries", "'recieve' should be 'receive'"): it changes.
 _SHOULD_BE_RE: Final = re.compile(r"\bshould (?:be )?(?:called|named|renamed|titled|retitled|spelled|spelt)\b"
-                                  r"|['\"][^'\"]{1,60}['\"] should (?:be|read|say) ['\"]")
+                                  r"|['\"][^'\"]{1,60}['\"] should (?:be|read|say) ['\"]"
+                                  # (the ninth pass) "note 23's title is wrong, it should read 'Book ideas 2'",
+                                  # "note 7 needs the urgent tag"
+                                  r"|\bshould (?:read|say) ['\"]|\bneeds? (?:the|a|an) (?:\S+ )?tags?\b")
+
+
+# A question without a question word, about whether someone or something is there (the ninth pass).
+_SOMEONE_ASKED_RE: Final = re.compile(r"(?:^|[,;:.!?]\s*)(anyone|anybody|anything|someone|somebody|something)\b[^,;:.!?]{0,80}\?")
 
 
 def request_action(query: str) -> Action | None:
@@ -238,5 +253,7 @@ def request_action(query: str) -> Action | None:
     question = question or _asks_a_question(text)
     if question is None and _SHOULD_BE_RE.search(text):
         return Action(EFFECT_OF_VERB[CHANGE], "should be")
+    if question is None and (m := _SOMEONE_ASKED_RE.search(text)):     # "anyone you know living in Berlin?"
+        question = m.group(1)
     return Action(READS, question) if question is not None else None
 

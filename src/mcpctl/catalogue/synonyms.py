@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["PART_OF_FILE_WORDS", "SYNONYMS", "UNITS_PATTERN"]
+__all__ = ["PARTS_WORDS", "PART_OF_FILE_WORDS", "SYNONYMS", "UNITS_PATTERN"]
 
 # Units of measure named by their usual words ("26.2 miles", "180 pounds"): a request naming two is
 # a conversion.
@@ -130,6 +130,29 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:store|save|record|remember|keep) (?:that|this|the) (?:connection|link|relationship|tie)\b", "relation relations"),
     (r"\boverview of (?:my|the|all|your) notes\b", "list"),
     (r"\brepeat after me\b|\bsay (?:it |this |that )?back\b", "echo"),
+    # the ninth pass (tuning_requests_8)
+    (r"\bwho owns (?:\S+ ){0,2}(?:file|directory)\b|\bowner and (?:mode|permissions|group)\b|\bmode bits\b|\bwhat mode\b|\bfile mode\b|\bchmod\b",
+     "permissions metadata information"),
+    (r"\bhow (?:is|are) (?:the |my |this )?(?:\S+ )?(?:directory|folder|files|repo|codebase|project) organi[sz]ed\b|\bfolders (?:inside|within|in) (?:other )?folders\b", "tree recursive"),
+    (r"\bbelongs? (?:in|under|inside)\b", "move"),
+    (r"\bhunt(?:ing)? (?:through|around)\b|\bwhere (?:did|have|had|do) (?:i|we) (?:\w+ )?(?:put|save|saved|leave|left|"
+     r"store|stored|keep|kept)\b", "search find"),
+    (r"\b(?:paths|directories|folders|places) (?:that )?you can (?:reach|access|get to|touch)\b|\boff limits\b|\b(?:given|gave) you access\b", "allowed access"),
+    (r"\bmy new (?:coworker|co-worker|colleague|roommate|flatmate|classmate|teammate|neighbou?r|manager|boss|assistant|"
+     r"doctor|dentist|accountant|lawyer) (?:is|was) (?:called|named)\b", "memory knowledge entities"),
+    (r"(?-i:[A-Z][a-z]+) (?:depends on|reports to|works for|is married to|is part of|belongs to|manages|mentors) "
+     r"(?:the )?(?-i:[A-Z][a-z]+)|\bhow (?:the two of them|they|both of them|the two) are (?:linked|connected|related)\b",
+     "relation relations"),
+    (r"\b(?:anyone|anybody) (?:you know|you(?:'ve| have) met|in your memory)\b", "search matching"),
+    (r"\bwhat you (?:know|remember) of\b", "entities whole"),
+    (r"\bdeep dive\b|\bdeep research\b", "research"),
+    (r"\b(?:did|have|had) (?:i|we) (?:ever )?(?:put|save|saved|write|written|wrote|store|stored|keep|kept) "
+     r"(?:it|that|this|them) (?:in|into|down in) (?:a |any |my )?notes?\b", "search matching"),
+    (r"\bneeds? (?:the|a|an) (?:\S+ )?tags?\b", "update tags"),
+    (r"\d(?:\.\d+)?\s*,\s*\d+(?:\.\d+)?\s*,\s*\d+(?:\.\d+)?(?:\s*,\s*|\s+and\s+)\d", "statistics numbers list"),
+    (r"\bwhat(?:'s| has)? changed between\b|\bchanges between\b", "diff compare"),
+    (r"\b(?:has|have) (?:anyone|anybody|someone|somebody) (?:modified|changed|edited|touched)\b", "modified time metadata"),
+    (r"\b(?:call|name) (?:it|this|that|the file) (?:\S+ )?file\b|\b(?:call|name) (?:it|this|that) ['\"]", "rename"),
 ))
 # a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines, to
 # edit (not when the request reads them: "the last 20 lines of error.log")
@@ -138,3 +161,6 @@ _PARTS: Final = r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|headings?|h
 PART_OF_FILE_WORDS: Final = re.compile(
     rf"{_PARTS}.{{0,60}}\b(?:of|from|in|into|to) (?:the )?(?:\w+ ){{0,3}}file\b"
     rf"|^\W*(?:in|inside|within) (?:the )?file\b.{{0,60}}{_PARTS}", re.I)
+# (the ninth pass) the parts of a file a change names wherever the file is ("the README says 'instal', correct
+# that typo"; not a version or a header: "replace the whole of config.ini with the version below")
+PARTS_WORDS: Final = re.compile(r"\b(?:lines?|typos?|imports?|paragraphs?|sentences?|functions?|comments?|words?)\b", re.I)
