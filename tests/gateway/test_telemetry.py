@@ -560,3 +560,32 @@ def test_a_span_ends_as_a_record_the_gateways_exporter_encodes_as_the_exporter_w
 
     assert flat(Encoder().encode(records)) == flat(encode_spans(readable).SerializePartialToString())
     provider.shutdown()
+
+
+async def test_a_stdio_upstream_calls_span_is_the_child_of_the_requests_and_records_its_failure(spans: Any) -> None:
+    """`client_span` (a stdio upstream's call) under the request's span (`traced_call`): the
+    child's context goes in `_meta`, a failure is its error class, the caller's `_meta` kept."""
+    from opentelemetry.trace import SpanKind, StatusCode
+
+    from mcpctl.telemetry.tracing import client_span
+
+    tracing, exporter = spans
+    sent: list[dict[str, Any]] = []
+
+    async def call(caller: Any, params: Any) -> None:
+        data = {"method": "tools/call", "params": {"name": "echo", "_meta": {"progressToken": "p"}}}
+        with client_span(data) as traced:
+            sent.append(traced)
+            raise TimeoutError
+    with pytest.raises(TimeoutError):
+        await tracing.traced_call(call)(None, {"_meta": {
+            "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "v=1"}})
+    client, server = exporter.get_finished_spans()
+    assert (client.name, client.kind, server.name, server.kind) == (
+        "MCP send tools/call echo", SpanKind.CLIENT, "tools/call", SpanKind.SERVER)
+    assert client.parent.span_id == server.context.span_id and server.parent.span_id == 0x00f067aa0ba902b7
+    assert dict(client.attributes) == {"mcp.method.name": "tools/call", "error.type": "TimeoutError"}
+    assert client.status.status_code == StatusCode.ERROR == server.status.status_code
+    meta = sent[0]["params"]["_meta"]
+    assert meta == {"progressToken": "p", "tracestate": "v=1",
+                    "traceparent": f"00-4bf92f3577b34da6a3ce929d0e0e4736-{client.context.span_id:016x}-01"}

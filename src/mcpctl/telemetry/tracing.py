@@ -338,40 +338,56 @@ _INSTALLED: list[Tracing] = []
 
 
 class _ClientSpan:
-    """`client_span`'s context manager (a class: a generator's costs more on the call path)."""
+    """`client_span`'s context manager (a class: a generator's costs more on the call path). As the
+    child of the request's span under the default sampler (the common case) it makes no `Span`:
+    its id and start on entry, its record on exit."""
 
-    __slots__ = ("data", "span")
+    __slots__ = ("data", "method", "name", "parent", "sid", "span", "start")
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
+        self.parent: Span | None = None
         self.span: Span | None = None
 
     def __enter__(self) -> dict[str, Any]:
         data = self.data
         if not _INSTALLED:
             return data
-        method = str(data.get("method"))
-        params = dict(data.get("params") or {})
-        name = params.get("name")
+        params = data.get("params")
+        params = dict(params) if params else {}
+        method = self.method = str(data.get("method"))
+        tool = params.get("name")
+        name = f"MCP send {method} {tool}" if isinstance(tool, str) else f"MCP send {method}"
         current = _CURRENT.get()
-        name = f"MCP send {method} {name}" if isinstance(name, str) else f"MCP send {method}"
-        attributes = {"mcp.method.name": method}
-        if current is not None:
-            span = current.tracing._start(name, SpanKind.CLIENT, current.trace, current.id, False, current.flags,
-                                          current.state, attributes)
+        if current is not None and current.tracing.default_sampling:
+            self.parent, self.name, sid = current, name, _span_id()
+            self.sid, self.start = sid, time.time_ns()
+            traceparent, state = "00-" + current.trace + "-" + sid + _FLAGS[current.flags], current.state
         else:
-            span = _INSTALLED[-1].start(name, SpanKind.CLIENT, _otel_parent(), attributes)
-        self.span = span
+            span = self.span = (_INSTALLED[-1] if current is None else current.tracing).start(
+                name, SpanKind.CLIENT, _otel_parent() if current is None else current.context,
+                {"mcp.method.name": method})
+            traceparent, state = span.traceparent(), span.state
         meta = params.get("_meta")
         meta = dict(meta) if meta else {}
-        meta["traceparent"] = span.traceparent()
-        if span.state:
-            meta["tracestate"] = span.state
+        meta["traceparent"] = traceparent
+        if state:
+            meta["tracestate"] = state
         params["_meta"] = meta
         return {**data, "params": params}
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  tb: TracebackType | None) -> None:
+        parent = self.parent
+        if parent is not None:
+            t = parent.tracing
+            if parent.attributes is not None and t.sink is not None:     # sampled as its parent
+                attributes = {"mcp.method.name": self.method}
+                if kind is not None:
+                    attributes["error.type"] = kind.__name__
+                t.sink((t, parent.trace, self.sid, parent.id, False, parent.flags, parent.state, self.name,
+                        SpanKind.CLIENT, self.start, time.time_ns(), attributes, kind is not None))
+            return
         span = self.span
         if span is not None:
             if kind is not None:
