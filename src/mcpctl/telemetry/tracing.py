@@ -28,18 +28,23 @@ into its batch, and nothing else is made for it, in the call's thread or the exp
 any other processors (a test's in-memory exporter) it is made the `ReadableSpan` the SDK hands
 them (`readable_span`); with none (`MCPCTL_TRACING=1`), nothing. The provider's sampler decides
 as it would for the SDK's spans (the default, parent-based always-on, decided here without
-calling it); the request's span is also made current for OpenTelemetry (as a non-recording span),
-so the SDK client's span for an HTTP upstream is its child.
+calling it). The SDK client's span for an HTTP upstream is the request span's child without the
+request span being made OpenTelemetry's current one on every call (a context made and attached
+per call): the provider is installed as the process's behind a thin wrapper (`_Provider`) whose
+tracers give a span begun under a request span that request span as its parent, unless a
+recording span of OpenTelemetry's is current (the SDK's own client span, whose context it then
+injects as before).
 
 The provider is the process's (one per `mcpctl serve`): the SDK's spans go to the global one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
@@ -226,7 +231,7 @@ class Tracing:
     @classmethod
     def install(cls, provider: TracerProvider) -> Tracing:
         """Tracing with `provider`, made the process's (a test passes one with an in-memory exporter)."""
-        trace.set_tracer_provider(provider)
+        trace.set_tracer_provider(_Provider(provider))
         propagation.set_active(True)
         tracing = cls(provider)
         _INSTALLED.append(tracing)
@@ -273,18 +278,17 @@ class Tracing:
         return sampled, state, attributes
 
     async def _serve(self, name: str, parent: tuple[str, str, int, str] | None, call: Awaitable[Any]) -> Any:
-        """Await `call` (one request) in a SERVER span, current for the gateway and OpenTelemetry alike."""
+        """Await `call` (one request) in a SERVER span, current for the gateway (and so for
+        OpenTelemetry's tracers, `_Tracer`)."""
         span = self._start(name, SpanKind.SERVER, None, None, False, 0, "", None) if parent is None else \
             self._start(name, SpanKind.SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
         current = _CURRENT.set(span)
-        token = otel_context.attach(otel_context.set_value(_SPAN_KEY, span))
         try:
             return await call
         except BaseException as e:    # an MCP error, a cancellation: its class, never its text
             span.failed(type(e).__name__)
             raise
         finally:
-            otel_context.detach(token)
             _CURRENT.reset(current)
             span.end()
 
@@ -295,14 +299,24 @@ class Tracing:
     def traced_call(self, call: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, Any], Awaitable[Any]]:
         """The router's `call_tool(caller, params)`, in a SERVER span of its own when no request's
         span is open (the stdio transport's hot path answers tools/call without the middleware)."""
-        serve = self._serve
+        start = self._start
 
-        async def traced(caller: Any, params: Any) -> Any:
+        async def traced(caller: Any, params: Any) -> Any:     # `_serve`, one coroutine less a call
             if _CURRENT.get() is not None:
                 return await call(caller, params)
             meta = params.get("_meta") if isinstance(params, dict) else None
-            return await serve(_SPAN_NAME, _meta_fields(meta) if isinstance(meta, dict) else None,
-                               call(caller, params))
+            parent = _meta_fields(meta) if isinstance(meta, dict) else None
+            span = start(_SPAN_NAME, SpanKind.SERVER, None, None, False, 0, "", None) if parent is None else \
+                start(_SPAN_NAME, SpanKind.SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
+            current = _CURRENT.set(span)
+            try:
+                return await call(caller, params)
+            except BaseException as e:
+                span.failed(type(e).__name__)
+                raise
+            finally:
+                _CURRENT.reset(current)
+                span.end()
         return traced
 
     def annotate(self, canonical: str | None, outcome: str, error_class: str | None, credential: str | None,
@@ -335,6 +349,51 @@ class Tracing:
 
 
 _INSTALLED: list[Tracing] = []
+
+
+class _Provider(trace.TracerProvider):
+    """The provider as OpenTelemetry's API hands it out (the SDK's client takes its tracer there):
+    the gateway's, whose tracers take the request's span as the parent of a span begun under it
+    (`_Tracer`), so the request's span need not be made OpenTelemetry's current one on the call path."""
+
+    def __init__(self, inner: TracerProvider) -> None:
+        self.inner = inner
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return _Tracer(self.inner.get_tracer(*args, **kwargs))
+
+    def __getattr__(self, name: str) -> Any:        # shutdown, force_flush, add_span_processor, ...
+        return getattr(self.inner, name)
+
+
+class _Tracer(trace.Tracer):
+    """A tracer of the provider's whose spans begun with no context given, under the gateway's
+    request span and no span of OpenTelemetry's opened since (the SDK's client span of an HTTP
+    upstream), are that request span's children."""
+
+    def __init__(self, inner: trace.Tracer) -> None:
+        self.inner = inner
+
+    def start_span(self, name: str, context: Context | None = None, *args: Any, **kwargs: Any) -> trace.Span:
+        return self.inner.start_span(name, _under_request(context), *args, **kwargs)
+
+    @contextlib.contextmanager
+    def start_as_current_span(self, name: str, context: Context | None = None,  # type: ignore[override]
+                              *args: Any, **kwargs: Any) -> Iterator[trace.Span]:
+        with self.inner.start_as_current_span(name, _under_request(context), *args, **kwargs) as span:
+            yield span
+
+
+def _under_request(context: Context | None) -> Context | None:
+    """`context`, else the current one with the gateway's request span as its span (None: no
+    request span, or a recording span of OpenTelemetry's is current: the current context)."""
+    span = _CURRENT.get() if context is None else None
+    if span is None:
+        return context
+    current = otel_context.get_value(_SPAN_KEY)
+    if isinstance(current, trace.Span) and current.is_recording():
+        return None
+    return otel_context.set_value(_SPAN_KEY, span)
 
 
 class _ClientSpan:
