@@ -589,3 +589,21 @@ async def test_a_stdio_upstream_calls_span_is_the_child_of_the_requests_and_reco
     meta = sent[0]["params"]["_meta"]
     assert meta == {"progressToken": "p", "tracestate": "v=1",
                     "traceparent": f"00-4bf92f3577b34da6a3ce929d0e0e4736-{client.context.span_id:016x}-01"}
+
+
+def test_a_forked_child_draws_ids_of_its_own() -> None:
+    import os
+
+    from mcpctl.telemetry.w3c import _span_id
+
+    _span_id()                      # the parent's block, drawn from
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                    # pragma: no cover - the child
+        os.write(write, _span_id().encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert len(child) == 16 and child != _span_id()
