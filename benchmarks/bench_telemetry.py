@@ -16,10 +16,12 @@ upstream through the SDK's server and client (`http`):
   the server middleware, `Tracing.middleware`; its context read from `_meta`), the upstream
   call's span with its context put into `_meta` (`stdio`: `tracing.client_span`; `http`: the
   SDK's client span, recording), the observer (`Telemetry.observe`: the counters, the histogram,
-  the span's name and attributes), spans batched (`BatchSpanProcessor`) to an exporter that drops
-  them. Not counted: what the OTLP exporter then spends encoding and sending them, in a thread
-  of the gateway's process; the last line measures the encoding alone (`telemetry.otlp.Encoder`,
-  as the gateway's exporter encodes, against the exporter's own `encode_spans`), per span.
+  the span's name and attributes), spans batched (`BatchSpanProcessor`) as their records
+  (`telemetry.records`, as for the gateway's OTLP exporter) to an exporter that drops them. Not
+  counted: what the OTLP exporter then spends encoding and sending them, in a thread of the
+  gateway's process; the last line measures the encoding alone (`telemetry.otlp.Encoder`, as the
+  gateway's exporter encodes the records, against the exporter's own `encode_spans` of their
+  `ReadableSpan`s), per span.
 
 Prints the CPU per call of each and the difference; divide by the gateway's CPU per call
 (`bench_gateway.py`, "gateway CPU per call") for the share of a call it is.
@@ -73,13 +75,16 @@ def encode_cost(spans: Sequence[Any]) -> tuple[float, float]:
         from mcpctl.telemetry.otlp import Encoder
     except ImportError:
         return float("nan"), float("nan")
+    from mcpctl.telemetry.records import readable_span
+
+    readable = [readable_span(s) if isinstance(s, tuple) else s for s in spans]
     encoder, n = Encoder(), max(1, len(spans))
     t0 = time.process_time()
     for _ in range(5):
         encoder.encode(spans)
     t1 = time.process_time()
     for _ in range(5):
-        encode_spans(spans).SerializePartialToString()
+        encode_spans(readable).SerializePartialToString()
     return (t1 - t0) / 5 / n, (time.process_time() - t1) / 5 / n
 
 
@@ -110,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     kept: list[Any] = []
 
     class Drop(SpanExporter):
+        takes_records = True        # as the gateway's OTLP exporter (`telemetry.otlp.Exporter`)
+
         def export(self, spans: Any) -> SpanExportResult:
             if len(kept) < 1024:
                 kept.extend(spans)

@@ -514,3 +514,96 @@ def test_the_gateways_own_otlp_encoding_is_the_exporters() -> None:
     ours, theirs = flat(Encoder().encode(spans)), flat(encode_spans(spans).SerializePartialToString())
     assert ours == theirs
     provider.shutdown()
+
+
+def test_a_span_ends_as_a_record_the_gateways_exporter_encodes_as_the_exporter_would() -> None:
+    """With the gateway's OTLP exporter batched alone, an ended span goes to the batch as its
+    record (no `ReadableSpan` on the call path); encoded with the SDK's spans in one request, it
+    reads as the exporter's own encoding of its `ReadableSpan`."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.trace import SpanKind
+
+    from mcpctl.telemetry.otlp import Encoder, Exporter
+    from mcpctl.telemetry.records import readable_span
+    from mcpctl.telemetry.tracing import Tracing, _parse
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "rec"}))
+    processor = BatchSpanProcessor(Exporter())
+    provider.add_span_processor(processor)
+    tracing = Tracing(provider)
+    assert tracing.sink == processor._batch_processor.emit
+    records: list[Any] = []
+    tracing.sink = records.append
+    remote = _parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03", "vendor=1")
+    server = tracing.start("tools/call alpha/echo", SpanKind.SERVER, remote, {"mcpctl.outcome": "ok", "k": "ünï"})
+    client = tracing.start("MCP send tools/call echo", SpanKind.CLIENT, server.context, {"n": 3})
+    client.failed("TimeoutError")
+    for span in (client, server, tracing.start("bare", SpanKind.INTERNAL, None)):
+        span.end()
+    assert [type(r) for r in records] == [tuple] * 3
+    assert Encoder().record(records[0]) is None            # an int attribute: the exporter's encoding
+    readable = [readable_span(r) for r in records]
+    assert readable[1].parent is not None and readable[1].parent.is_remote
+    assert format(readable[1].context.trace_id, "032x") == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert readable[0].parent == readable[1].context and readable[2].parent is None
+
+    def flat(data: bytes) -> list[tuple[bytes, bytes]]:
+        req = ExportTraceServiceRequest()
+        req.ParseFromString(data)
+        return sorted((s.span_id, rs.resource.SerializeToString(deterministic=True) + ss.scope.SerializeToString()
+                       + s.SerializeToString(deterministic=True))
+                      for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
+
+    assert flat(Encoder().encode(records)) == flat(encode_spans(readable).SerializePartialToString())
+    provider.shutdown()
+
+
+async def test_a_stdio_upstream_calls_span_is_the_child_of_the_requests_and_records_its_failure(spans: Any) -> None:
+    """`client_span` (a stdio upstream's call) under the request's span (`traced_call`): the
+    child's context goes in `_meta`, a failure is its error class, the caller's `_meta` kept."""
+    from opentelemetry.trace import SpanKind, StatusCode
+
+    from mcpctl.telemetry.tracing import client_span
+
+    tracing, exporter = spans
+    sent: list[dict[str, Any]] = []
+
+    async def call(caller: Any, params: Any) -> None:
+        data = {"method": "tools/call", "params": {"name": "echo", "_meta": {"progressToken": "p"}}}
+        with client_span(data) as traced:
+            sent.append(traced)
+            raise TimeoutError
+    with pytest.raises(TimeoutError):
+        await tracing.traced_call(call)(None, {"_meta": {
+            "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "v=1"}})
+    client, server = exporter.get_finished_spans()
+    assert (client.name, client.kind, server.name, server.kind) == (
+        "MCP send tools/call echo", SpanKind.CLIENT, "tools/call", SpanKind.SERVER)
+    assert client.parent.span_id == server.context.span_id and server.parent.span_id == 0x00f067aa0ba902b7
+    assert dict(client.attributes) == {"mcp.method.name": "tools/call", "error.type": "TimeoutError"}
+    assert client.status.status_code == StatusCode.ERROR == server.status.status_code
+    meta = sent[0]["params"]["_meta"]
+    assert meta == {"progressToken": "p", "tracestate": "v=1",
+                    "traceparent": f"00-4bf92f3577b34da6a3ce929d0e0e4736-{client.context.span_id:016x}-01"}
+
+
+def test_a_forked_child_draws_ids_of_its_own() -> None:
+    import os
+
+    from mcpctl.telemetry.w3c import _span_id
+
+    _span_id()                      # the parent's block, drawn from
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                    # pragma: no cover - the child
+        os.write(write, _span_id().encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert len(child) == 16 and child != _span_id()
