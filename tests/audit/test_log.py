@@ -6,6 +6,7 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from mcpctl.audit.log import (
     CallRecord,
     InvocationLog,
 )
+from mcpctl.audit.records import row
 from mcpctl.audit.writer import BackgroundWriter
 
 T0 = 1_800_000_000.0
@@ -245,6 +247,27 @@ def test_background_writer_batches_and_flushes_on_close(log: InvocationLog) -> N
     assert (writer.written, writer.dropped) == (1000, 0)
     writer.submit(rec(T0))  # after close: dropped, not raised
     assert writer.dropped == 1 and log.count() == 1000
+
+
+def test_background_writer_takes_lists_whole(log: InvocationLog) -> None:
+    """`submit_many` hands a list over as one item: every row written once, a list
+    longer than a batch split across transactions; after close, each of a list counted dropped."""
+    writer = BackgroundWriter(log, flush_interval=0.0, max_batch=64)
+    lists = [[rec(T0 + k * 1000 + i) for i in range(n)] for k, n in enumerate((1, 5, 200, 64))]
+    for recs in lists:
+        writer.submit_many(recs)
+    writer.close()
+    assert (writer.written, writer.dropped) == (270, 0)
+    assert [r.ts for r in log.query(limit=1000)] == [r.ts for recs in lists for r in recs]
+    writer.submit_many([rec(T0), rec(T0 + 1)])
+    assert writer.dropped == 2 and log.count() == 270
+
+
+def test_row_is_the_records_values_in_column_order() -> None:
+    r = CallRecord(ts=T0, duration_ms=1.5, project="p", presented_name="a", canonical_id="s/a", outcome="ok",
+                   error_class="E", client_name="c", client_version="1", session_id="s", profile="pr",
+                   query="q", result_chars=3, result_sections=2, credential="cr", host="h")
+    assert row(r) == astuple(r)
 
 
 def test_background_writer_flush_makes_rows_visible(log: InvocationLog) -> None:

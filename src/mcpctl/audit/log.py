@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import astuple, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -45,6 +45,7 @@ from mcpctl.audit.records import (
     ToolStats,
     Transition,
     Usage,
+    row,
 )
 
 log = logging.getLogger(__name__)
@@ -180,7 +181,7 @@ class InvocationLog:
     def record_many(self, recs: Sequence[CallRecord]) -> None:
         """Insert all records in one `BEGIN IMMEDIATE` transaction (all or none)."""
         if recs:
-            self._write(_INSERT, (astuple(r) for r in recs))
+            self._write(_INSERT, map(row, recs))
 
     # -- reading ----------------------------------------------------------------------------
 

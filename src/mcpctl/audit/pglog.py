@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Sequence
-from dataclasses import astuple, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,6 +29,7 @@ from mcpctl.audit.records import (
     ToolStats,
     Transition,
     Usage,
+    row,
 )
 from mcpctl.db import pool
 
@@ -140,7 +141,7 @@ class PgInvocationLog:
         if not rows:
             return
         with pool.connection(self.url) as conn, conn.cursor() as cur:
-            cur.executemany(INSERT, [(uid, *astuple(r)) for uid, r in rows])
+            cur.executemany(INSERT, [(uid, *row(r)) for uid, r in rows])
 
     # -- reading ----------------------------------------------------------------------------
 

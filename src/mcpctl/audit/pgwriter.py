@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from mcpctl.audit.pglog import COPY, INSERT, PgInvocationLog
 from mcpctl.audit.queued import QueuedWriter
-from mcpctl.audit.records import CallRecord
+from mcpctl.audit.records import CallRecord, row
 from mcpctl.audit.spool import Row, Spool
 
 log = logging.getLogger("mcpctl.audit.log")
@@ -163,22 +163,18 @@ class SpoolingWriter(QueuedWriter):
         self.written += len(rows)
 
     def _insert(self, rows: list[Row]) -> None:
-        from dataclasses import astuple
-
         conn = self._connection()
         with conn.transaction(), conn.cursor() as cur:
-            cur.executemany(INSERT, [(uid, *astuple(r)) for uid, r in rows])
+            cur.executemany(INSERT, [(uid, *row(r)) for uid, r in rows])
 
     def _copy(self, rows: list[Row]) -> None:
         """A batch's first attempt: COPY (the cheapest insert for the database). Its uids are new,
         so nothing conflicts; a batch that may have committed before an error is written again
         from the spool by `_insert`, which skips the uids already there."""
-        from dataclasses import astuple
-
         conn = self._connection()
         with conn.transaction(), conn.cursor() as cur, cur.copy(COPY) as copy:
             for uid, r in rows:
-                copy.write_row((uid, *astuple(r)))
+                copy.write_row((uid, *row(r)))
 
     def _connection(self) -> Any:
         if self._conn is None or self._conn.closed:

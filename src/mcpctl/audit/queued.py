@@ -22,7 +22,7 @@ from mcpctl.audit.records import CallRecord
 
 log = logging.getLogger("mcpctl.audit.log")   # the log module's logger, as before the split
 
-_Item = CallRecord | threading.Event | None
+_Item = CallRecord | list[CallRecord] | threading.Event | None
 
 
 class QueuedWriter:
@@ -57,6 +57,21 @@ class QueuedWriter:
                 log.warning("invocation log queue full; %d record(s) dropped", self.dropped)
         except Exception:  # pragma: no cover - submit must never raise into the gateway
             self.dropped += 1
+
+    def submit_many(self, recs: list[CallRecord]) -> None:
+        """Queue `recs` (a list the caller no longer touches) as one item: one hand-over to the
+        thread however many records; never blocks, never raises."""
+        if len(recs) == 1 or self._closed:
+            for rec in recs:
+                self.submit(rec)
+            return
+        try:
+            self._queue.put_nowait(recs)
+        except queue.Full:
+            self.dropped += len(recs)
+            log.warning("invocation log queue full; %d record(s) dropped", self.dropped)
+        except Exception:  # pragma: no cover - submit must never raise into the gateway
+            self.dropped += len(recs)
 
     def write_now(self, rec: CallRecord) -> None:
         """Write `rec` before returning (the recorder's path once the gateway is stopping)."""
@@ -135,6 +150,8 @@ class QueuedWriter:
                 stop = True
             elif isinstance(item, threading.Event):
                 events.append(item)
+            elif isinstance(item, list):
+                batch.extend(item)
             else:
                 batch.append(item)
             if stop or events or len(batch) >= self.max_batch:
@@ -153,5 +170,7 @@ class QueuedWriter:
                 return
             if isinstance(extra, CallRecord):
                 batch.append(extra)
+            elif isinstance(extra, list):
+                batch.extend(extra)
             elif isinstance(extra, threading.Event):
                 events.append(extra)

@@ -28,12 +28,11 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import astuple
 from pathlib import Path
 from typing import IO, Final
 
 from mcpctl import paths
-from mcpctl.audit.records import CallRecord
+from mcpctl.audit.records import CallRecord, row
 
 log = logging.getLogger("mcpctl.audit.log")
 
@@ -61,7 +60,7 @@ def cap_from_env() -> int:
 
 
 def _encode(rows: Sequence[Row]) -> bytes:
-    return "".join(json.dumps({"u": uid.hex, "r": list(astuple(r))}, separators=(",", ":")) + "\n"
+    return "".join(json.dumps({"u": uid.hex, "r": list(row(r))}, separators=(",", ":")) + "\n"
                    for uid, r in rows).encode()
 
 

@@ -175,16 +175,14 @@ class _Recorder:
         # under the lock: drain() must not close the writer between the swap and the submits
         with self._lock:
             batch, self._batch = self._batch, []
-            for rec in batch:
-                self.writer.submit(rec)
+            self.writer.submit_many(batch)
 
     def drain(self) -> None:
         """Commit everything recorded so far; write later records at once (any thread)."""
         with self._lock:
             self._direct = True
             batch, self._batch = self._batch, []
-            for rec in batch:
-                self.writer.submit(rec)
+            self.writer.submit_many(batch)
         self.writer.close()
         if self.writer.dropped:
             log.error("invocation log: %d record(s) could not be written", self.writer.dropped)
