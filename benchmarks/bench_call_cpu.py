@@ -1,6 +1,7 @@
 """Where a relayed call's CPU goes: each thread of `mcpctl serve`, and the upstream (not a test).
 
     .venv/bin/python benchmarks/bench_call_cpu.py [--calls 3000] [--rounds 3] [--baseline MCPCTL_EXE]
+                                                  [--telemetry]
 
 Sequential `tools/call`s of one upstream's `echo` (`../shared/bench/synth_server.py` with 20 tools
 when present, else `tests/servers/fault_server.py`), from a raw newline-delimited JSON-RPC client:
@@ -8,13 +9,17 @@ when present, else `tests/servers/fault_server.py`), from a raw newline-delimite
     the invocation log's writer, ...: `/proc/<pid>/task/*/stat`) and of the upstream process;
   - the same upstream called directly with the same requests: its CPU per call without the hop.
 Rounds alternate the targets (order reversed every other round); medians over rounds are printed,
-with `--baseline` (the `mcpctl` of another installation) measured in the same rounds. On a shared
-machine compare medians of paired rounds only; CPU time is far steadier than wall time.
+with `--baseline` (the `mcpctl` of another installation) measured in the same rounds, and with
+`--telemetry` this checkout's gateway once more with metrics and tracing on (every trace kept,
+spans sent over OTLP/HTTP to a sink in this process: the `otel` extra), so that what telemetry
+costs each thread is read per round. On a shared machine compare medians of paired rounds only;
+CPU time is far steadier than wall time.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -24,6 +29,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from bench_gateway import otlp_sink
 
 REPO = Path(__file__).resolve().parents[1]
 SYNTH = REPO.parent / "shared" / "bench" / "synth_server.py"
@@ -143,7 +150,13 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--baseline", metavar="MCPCTL_EXE", help="another installation's mcpctl, in the same rounds")
+    ap.add_argument("--telemetry", action="store_true", help="also this checkout with metrics and tracing on")
     a = ap.parse_args()
+    with otlp_sink() if a.telemetry else contextlib.nullcontext() as sink:
+        rounds(a, None if sink is None else sink.url)
+
+
+def rounds(a: argparse.Namespace, otlp_url: str | None) -> None:
     up, _ = upstream_argv()
     current = str(Path(sys.executable).parent / "mcpctl")
     with tempfile.TemporaryDirectory(prefix="mcpctl-bench-cpu-") as tmp:
@@ -154,6 +167,9 @@ def main() -> None:
         if a.baseline:
             base = a.baseline
             runs.append(("baseline", lambda: measure([base, "serve", "--project", "bench"], env, a.calls, True)))
+        if otlp_url is not None:
+            on = {**env, "MCPCTL_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_url, "OTEL_TRACES_SAMPLER": "always_on"}
+            runs.append(("telemetry on", lambda: measure([current, "serve", "--project", "bench"], on, a.calls, True)))
         got: dict[str, list[Sample]] = {label: [] for label, _ in runs}
         for r in range(a.rounds):
             for label, run in (runs if r % 2 == 0 else runs[::-1]):
@@ -169,6 +185,10 @@ def main() -> None:
         total = statistics.median(sum(s.threads.values()) for s in rows)
         print(f"  {label}: gateway {total:.0f} ({parts}); the upstream behind it "
               f"{statistics.median(s.upstream for s in rows):.0f}")
+        if label != "current":
+            ratio = statistics.median(sum(s.threads.values()) / sum(c.threads.values())
+                                      for s, c in zip(rows, got["current"], strict=True))
+            print(f"    {label} / current, gateway CPU per call: {ratio:.3f}x (median of per-round ratios)")
     sys.stdout.flush()
 
 

@@ -333,13 +333,13 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
     status = _StatusWriter(store)
     recorder = _recorder(storage)
     gw = _gateway(project_name, early, storage, recorder, status, profile, page_size)
-    heap.settle()
     token = None
     if transport == "http":
         tpath = token_file or token_path(project_name)
         token = load_or_create_token(Path(tpath).expanduser())
     life = _Lifetime(gw, transport, recorder, status)
     tele = telemetry.start(gw, os.environ, recorder)    # metrics and traces (None: both off, nothing loaded)
+    heap.settle()       # after telemetry's imports (OpenTelemetry, protobuf, an HTTP client): frozen too
     watch = _ProjectWatch(store, project_name, early.project_mtime if early is not None
                           else store.stamp("Project", project_name))
     try:
