@@ -63,7 +63,8 @@ def test_vendored_slices_load() -> None:
     assert [p.name for p in find_datasets(FIXTURES)] == ["livemcpbench_slice", "metatool_slice", "people_requests",
                                                           "tuning_requests", "tuning_requests_2", "tuning_requests_3",
                                                           "tuning_requests_4", "tuning_requests_5", "tuning_requests_6",
-                                                          "tuning_requests_7", "tuning_requests_8", "user_requests"]
+                                                          "tuning_requests_7", "tuning_requests_8", "tuning_requests_9",
+                                                          "user_requests"]
     tuning = load_dataset(FIXTURES / "tuning_requests")
     assert len(tuning.select("dev")) == 98 and not tuning.select("test")
     second = load_dataset(FIXTURES / "tuning_requests_2")
@@ -80,6 +81,8 @@ def test_vendored_slices_load() -> None:
     assert len(seventh.select("dev")) == 100 and not seventh.select("test")
     eighth = load_dataset(FIXTURES / "tuning_requests_8")
     assert len(eighth.select("dev")) == 100 and not eighth.select("test")
+    ninth = load_dataset(FIXTURES / "tuning_requests_9")
+    assert len(ninth.select("dev")) == 100 and not ninth.select("test")
     live = load_dataset(FIXTURES / "livemcpbench_slice")
     meta = load_dataset(FIXTURES / "metatool_slice")
     assert len(live.queries) == 8 and all(q.portion is None for q in live.queries)

@@ -167,8 +167,10 @@ def _verb_at(tokens: list[str], i: int, clause: str) -> tuple[str, str] | None:
         return particle, tok
     if tok in _HERE_VERBS and re.search(r"\b(?:here|below|in (?:the )?chat)\s*$", clause):
         return READ, f"{tok} … here"
-    if tok in _BEGIN - {"open"} and tokens[i + 1:i + 2] == ["a"] and tokens[i + 2:i + 3] and tokens[i + 2] in _KEPT_THINGS:
-        return RECORD, f"{tok} a {tokens[i + 2]}"
+    # (the tenth pass) also with one word before the thing: "start a packing list note"
+    if (tok in _BEGIN - {"open"} and tokens[i + 1:i + 2] == ["a"] and tokens[i + 2:i + 3] not in (["new"], ["fresh"])
+            and (kept := set(tokens[i + 2:i + 4]) & _KEPT_THINGS)):
+        return RECORD, f"{tok} a {min(kept)}"
     kind = _VERBS.get(stem_of(tok))
     if kind is None:
         return None

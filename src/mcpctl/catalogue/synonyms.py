@@ -150,7 +150,9 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
      r"(?:it|that|this|them) (?:in|into|down in) (?:a |any |my )?notes?\b", "search matching"),
     (r"\bneeds? (?:the|a|an) (?:\S+ )?tags?\b", "update tags"),
     (r"\d(?:\.\d+)?\s*,\s*\d+(?:\.\d+)?\s*,\s*\d+(?:\.\d+)?(?:\s*,\s*|\s+and\s+)\d", "statistics numbers list"),
-    (r"\bwhat(?:'s| has)? changed between\b|\bchanges between\b", "diff compare"),
+    (r"\bwhat(?:'s| has)? changed between\b|\bchanges between\b"
+     # (the tenth pass) "here's the old clause and the new one, line up the differences for me"
+     r"|\b(?:line up|spot|show me|mark|highlight) the differences\b", "diff compare"),
     (r"\b(?:has|have) (?:anyone|anybody|someone|somebody) (?:modified|changed|edited|touched)\b", "modified time metadata"),
     (r"\b(?:call|name) (?:it|this|that|the file) (?:\S+ )?file\b|\b(?:call|name) (?:it|this|that) ['\"]", "rename"),
 ))
