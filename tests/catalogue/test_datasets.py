@@ -65,24 +65,10 @@ def test_vendored_slices_load() -> None:
                                                           "tuning_requests_4", "tuning_requests_5", "tuning_requests_6",
                                                           "tuning_requests_7", "tuning_requests_8", "tuning_requests_9",
                                                           "user_requests"]
-    tuning = load_dataset(FIXTURES / "tuning_requests")
-    assert len(tuning.select("dev")) == 98 and not tuning.select("test")
-    second = load_dataset(FIXTURES / "tuning_requests_2")
-    assert len(second.select("dev")) == 100 and not second.select("test")
-    third = load_dataset(FIXTURES / "tuning_requests_3")
-    assert len(third.select("dev")) == 100 and not third.select("test")
-    fourth = load_dataset(FIXTURES / "tuning_requests_4")
-    assert len(fourth.select("dev")) == 100 and not fourth.select("test")
-    fifth = load_dataset(FIXTURES / "tuning_requests_5")
-    assert len(fifth.select("dev")) == 100 and not fifth.select("test")
-    sixth = load_dataset(FIXTURES / "tuning_requests_6")
-    assert len(sixth.select("dev")) == 100 and not sixth.select("test")
-    seventh = load_dataset(FIXTURES / "tuning_requests_7")
-    assert len(seventh.select("dev")) == 100 and not seventh.select("test")
-    eighth = load_dataset(FIXTURES / "tuning_requests_8")
-    assert len(eighth.select("dev")) == 100 and not eighth.select("test")
-    ninth = load_dataset(FIXTURES / "tuning_requests_9")
-    assert len(ninth.select("dev")) == 100 and not ninth.select("test")
+    sizes = {"tuning_requests": 98} | {f"tuning_requests_{n}": 100 for n in range(2, 10)}
+    for name, size in sizes.items():       # the tuning sets: every request dev, none test
+        tuning = load_dataset(FIXTURES / name)
+        assert (name, len(tuning.select("dev")), len(tuning.select("test"))) == (name, size, 0)
     live = load_dataset(FIXTURES / "livemcpbench_slice")
     meta = load_dataset(FIXTURES / "metatool_slice")
     assert len(live.queries) == 8 and all(q.portion is None for q in live.queries)

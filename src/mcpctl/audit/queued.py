@@ -61,7 +61,7 @@ class QueuedWriter:
     def submit_many(self, recs: list[CallRecord]) -> None:
         """Queue `recs` (a list the caller no longer touches) as one item: one hand-over to the
         thread however many records; never blocks, never raises."""
-        if len(recs) == 1 or self._closed:
+        if len(recs) <= 1 or self._closed:     # none or one: as `submit` (nothing queued for none)
             for rec in recs:
                 self.submit(rec)
             return
