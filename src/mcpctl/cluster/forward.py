@@ -8,7 +8,9 @@ body has been read whole), sending a request whose state another live replica ho
 - **A 2026-07-28 call parked for its input**: the retry's `requestState` (`mcpctl:RID.TOKEN`)
   names the replica whose upstream call waits; it is forwarded there. When that replica is gone
   the retry is answered here: the router restarts the call, answering the upstream's requests
-  from the retry's `inputResponses` (`gateway.asks`), so the client sees no error.
+  from the retry's `inputResponses` (`gateway.asks`), so the client sees no error. A retry that
+  reaches its owner twice (the replica it first went through died before answering, and the load
+  balancer sent it again) gets the owner's one resumption's answer; the upstream runs once.
 
 The cost on a request that stays here: one pass over its headers and a prefix check (its own
 session id), or, without a session id, also one byte search of its body; no database round trip

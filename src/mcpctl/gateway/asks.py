@@ -28,14 +28,14 @@ answer (or error) goes back to the upstream's request unchanged.
 
 **2026-07-28 clients** cannot be sent requests: for them a call whose upstream asks something is
 answered with an input-required result (`resultType: input_required`, the requests under
-`inputRequests`, an opaque `requestState`), while the upstream's call stays open; the client's
-retry of the same call with `inputResponses` and that `requestState` answers the upstream's
-requests, and the call goes on (more rounds, or its result). A parked call the client does not
-resume within the server's call timeout is cancelled. The state is bound to the session that got
-it. An upstream that speaks 2026-07-28 itself answers with input-required results: those are
-passed through to 2026 clients as they are (their retries reach the upstream with their
-`inputResponses` and `requestState`), and resolved for handshake-era clients by asking them (up to
-`MAX_ROUNDS` rounds).
+`inputRequests`, an opaque `requestState`), while the upstream's call stays open; the client's retry
+of the same call with `inputResponses` and that `requestState` answers the upstream's requests, and
+the call goes on (more rounds, or its result). A parked call the client does not resume within the
+server's call timeout is cancelled. The state is bound to the session that got it; its retry
+repeated (a proxy's, the answer lost) gets the same answer for `RESUMED_KEPT`. An upstream that
+speaks 2026-07-28 itself answers with input-required results: those are passed through to 2026
+clients as they are (their retries reach the upstream with their `inputResponses` and
+`requestState`), and resolved for handshake-era clients by asking them (up to `MAX_ROUNDS` rounds).
 
 **Roots outside a call** (an upstream listing roots on its own): over stdio the one client; over
 HTTP the handshake-era session that made a request most recently among those that declared roots
@@ -73,6 +73,7 @@ log = logging.getLogger("mcpctl.gateway")
 MAX_ROUNDS: Final = 8                 # input-required rounds resolved for a handshake-era client
 STATE_PREFIX: Final = "mcpctl:"       # requestState the gateway itself issued (a parked call)
 MAX_PARKED: Final = 1024
+RESUMED_KEPT: Final = 60.0      # seconds a resumed call's answer is kept for a repeat of its retry
 DRAIN_S: Final = 1.0                  # how long a result waits for its call's notifications in flight
 REQUESTS: Final[dict[str, Any]] = {"sampling/createMessage": t.CreateMessageRequest, "elicitation/create": t.ElicitRequest,
                    "roots/list": t.ListRootsRequest}
@@ -185,6 +186,7 @@ class Parked:
     session_id: str
     expires: float
     credential: str | None = None
+    answer: asyncio.Task[dict[str, Any]] | None = None     # its resumption, once retried
 
 
 class Asks:
@@ -196,6 +198,7 @@ class Asks:
         self.inflight: dict[str, list[Relayed]] = {}
         self.concurrent: set[str] = set()     # stdio upstreams seen asking while their calls all waited
         self.parked: dict[str, Parked] = {}
+        self.resumed: dict[str, Parked] = {}    # kept a while: a retry repeated gets the same answer
         self.tag = ""           # this replica's id and a dot, in each requestState (`cluster.join`)
         # each credential's parked calls (`serve --max-parked-per-credential` sets the limit)
         self.shares: Share[str] = Share(MAX_PARKED, "calls waiting for input", "--max-parked-per-credential",
@@ -205,10 +208,7 @@ class Asks:
 
     def begin(self, caller: Caller, server: str) -> tuple[Relayed, contextvars.Token[Relayed | None]]:
         call = Relayed(caller, server)
-        calls = self.inflight.get(server)
-        if calls is None:
-            calls = self.inflight[server] = []
-        calls.append(call)
+        self.inflight.setdefault(server, []).append(call)
         return call, CURRENT_CALL.set(call)
 
     def end(self, call: Relayed, token: contextvars.Token[Relayed | None]) -> None:
@@ -400,15 +400,19 @@ class Asks:
         return isinstance(state, str) and state.startswith(STATE_PREFIX)
 
     def orphan(self, params: dict[str, Any]) -> bool:
-        """A retry whose call was parked by a replica that is gone (forwarded otherwise): restarted."""
+        """A retry whose call was parked by a replica that is gone (forwarded otherwise), or whose
+        resumption here was cancelled with its request (the answer's way lost): restarted."""
         state = str(params.get("requestState"))[len(STATE_PREFIX):]
+        again = self.resumed.get(state)
+        if again is not None and again.answer is not None:
+            return again.answer.cancelled()
         return "." in state and not state.startswith(self.tag) and state not in self.parked
 
     def parked_call(self, caller: Caller, params: dict[str, Any]) -> tuple[str, Parked]:
         """The parked call a retry's `requestState` names, if it is `caller`'s own (same session,
         same credential); else the protocol's error."""
         state = str(params.get("requestState"))[len(STATE_PREFIX):]
-        parked = self.parked.get(state)
+        parked = self.parked.get(state) or self.resumed.get(state)
         if parked is None or parked.session_id != caller.session_id or parked.credential != caller.credential:
             raise MCPError(code=INVALID_REQUEST, message="unknown or expired requestState (the call was "
                            "cancelled, or belongs to another session): call the tool again")
@@ -417,6 +421,8 @@ class Asks:
     async def resume(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """A 2026 client's retry of a parked call: answer the upstream's requests, go on waiting."""
         state, parked = self.parked_call(caller, params)
+        if parked.answer is not None:     # the same retry again (a proxy's, the first answer lost)
+            return await asyncio.shield(parked.answer)
         self._unpark(state)
         bridge = parked.call.bridge
         assert bridge is not None
@@ -424,13 +430,22 @@ class Asks:
         bridge.answer(responses if isinstance(responses, dict) else {})
         bridge.shown.clear()          # what is still unanswered is asked again
         parked.call.caller = caller   # its log messages now ride this request
-        return await self._wait(parked.call, parked.task)
+        parked.answer = asyncio.ensure_future(self._wait(parked.call, parked.task))
+        parked.expires = time.monotonic() + RESUMED_KEPT
+        self.resumed[state] = parked
+        if len(self.resumed) > MAX_PARKED:
+            del self.resumed[next(iter(self.resumed))]
+        asyncio.get_running_loop().call_later(RESUMED_KEPT + 0.5, self._expire)
+        return await parked.answer      # cancelled with this request: so is the resumption
 
     def _expire(self) -> None:
         now = time.monotonic()
         for state, p in list(self.parked.items()):
             if p.expires <= now:      # a call that ended meanwhile is kept: its retry gets the result
                 self._unpark(state, cancel=True)
+        for state, p in list(self.resumed.items()):
+            if p.expires <= now:
+                del self.resumed[state]
 
     def _unpark(self, state: str, cancel: bool = False) -> None:
         p = self.parked.pop(state)
