@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,7 +19,7 @@ import mcp.types as t
 import pytest
 from mcp import MCPError
 
-from mcpctl.gateway.asks import Asks
+from mcpctl.gateway.asks import MAX_PARKED, RESUMED_KEPT, Asks
 from mcpctl.gateway.sessions import Caller
 
 pytestmark = pytest.mark.anyio
@@ -109,3 +110,27 @@ async def test_a_resumption_cancelled_with_its_request_leaves_the_repeat_to_call
             await asyncio.sleep(0.01)
     assert asks.orphan(retry)              # the router makes the call again, answered from the retry
     assert not asks.orphan({**retry, "requestState": "mcpctl:" + asks.tag + "unknown"})
+
+
+async def test_a_resumed_answer_is_kept_only_a_while_after_it_ends_and_only_so_many() -> None:
+    asks = Asks(Pool(), views=None)  # type: ignore[arg-type]
+    up = Upstream(asks)
+    retry = await _parked(asks, up)
+    state = retry["requestState"][len("mcpctl:"):]
+    with anyio.fail_after(5):
+        resuming = asyncio.ensure_future(asks.resume(_caller(), retry))
+        await up.answered.wait()
+        assert asks.resumed[state].expires == float("inf")      # kept while it runs, however long
+        up.go.set()
+        await resuming
+    assert asks.resumed[state].expires <= time.monotonic() + RESUMED_KEPT
+    asks.resumed[state].expires = time.monotonic() - 1          # RESUMED_KEPT later
+    asks._expire()
+    assert state not in asks.resumed
+    with pytest.raises(MCPError, match="unknown or expired requestState"):
+        await asks.resume(_caller(), retry)
+    for _ in range(MAX_PARKED // 4 + 3):                        # bounded: the oldest go first
+        retry = await _parked(asks, up)
+        with anyio.fail_after(5):
+            await asks.resume(_caller(), retry)
+    assert len(asks.resumed) == MAX_PARKED // 4 and retry["requestState"][len("mcpctl:"):] in asks.resumed

@@ -73,7 +73,7 @@ log = logging.getLogger("mcpctl.gateway")
 MAX_ROUNDS: Final = 8                 # input-required rounds resolved for a handshake-era client
 STATE_PREFIX: Final = "mcpctl:"       # requestState the gateway itself issued (a parked call)
 MAX_PARKED: Final = 1024
-RESUMED_KEPT: Final = 60.0      # seconds a resumed call's answer is kept for a repeat of its retry
+RESUMED_KEPT: Final = 30.0      # seconds a resumed call's answer is kept for a repeat of its retry
 DRAIN_S: Final = 1.0                  # how long a result waits for its call's notifications in flight
 REQUESTS: Final[dict[str, Any]] = {"sampling/createMessage": t.CreateMessageRequest, "elicitation/create": t.ElicitRequest,
                    "roots/list": t.ListRootsRequest}
@@ -431,11 +431,11 @@ class Asks:
         bridge.shown.clear()          # what is still unanswered is asked again
         parked.call.caller = caller   # its log messages now ride this request
         parked.answer = asyncio.ensure_future(self._wait(parked.call, parked.task))
-        parked.expires = time.monotonic() + RESUMED_KEPT
+        parked.expires = float("inf")         # kept while it runs, and RESUMED_KEPT after its answer
+        parked.answer.add_done_callback(lambda _a: setattr(parked, "expires", time.monotonic() + RESUMED_KEPT))
         self.resumed[state] = parked
-        if len(self.resumed) > MAX_PARKED:
+        if len(self.resumed) > MAX_PARKED // 4:     # the oldest first (each may hold a large result)
             del self.resumed[next(iter(self.resumed))]
-        asyncio.get_running_loop().call_later(RESUMED_KEPT + 0.5, self._expire)
         return await parked.answer      # cancelled with this request: so is the resumption
 
     def _expire(self) -> None:
