@@ -115,7 +115,7 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\bshould (?:be )?(?:called|named|renamed)\b", "rename"),
     (r"\b(?:on|in|from|under) my (?-i:Desktop|Downloads|Documents)\b|\bmy (?:desktop|downloads|documents|home) (?:folder|directory)\b",
      "directory"),
-    (r"\b(?:link|tie|connect|relate|associate) (?-i:[A-Z][a-z]+) (?:to|with|and) (?-i:[A-Z][a-z]+)\b", "relation relations"),
+    (r"\b(?:link|tie|connect|relate|associate) (?-i:[A-Z][a-z]+) (?:to|with|and) (?:the )?(?-i:[A-Z][a-z]+)\b", "relation relations"),
     # a fact about one already known, told by its pronoun ("put on Marco's record that he moved to Lyon")
     (r"\bthat (?:he|she|they)(?:'s| is| are| was| has| have| had| likes?| loves?| lives?| works?| prefers?| moved| owns?"
      r"| speaks?| plays?)\b|\bthe (?:bit|part|detail) about\b", "observations"),
@@ -180,6 +180,23 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
      "regex match"),
     (r"\bwhat(?:'s| is) the time (?:there|over there)\b", "current"),
     (r"\bwhat(?:'s| is) that on the clock\b", "convert"),
+    # two people and what they are to each other ("Sara and Ben are no longer married, drop that link")
+    (r"(?-i:[A-Z][a-z]+) and (?-i:[A-Z][a-z]+) are (?:no longer |not |now )?(?:married|siblings|brothers|sisters|friends|"
+     r"colleagues|coworkers|partners|cousins|neighbou?rs|dating|engaged|related)\b"
+     r"|\b(?:drop|remove|delete|cut|undo|forget|erase) (?:that|this|the) (?:link|connection|relationship|tie)\b",
+     "relation relations"),
+    (r"\b(?:through|with|via|using|in) (?:a|an) (?:\w+ )?form\b", "elicitation request user input"),
+    (r"\b(?:what|which) notes (?:do|have|did) (?:i|we) (?:have|got|written|write|made)\b|\bmy (?:latest|recent|newest) notes\b",
+     "list"),
+    (r"\bwho(?:'s| is| was) (?-i:[A-Z][a-z]+) again\b", "memory knowledge search matching"),
+    (r"\b(?:the )?client's (?:model|llm)\b", "sampling llm"),
+    (r"\b(?:am i|are we) (?:able|allowed|permitted) to (?:work|write|read|access|touch|edit|save)\b", "allowed access"),
+    (r"\b(?:extract|pull|pick)\b.{0,40}\b(?:out of|from) (?:this|the following|that) (?:text|paragraph|string|sentence|"
+     r"passage|snippet)\b", "regex match"),
+    # a person introduced, then the verb ("Priya is my sister, remember that"; not a known one's news:
+    # "Nina switched jobs to Globex, record that" adds to her, pr-039 1 -> 2 with hybrid)
+    (r"^\W*(?-i:[A-Z][a-z]+) is (?:my|our) \w+\b.{0,60}\b(?:remember|record|note|store|keep|save) (?:that|this|it)\b",
+     "memory knowledge entities"),
 ))
 # a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines, to
 # edit (not when the request reads them: "the last 20 lines of error.log")
