@@ -282,7 +282,7 @@ def _read_requests() -> list[str]:
     queries = []
     for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2", "tuning_requests_3",
                  "tuning_requests_4", "tuning_requests_5", "tuning_requests_6", "tuning_requests_7", "tuning_requests_8",
-                 "tuning_requests_9"):
+                 "tuning_requests_9", "tuning_requests_10"):
         ds = load_dataset(FIXTURES / name)
         queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
     return queries
@@ -291,7 +291,7 @@ def _read_requests() -> list[str]:
 @pytest.mark.parametrize("kind", ["bm25", "auto"])
 @pytest.mark.timeout(600)            # auto embeds 60 tools where the model is installed
 def test_no_tool_that_changes_or_deletes_ranks_above_the_best_matching_reader(kind: str) -> None:
-    """For every read-phrased request of the eleven people-phrased sets (two to test, nine to tune), over the real tool lists of the reference and
+    """For every read-phrased request of the twelve people-phrased sets (two to test, ten to tune), over the real tool lists of the reference and
     example servers: in the ranking `search` returns, no tool that changes or deletes comes before
     the best *matching* reading tool (one scoring at least MATCHING_SHARE of the best before the
     action is weighed)."""

@@ -34,13 +34,14 @@ _PHRASES_BY_KIND: Final = {
            "read out", "read back", "check out", "read me", "what's in", "whats in", "what is in",
            "have a look", "take a look", "have a peek", "take a peek", "have a read", "go through", "go over",
            "read through", "look over", "track down", "map out", "remind me what", "remind me who",
-           "remind me where", "remind me which", "remind me how", "remind me when"),
+           "remind me where", "remind me which", "remind me how", "remind me when",
+           "refresh me on", "refresh my memory"),
 }
 _VERBS_BY_KIND: Final = {
     DELETE: "delete remove erase drop forget wipe scrub purge discard trash unlink clear destroy cancel "
             "uninstall revoke rm rmdir strip scratch bin",
     RECORD: "remember memorize memorise store save record log note jot create make add put register capture "
-            "write insert append bookmark keep link associate relate mkdir touch stick tie",
+            "write insert append bookmark keep link associate relate mkdir touch stick tie slip",
     CHANGE: "update change modify edit fix correct rename move relocate replace set adjust tweak overwrite "
             "enable disable toggle mark rewrite revise amend tag retag label retitle swap mv uncomment bump flip",
     RUN: "run execute start launch trigger kick send email post publish notify message invoke stop restart "
@@ -67,7 +68,8 @@ _LEAD_FILLER: Final = _words(
     "could can can't will should must")
 _CLAUSE_RE: Final = re.compile(r"[,;:!?\n]+|\.+(?=\s|$)|\s-\s|\band then\b|\bthen\b")
 _TOKEN_RE: Final = re.compile(r"[a-z][a-z0-9']*")
-_NUMBER_RE: Final = re.compile(r"\d+(?:[.,]\d+)?")
+# (the eleventh pass: not the parts of a version, "requests==2.31.0")
+_NUMBER_RE: Final = re.compile(r"(?<![\w.=])\d+(?:[.,]\d+)?(?![.\w])")
 
 
 def _lexicon(words: Mapping[str, str]) -> dict[str, str]:
@@ -230,7 +232,11 @@ _SHOULD_BE_RE: Final = re.compile(r"\bshould (?:be )?(?:called|named|renamed|tit
                                   r"|['\"][^'\"]{1,60}['\"] should (?:be|read|say) ['\"]"
                                   # (the ninth pass) "note 23's title is wrong, it should read 'Book ideas 2'",
                                   # "note 7 needs the urgent tag"
-                                  r"|\bshould (?:read|say) ['\"]|\bneeds? (?:the|a|an) (?:\S+ )?tags?\b")
+                                  r"|\bshould (?:read|say) ['\"]|\bneeds? (?:the|a|an) (?:\S+ )?tags?\b"
+                                  # (the eleventh pass) "note 5 should carry the 'waiting' tag", "the
+                                  # CHANGELOG.md needs a line for 1.4.2 near the top"
+                                  r"|\bshould (?:carry|have|get|bear) (?:the|a|an) (?:\S+ )?tags?\b"
+                                  r"|\bneeds (?:a|an|another) (?:new )?(?:line|entry|section|paragraph|heading)\b")
 
 
 # A question without a question word, about whether someone or something is there (the ninth pass).

@@ -79,7 +79,8 @@ _PLAIN_FILES: Final = _words("hosts passwd shadow group fstab crontab resolv sud
 _TLD: Final = ("com|org|net|io|dev|ai|app|co|edu|gov|info|me|uk|de|fr|nl|eu|us|ca|au|jp|cn|in|ru|br|ch|se|no|"
                "tv|xyz|site|tech|cloud")
 _EMAIL_RE: Final = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_URL_RE: Final = re.compile(rf"\bhttps?://\S+|\bwww\.\S+|\b[a-z0-9][\w-]*(?:\.[\w-]+)*\.(?:{_TLD})\b(?:/\S*)?", re.I)
+# (a domain is not followed by a file's extension: "settings.dev.json" is a file)
+_URL_RE: Final = re.compile(rf"\bhttps?://\S+|\bwww\.\S+|\b[a-z0-9][\w-]*(?:\.[\w-]+)*\.(?:{_TLD})\b(?!\.\w)(?:/\S*)?", re.I)
 # A path (/etc/hosts, ~/x, ./a/b) or a name with an extension (docker-compose.yml, a.py).
 _PATH_RE: Final = re.compile(r"(?<![\w@:])(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]*)*"
                              r"|(?<![\w@/.])(?:[\w\-.]+/)*[\w\-]+(?:\.[\w\-]+)*\.([A-Za-z][A-Za-z0-9]{0,9})\b(?![\w.]*\w)")
@@ -121,6 +122,12 @@ def _a_folder(path: str) -> bool:
         len(parts) > 1 or path.startswith(("~", ".")) or last in _ROOT_FOLDERS)
 
 
+def _inner_extension(name: str) -> str | None:
+    """A known extension before the last one of a name of three parts or more ("config.yaml.old"), or None."""
+    parts = name.rsplit("/", 1)[-1].split(".")
+    return next((p.lower() for p in reversed(parts[1:-1]) if p.lower() in EXTENSIONS), None) if len(parts) > 2 else None
+
+
 def _folders(path: str) -> str:
     """The folder names of a path (`/root/excel/sales.xlsx` -> `root excel`), without its last part."""
     return " ".join(p.lstrip(".") for p in path.split("/")[:-1] if p not in ("", ".", "..", "~"))
@@ -137,6 +144,8 @@ def _values(query: str) -> tuple[str, frozenset[str]]:
     def replace(kind: str, words: str) -> Any:
         def sub(m: re.Match[str]) -> str:
             ext = m.group(1).lower() if kind == PATH and m.lastindex and m.group(1) else None
+            if ext is not None and ext not in EXTENSIONS:     # (the eleventh pass) "app.config.js.old": a js file
+                ext = _inner_extension(m.group(0)) or ext
             if (ext is not None and ext not in EXTENSIONS) or _INITIALS_RE.fullmatch(m.group(0)):
                 return m.group(0)          # "e.g.", "v1.2.3", "Dr. Smith", "D.C": not a file
             if kind == PATH and ext is None:                 # /root/excel/sales.xlsx
@@ -252,11 +261,16 @@ def _expanded(text: str, action: Action | None, query: str = "", values: frozens
             PART_OF_FILE_WORDS.search(text) or (action.effect == CHANGES and ONE_TEXT_FILE in values
                                                 and PARTS_WORDS.search(text) and "overwrite" not in text)):
         extra.append("edit lines")       # (the ninth pass) "the README says 'instal', correct that typo"
+    elif (action is not None and action.words.endswith("… part of") and action.words.split()[0] in _ADDING_LINES
+          and ONE_TEXT_FILE in values):
+        extra.append("edit lines")
     if (file_words := _one_file_words(action, text, query, values, extra)) is not None:
         extra.append(file_words)
     return f"{text} {' '.join(extra)}" if extra else text
 
 
+# (the eleventh pass) a dotfile at the end of a path ("show me ~/.gitconfig")
+_DOTFILE_PATH_RE: Final = re.compile(r"(?<![\w.])(?:~|\.{1,2})?/(?:[\w.\-]+/)*\.[A-Za-z][\w\-]*(?![\w./])")
 _NOT_WRITTEN: Final = re.compile(r"\b(?:move|directory)\b")
 _SENTENCE_RE: Final = re.compile(r"[;:!?\n]+|\.+(?=\s|$)")     # (not commas: the steps of a task)
 
@@ -280,9 +294,10 @@ def _one_file_words(action: Action | None, text: str, query: str, values: frozen
         return None
     said, named = f"{text} {' '.join(extra)}", _TEXT_FILE_RE.search(text)
     if (action.effect == READS and URL not in values and action.words not in _NOT_CONTENTS_VERBS
-            and not _NOT_CONTENTS.search(said) and (named or _NAMED_FILE_RE.search(query))):
+            and not _NOT_CONTENTS.search(said) and (named or _NAMED_FILE_RE.search(query) or _DOTFILE_PATH_RE.search(query))):
         return "contents read"
-    if action.effect == RECORDS and named and not _NOT_WRITTEN.search(said):
+    # (the eleventh pass: what follows a colon is the text to write, "save this as notes/meeting.txt: move the launch")
+    if action.effect == RECORDS and named and not _NOT_WRITTEN.search(f"{text.split(' : ')[0]} {' '.join(extra)}"):
         return "file write"
     return None
 
@@ -291,7 +306,7 @@ def _one_file_words(action: Action | None, text: str, query: str, values: frozen
 # is part of a file, so the file changes.
 _PART_OF_FILE_RE: Final = re.compile(r"\b(?:of|from|in|into|to)\s+(?:the\s+)?file\b")
 # "add 'buy batteries' to the body of note 12": what is added or taken is part of something kept.
-_PART_OF_RE: Final = re.compile(r"\bat the (?:very )?(?:end|top|bottom|start|beginning) of (?:my |the |this )?(?:file|note|list|document)\b"
+_PART_OF_RE: Final = re.compile(r"\b(?:at|near|towards?) the (?:very )?(?:end|top|bottom|start|beginning) of (?:my |the |this )?(?:file|note|list|document)\b"
                                 r"|\b(?:of|from|in|into|to)\s+(?:the\s+|its\s+)?(?:body|title|text|end|top|bottom|"
                                 r"start|beginning|middle|contents?|description|tags?)\s+of\b", re.I)
 
@@ -299,7 +314,12 @@ _PART_OF_RE: Final = re.compile(r"\bat the (?:very )?(?:end|top|bottom|start|beg
 # "add 'bring passport' to my packing note": added to one that is kept, which changes.
 _ADDED_TO_KEPT_RE: Final = re.compile(r"\b(?:to|onto|into|on) (?:(?:my|the|this|that|our) (?:\w+ ){0,2}"
                                       r"(?:note|list|document|doc)\b|(?:note|list|entry|item) #?\d+\b)", re.I)
-_ADDING: Final = frozenset({"add", "append", "put", "insert", "include", "stick"})
+# (the eleventh pass) "slip `127.0.0.1 dev.local` into /etc/hosts": into a file under folders
+_ADDED_INTO_FILE_RE: Final = re.compile(r"\b(?:to|into|onto)\s+(?:the\s+|my\s+)?(?!(?:a\s+)?new\b)(?:\w+\s+){0,2}file\b")
+_ADDING: Final = frozenset({"add", "append", "put", "insert", "include", "stick", "slip"})
+# (the eleventh pass) a text added into a file ("append `export EDITOR=nvim` to ~/.bashrc"): an edit of its lines
+# (not "put" or "save": "save this poem into x.txt" writes one)
+_ADDING_LINES: Final = frozenset({"add", "append", "insert", "stick", "slip"})
 
 
 # "Priya no longer has a cat, update your memory": a fact that stopped being true is taken out.
@@ -312,9 +332,16 @@ def _on_a_part(action: Action | None, text: str, values: frozenset[str]) -> Acti
         return Action(DELETES, f"{action.words} … no longer")
     if action is not None and action.effect in (DELETES, RECORDS) and (
             (PATH in values and _PART_OF_FILE_RE.search(text)) or _PART_OF_RE.search(text)
-            or (action.words in _ADDING and _ADDED_TO_KEPT_RE.search(text))):
+            or (action.words in _ADDING and (_ADDED_TO_KEPT_RE.search(text)
+                                             or (action.words in _ADDING_LINES and PATH in values
+                                                 and _ADDED_INTO_FILE_RE.search(text))))):
         return Action(CHANGES, f"{action.words} … part of")
     return action
+
+
+# "is ~/secrets within the paths you can reach?": the place named is not what the tool takes (it lists
+# every allowed one), so the request names no particular thing for it.
+_ASKS_ACCESS_RE: Final = re.compile(r"\ballowed access\b")
 
 
 @lru_cache(maxsize=4096)
@@ -322,7 +349,10 @@ def understand(query: str) -> Intent:
     """The intent of a request (see the module's text)."""
     text, values = _values(query)
     action = _on_a_part(request_action(query), text, values)
-    return Intent(query, _expanded(text or query, action, query, values), action, values)
+    expanded = _expanded(text or query, action, query, values)
+    if _ASKS_ACCESS_RE.search(expanded):        # (the eleventh pass) whether a place is within reach: the list
+        values -= {SPECIFIC}
+    return Intent(query, expanded, action, values)
 
 
 # Rows: the request's action; columns: the tool's effect (reads, records, changes, deletes, runs).
