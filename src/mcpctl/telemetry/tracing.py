@@ -76,6 +76,7 @@ _SAMPLED: Final = int(TraceFlags.SAMPLED)
 _RANDOM: Final = int(TraceFlags.RANDOM_TRACE_ID)   # the W3C level-2 flag the SDK sets on its trace ids too
 _SPAN_NAME: Final = "tools/call"
 _ALWAYS_ON: Final = "AlwaysOnSampler"           # OTEL_TRACES_SAMPLER=always_on
+_new: Final = object.__new__
 
 # The gateway's span of the request this task serves (None: none, or tracing off).
 _CURRENT: ContextVar[Span | None] = ContextVar("mcpctl_span", default=None)
@@ -251,8 +252,12 @@ class Tracing:
             sampled, state, attributes = self._sample(name, kind, trace_id, parent, remote, flags, state, attributes)
         flags = ((_SAMPLED | _RANDOM) if sampled else _RANDOM) if new else \
             (flags & _RANDOM) | (_SAMPLED if sampled else 0)
-        return Span(self, name, kind, trace_id, parent, remote, flags, state,
-                    (attributes or {}) if sampled else None)
+        span = _new(Span)       # `Span(...)` less its `__init__` frame and the call's argument tuple
+        span.tracing, span.name, span.kind, span.trace, span.id, span.parent = self, name, kind, trace_id, _span_id(), parent
+        span.remote, span.flags, span.state, span.error, span.made = remote, flags, state, False, None
+        span.attributes = (attributes or {}) if sampled else None
+        span.start = time.time_ns()
+        return span
 
     def _sample(self, name: str, kind: SpanKind, trace_id: str, parent: str | None, remote: bool,
                 flags: int, state: str, attributes: dict[str, Any] | None
