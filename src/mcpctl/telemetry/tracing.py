@@ -77,6 +77,9 @@ _RANDOM: Final = int(TraceFlags.RANDOM_TRACE_ID)   # the W3C level-2 flag the SD
 _SPAN_NAME: Final = "tools/call"
 _ALWAYS_ON: Final = "AlwaysOnSampler"           # OTEL_TRACES_SAMPLER=always_on
 _new: Final = object.__new__
+# an enum member read from its class is a Python-level lookup (0.17 µs each): read once
+_SERVER: Final = SpanKind.SERVER
+_CLIENT: Final = SpanKind.CLIENT
 
 # The gateway's span of the request this task serves (None: none, or tracing off).
 _CURRENT: ContextVar[Span | None] = ContextVar("mcpctl_span", default=None)
@@ -130,7 +133,7 @@ class Span(NonRecordingSpan):
             self.error = True
 
     def traceparent(self) -> str:
-        return "00-" + self.trace + "-" + self.id + _FLAGS[self.flags]
+        return f"00-{self.trace}-{self.id}{_FLAGS[self.flags]}"
 
     def end(self, end_time: int | None = None) -> None:
         attributes = self.attributes
@@ -278,8 +281,8 @@ class Tracing:
     async def _serve(self, name: str, parent: tuple[str, str, int, str] | None, call: Awaitable[Any]) -> Any:
         """Await `call` (one request) in a SERVER span, current for the gateway (and so for
         OpenTelemetry's tracers, `_Tracer`)."""
-        span = self._start(name, SpanKind.SERVER, None, None, False, 0, "", None) if parent is None else \
-            self._start(name, SpanKind.SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
+        span = self._start(name, _SERVER, None, None, False, 0, "", None) if parent is None else \
+            self._start(name, _SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
         current = _CURRENT.set(span)
         try:
             return await call
@@ -304,8 +307,8 @@ class Tracing:
                 return await call(caller, params)
             meta = params.get("_meta") if isinstance(params, dict) else None
             parent = _meta_fields(meta) if isinstance(meta, dict) else None
-            span = start(_SPAN_NAME, SpanKind.SERVER, None, None, False, 0, "", None) if parent is None else \
-                start(_SPAN_NAME, SpanKind.SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
+            span = start(_SPAN_NAME, _SERVER, None, None, False, 0, "", None) if parent is None else \
+                start(_SPAN_NAME, _SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
             current = _CURRENT.set(span)
             try:
                 return await call(caller, params)
@@ -420,10 +423,10 @@ class _ClientSpan:
         if current is not None and current.tracing.fast_children:
             self.parent, self.name, sid = current, name, _span_id()
             self.sid, self.start = sid, time.time_ns()
-            traceparent, state = "00-" + current.trace + "-" + sid + _FLAGS[current.flags], current.state
+            traceparent, state = f"00-{current.trace}-{sid}{_FLAGS[current.flags]}", current.state
         else:
             span = self.span = (_INSTALLED[-1] if current is None else current.tracing).start(
-                name, SpanKind.CLIENT, _otel_parent() if current is None else current.context,
+                name, _CLIENT, _otel_parent() if current is None else current.context,
                 {"mcp.method.name": method})
             traceparent, state = span.traceparent(), span.state
         meta = params.get("_meta")
@@ -444,7 +447,7 @@ class _ClientSpan:
                 if kind is not None:
                     attributes["error.type"] = kind.__name__
                 record = (t, parent.trace, self.sid, parent.id, False, parent.flags, parent.state, self.name,
-                          SpanKind.CLIENT, self.start, time.time_ns(), attributes, kind is not None)
+                          _CLIENT, self.start, time.time_ns(), attributes, kind is not None)
                 queue = t.queue
                 if queue is not None and len(queue) < t.below:
                     queue.appendleft(record)
