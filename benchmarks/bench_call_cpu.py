@@ -12,8 +12,11 @@ Rounds alternate the targets (order reversed every other round); medians over ro
 with `--baseline` (the `mcpctl` of another installation) measured in the same rounds, and with
 `--telemetry` this checkout's gateway once more with metrics and tracing on (every trace kept,
 spans sent over OTLP/HTTP to a sink in this process: the `otel` extra), so that what telemetry
-costs each thread is read per round. On a shared machine compare medians of paired rounds only;
-CPU time is far steadier than wall time.
+costs each thread is read per round (against this checkout with both off, and against the
+baseline when given: issue 36's "both on within 1.10x of before"). `bench_call_instructions.py`
+counts the same calls' instructions per thread instead (callgrind), which the load moves far
+less. On a shared machine compare medians of paired rounds only; CPU time is far steadier than
+wall time.
 """
 
 from __future__ import annotations
@@ -185,10 +188,14 @@ def rounds(a: argparse.Namespace, otlp_url: str | None) -> None:
         total = statistics.median(sum(s.threads.values()) for s in rows)
         print(f"  {label}: gateway {total:.0f} ({parts}); the upstream behind it "
               f"{statistics.median(s.upstream for s in rows):.0f}")
-        if label != "current":
+        for other in ("current", "baseline"):     # baseline / current; telemetry on / either
+            if label in ("current", other) or other not in got or (label, other) == ("baseline", "baseline"):
+                continue
             ratio = statistics.median(sum(s.threads.values()) / sum(c.threads.values())
-                                      for s, c in zip(rows, got["current"], strict=True))
-            print(f"    {label} / current, gateway CPU per call: {ratio:.3f}x (median of per-round ratios)")
+                                      for s, c in zip(rows, got[other], strict=True))
+            loop = statistics.median(s.threads["loop"] / c.threads["loop"] for s, c in zip(rows, got[other], strict=True))
+            print(f"    {label} / {other}, gateway CPU per call: {ratio:.3f}x, the loop's thread {loop:.3f}x "
+                  "(medians of per-round ratios)")
     sys.stdout.flush()
 
 

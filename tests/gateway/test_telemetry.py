@@ -536,8 +536,9 @@ def test_a_span_ends_as_a_record_the_gateways_exporter_encodes_as_the_exporter_w
     provider.add_span_processor(processor)
     tracing = Tracing(provider)
     assert tracing.sink == processor._batch_processor.emit
+    assert tracing.queue is processor._batch_processor._queue      # appended to directly below its export size
     records: list[Any] = []
-    tracing.sink = records.append
+    tracing.sink, tracing.queue = records.append, None
     remote = _parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03", "vendor=1")
     server = tracing.start("tools/call alpha/echo", SpanKind.SERVER, remote, {"mcpctl.outcome": "ok", "k": "ünï"})
     client = tracing.start("MCP send tools/call echo", SpanKind.CLIENT, server.context, {"n": 3})
@@ -607,3 +608,89 @@ def test_a_forked_child_draws_ids_of_its_own() -> None:
     os.close(read)
     os.waitpid(pid, 0)
     assert len(child) == 16 and child != _span_id()
+
+
+def test_records_appended_to_the_batch_directly_still_wake_its_worker_and_all_arrive() -> None:
+    """Below its export size a record goes straight into the batch's deque (`Tracing.queue`); the
+    one that reaches it goes through `emit`, which wakes the worker: every span exported, in
+    order, without waiting for the schedule (5 s here would fail the wait)."""
+    import threading
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+    from opentelemetry.trace import SpanKind
+
+    from mcpctl.telemetry.tracing import Tracing
+
+    got: list[Any] = []
+    done = threading.Event()
+
+    class Records(SpanExporter):
+        takes_records = True
+
+        def export(self, spans: Any) -> SpanExportResult:
+            got.extend(spans)
+            if len(got) >= 1024:
+                done.set()
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Records(), schedule_delay_millis=60_000, max_export_batch_size=256))
+    tracing = Tracing(provider)
+    assert tracing.queue is not None and tracing.below == 255
+    for i in range(1024):
+        tracing.start(f"s{i}", SpanKind.SERVER, None).end()
+    assert done.wait(10), len(got)
+    assert [r[7] for r in got] == [f"s{i}" for i in range(1024)]
+    tracing.close()
+    assert tracing.queue is None
+
+
+def test_the_encoders_caches_and_groups_write_what_the_exporters_own_encoding_does() -> None:
+    """Records of two tracings (two resources) interleaved with the SDK's spans, attribute sets
+    repeated (cached), one unhashable (not cached, the exporter's encoding): encoded twice, each
+    time span for span as `encode_spans` writes their `ReadableSpan`s."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from mcpctl.telemetry.otlp import Encoder
+    from mcpctl.telemetry.records import readable_span
+    from mcpctl.telemetry.tracing import Tracing, _parse
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "one"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracings = (Tracing(provider), Tracing(TracerProvider(resource=Resource.create({"service.name": "two"}))))
+    records: list[Any] = []
+    for t in tracings:
+        t.sink, t.queue = records.append, None
+    remote = _parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03", "vendor=1")
+    items: list[Any] = []
+    for i in range(40):
+        attributes: dict[str, Any] = {"a": "x", "b": str(i % 3)} if i % 7 else {"a": ["unhashable"]}
+        tracings[i % 3 == 0].start(f"n{i % 4}", SpanKind.SERVER if i % 2 else SpanKind.CLIENT,
+                                   remote if i % 5 else None, attributes).end()
+        items.append(records[-1])
+        if i % 6 == 0:
+            with provider.get_tracer("sdk").start_as_current_span(f"sdk{i}") as sdk_span:
+                sdk_span.set_attribute("k", "v")
+            items.append(memory.get_finished_spans()[-1])
+
+    def flat(data: bytes) -> list[tuple[bytes, bytes]]:
+        req = ExportTraceServiceRequest()
+        req.ParseFromString(data)
+        return sorted((s.span_id, rs.resource.SerializeToString(deterministic=True) + ss.scope.SerializeToString()
+                       + s.SerializeToString(deterministic=True))
+                      for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
+
+    expected = flat(encode_spans([readable_span(r) if isinstance(r, tuple) else r for r in items])
+                    .SerializePartialToString())
+    encoder = Encoder()
+    assert len(expected) == 47
+    assert flat(encoder.encode(items)) == expected == flat(encoder.encode(items))
+    provider.shutdown()

@@ -48,6 +48,10 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+_SHORT_MAX: Final = 4096
+_SHORT: Final = tuple(_varint(n) for n in range(_SHORT_MAX))     # the varint of a length below 4096 (a span's)
+
+
 def _field(tag: bytes, body: bytes) -> bytes:
     """A length-delimited field: its tag, its length, `body`."""
     return tag + _varint(len(body)) + body
@@ -60,37 +64,48 @@ class Encoder:
         self._pairs: dict[tuple[str, str], bytes] = {}       # (key, value) -> the encoded attribute field
         self._headers: dict[tuple[Any, Any], tuple[bytes, bytes]] = {}   # (resource, scope) -> their fields
         self._names: dict[tuple[str, int], bytes] = {}       # (name, kind) -> their encoded fields
+        self._kinds: dict[tuple[str, int], bytes] = {}       # (name, id of the SpanKind) -> the same (a record's)
+        self._sets: dict[tuple[tuple[str, Any], ...], bytes] = {}    # a record's attributes' items -> their fields
 
     def encode(self, spans: Sequence[ReadableSpan | Record]) -> bytes:
         """`spans`: the SDK's, and the gateway's as the records its spans end as (`tracing.Span.end`)."""
         groups: dict[tuple[int, int], tuple[Any, Any, list[bytes]]] = {}    # by identity (a resource's hash is JSON)
         others: list[ReadableSpan] = []
+        last: Any = None            # the tracing of the last record, whose group's parts are `parts`
+        parts: list[bytes] = []
         for span in spans:
             if isinstance(span, tuple):
                 encoded = self.record(span)
                 if encoded is None:
                     others.append(readable_span(span))
                     continue
-                resource, scope = span[0].resource, span[0].scope
+                n = len(encoded)    # a Span field (2) of the ScopeSpans: its tag, its length, itself
+                if span[0] is last:
+                    parts.extend((b"\x12", _SHORT[n] if n < _SHORT_MAX else _varint(n), encoded))
+                    continue
+                last, resource, scope = span[0], span[0].resource, span[0].scope
             else:
                 encoded = self.span(span)
                 if encoded is None:
                     others.append(span)
                     continue
-                resource, scope = span.resource, span.instrumentation_scope
+                n, resource, scope = len(encoded), span.resource, span.instrumentation_scope
             group = groups.get((id(resource), id(scope)))
             if group is None:
                 group = groups[(id(resource), id(scope))] = (resource, scope, [])
-            group[2].append(encoded)
+            group[2].extend((b"\x12", _SHORT[n] if n < _SHORT_MAX else _varint(n), encoded))
+            if isinstance(span, tuple):
+                parts = group[2]
         out = [self._group((resource, scope), encoded) for resource, scope, encoded in groups.values()]
         if others:
             out.append(encode_spans(others).SerializePartialToString())
         return b"".join(out)
 
     def _group(self, key: tuple[Any, Any], spans: list[bytes]) -> bytes:
-        """One ResourceSpans (field 1 of the request) with one ScopeSpans holding `spans`."""
+        """One ResourceSpans (field 1 of the request) with one ScopeSpans holding `spans` (the
+        parts of their Span fields: tag, length, message)."""
         resource_fields, scope_fields = self._header(key)
-        scope_spans = scope_fields + b"".join(_field(b"\x12", s) for s in spans)      # spans: 2
+        scope_spans = scope_fields + b"".join(spans)                                  # spans: 2
         return _field(b"\x0a", resource_fields + _field(b"\x12", scope_spans))       # scope_spans: 2
 
     def _header(self, key: tuple[Any, Any]) -> tuple[bytes, bytes]:
@@ -134,14 +149,20 @@ class Encoder:
         """One Span message from a gateway span's record, as `span` writes it from its `ReadableSpan`;
         None if an attribute is not a string."""
         _, trace_id, span_id, parent, remote, _, state, name, kind, start, end, attrs, error = record
-        encoded_attrs = self._attributes(attrs) if attrs else b""
+        encoded_attrs = self._attribute_set(attrs) if attrs else b""
         if encoded_attrs is None:
             return None
+        named = self._kinds.get((name, id(kind)))        # id: a SpanKind's hash is a Python call
+        if named is None:
+            named = self._name(name, kind.value)
+            if len(self._kinds) >= _PAIRS_MAX:
+                self._kinds.clear()
+            self._kinds[(name, id(kind))] = named
         return b"".join((
             b"\x0a\x10", bytes.fromhex(trace_id), b"\x12\x08", bytes.fromhex(span_id),
             _field(b"\x1a", state.encode()) if state else b"",
             b"" if parent is None else b"\x22\x08" + bytes.fromhex(parent),
-            self._name(name, kind.value),
+            named,
             b"\x39", start.to_bytes(8, "little"), b"\x41", end.to_bytes(8, "little"),
             encoded_attrs,
             _STATUS[2 if error else 0],
@@ -155,6 +176,21 @@ class Encoder:
             if len(self._names) >= _PAIRS_MAX:
                 self._names.clear()
             found = self._names[(name, kind)] = _field(b"\x2a", name.encode("utf-8")) + b"\x30" + _varint(kind + 1)
+        return found
+
+    def _attribute_set(self, attrs: dict[str, Any]) -> bytes | None:
+        """`_attributes` of a record's, cached by their items: a gateway's spans repeat a few sets."""
+        try:
+            items = tuple(attrs.items())
+            found = self._sets.get(items)
+        except TypeError:           # an unhashable value
+            return self._attributes(attrs)
+        if found is None:
+            found = self._attributes(attrs)
+            if found is not None:
+                if len(self._sets) >= _PAIRS_MAX:
+                    self._sets.clear()
+                self._sets[items] = found
         return found
 
     def _attributes(self, attrs: Any) -> bytes | None:

@@ -5,21 +5,28 @@ The SDK's client puts the context of the upstream call's span in the request's `
 POSTs it from a task of its own, where that context is not current. So the upstream's HTTP
 client gets a request hook (`upstream_hooks`, only while tracing is on) that copies the two keys
 of the JSON-RPC request's `_meta` to W3C headers, which an HTTP-instrumented upstream (or a proxy
-in front of it) reads.
+in front of it) reads. A stdio upstream's channel reads the span its calls are made in here
+(`CLIENT_SPAN`, `tracing.client_span`), set with the rest: one read on its call path, no import.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 _ACTIVE: list[bool] = [False]
+# while tracing is on, what a stdio upstream's call is made in (`tracing.client_span`); None: off
+CLIENT_SPAN: list[Callable[[dict[str, Any]], AbstractContextManager[dict[str, Any]]] | None] = [None]
 _KEYS: Final = (("traceparent", re.compile(rb'"traceparent":\s*"([0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2})"')),
                 ("tracestate", re.compile(rb'"tracestate":\s*"([\x20-\x21\x23-\x5b\x5d-\x7e]{1,512})"')))
 
 
-def set_active(on: bool) -> None:
+def set_active(on: bool, client_span: Callable[[dict[str, Any]], AbstractContextManager[dict[str, Any]]] | None = None
+               ) -> None:
     _ACTIVE[0] = on
+    CLIENT_SPAN[0] = client_span if on else None
 
 
 def active() -> bool:

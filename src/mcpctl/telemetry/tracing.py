@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from types import TracebackType
@@ -74,6 +75,11 @@ _DEFAULT_SAMPLER: Final = ("ParentBased{root:AlwaysOnSampler,remoteParentSampled
 _SAMPLED: Final = int(TraceFlags.SAMPLED)
 _RANDOM: Final = int(TraceFlags.RANDOM_TRACE_ID)   # the W3C level-2 flag the SDK sets on its trace ids too
 _SPAN_NAME: Final = "tools/call"
+_ALWAYS_ON: Final = "AlwaysOnSampler"           # OTEL_TRACES_SAMPLER=always_on
+_new: Final = object.__new__
+# an enum member read from its class is a Python-level lookup (0.17 µs each): read once
+_SERVER: Final = SpanKind.SERVER
+_CLIENT: Final = SpanKind.CLIENT
 
 # The gateway's span of the request this task serves (None: none, or tracing off).
 _CURRENT: ContextVar[Span | None] = ContextVar("mcpctl_span", default=None)
@@ -127,16 +133,20 @@ class Span(NonRecordingSpan):
             self.error = True
 
     def traceparent(self) -> str:
-        return "00-" + self.trace + "-" + self.id + _FLAGS[self.flags]
+        return f"00-{self.trace}-{self.id}{_FLAGS[self.flags]}"
 
     def end(self, end_time: int | None = None) -> None:
         attributes = self.attributes
         if attributes is None:      # not sampled: its context was passed on, nothing is exported
             return
         t = self.tracing
-        if t.sink is not None:
-            t.sink((t, self.trace, self.id, self.parent, self.remote, self.flags, self.state, self.name, self.kind,
-                    self.start, end_time or time.time_ns(), attributes, self.error))
+        record = (t, self.trace, self.id, self.parent, self.remote, self.flags, self.state, self.name, self.kind,
+                  self.start, end_time or time.time_ns(), attributes, self.error)
+        queue = t.queue
+        if queue is not None and len(queue) < t.below:      # the batch's `emit`, less its frame (`_direct`)
+            queue.appendleft(record)
+        elif t.sink is not None:
+            t.sink(record)
 
     def __repr__(self) -> str:
         return f"Span({self.name!r}, {self.traceparent()})"
@@ -153,7 +163,15 @@ class Tracing:
         # the provider's processors, as its own spans reach them (the SDK offers no public handle)
         self.processor: Any = provider._active_span_processor
         self.sampler = provider.sampler
-        self.default_sampling = self.sampler.get_description() == _DEFAULT_SAMPLER
+        description = self.sampler.get_description()
+        self.default_sampling = description == _DEFAULT_SAMPLER
+        self.always_on = description == _ALWAYS_ON      # every span sampled, the parent's tracestate kept
+        # a child of a sampled span of ours is sampled, with its tracestate and attributes as given
+        self.fast_children = self.default_sampling or self.always_on
+        # `queue`: the batch's own deque when `sink` is its `emit`, which a record is appended to
+        # directly while it holds fewer than `below` (no wake-up of its worker due, no frame, no getpid)
+        self.queue: Any = None
+        self.below = 0
         self.sink = self._sink()
 
     def _sink(self) -> Callable[[Record], None] | None:
@@ -168,12 +186,21 @@ class Tracing:
             batch = getattr(processors[0], "_batch_processor", None)
             if getattr(exporter, "takes_records", False) and batch is not None and callable(getattr(batch, "emit", None)):
                 emit: Callable[[Record], None] = batch.emit
+                self._direct(batch)
                 return emit
         on_end = self.processor.on_end
 
         def readable(record: Record) -> None:
             on_end(readable_span(record))
         return readable
+
+    def _direct(self, batch: Any) -> None:
+        """Append records to `batch`'s deque where its `emit` would do only that: below its export
+        size (at it, `emit` wakes its worker; full, it warns and drops); not once it is shut down
+        (`close`). A forked child's batch is reset by the SDK's own fork hook, the same deque."""
+        queue, size = getattr(batch, "_queue", None), getattr(batch, "_max_export_batch_size", None)
+        if isinstance(queue, deque) and isinstance(size, int):
+            self.queue, self.below = queue, size - 1
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Tracing:
@@ -200,7 +227,7 @@ class Tracing:
     def install(cls, provider: TracerProvider) -> Tracing:
         """Tracing with `provider`, made the process's (a test passes one with an in-memory exporter)."""
         trace.set_tracer_provider(_Provider(provider))
-        propagation.set_active(True)
+        propagation.set_active(True, _ClientSpan)
         tracing = cls(provider)
         _INSTALLED.append(tracing)
         return tracing
@@ -222,12 +249,18 @@ class Tracing:
             trace_id = _trace_id()
         if self.default_sampling:
             sampled = new or bool(flags & _SAMPLED)
+        elif self.always_on:        # the sampler's own answer, without asking it (`StaticSampler`)
+            sampled = True
         else:
             sampled, state, attributes = self._sample(name, kind, trace_id, parent, remote, flags, state, attributes)
         flags = ((_SAMPLED | _RANDOM) if sampled else _RANDOM) if new else \
             (flags & _RANDOM) | (_SAMPLED if sampled else 0)
-        return Span(self, name, kind, trace_id, parent, remote, flags, state,
-                    (attributes or {}) if sampled else None)
+        span = _new(Span)       # `Span(...)` less its `__init__` frame and the call's argument tuple
+        span.tracing, span.name, span.kind, span.trace, span.id, span.parent = self, name, kind, trace_id, _span_id(), parent
+        span.remote, span.flags, span.state, span.error, span.made = remote, flags, state, False, None
+        span.attributes = (attributes or {}) if sampled else None
+        span.start = time.time_ns()
+        return span
 
     def _sample(self, name: str, kind: SpanKind, trace_id: str, parent: str | None, remote: bool,
                 flags: int, state: str, attributes: dict[str, Any] | None
@@ -248,8 +281,8 @@ class Tracing:
     async def _serve(self, name: str, parent: tuple[str, str, int, str] | None, call: Awaitable[Any]) -> Any:
         """Await `call` (one request) in a SERVER span, current for the gateway (and so for
         OpenTelemetry's tracers, `_Tracer`)."""
-        span = self._start(name, SpanKind.SERVER, None, None, False, 0, "", None) if parent is None else \
-            self._start(name, SpanKind.SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
+        span = self._start(name, _SERVER, None, None, False, 0, "", None) if parent is None else \
+            self._start(name, _SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
         current = _CURRENT.set(span)
         try:
             return await call
@@ -274,8 +307,8 @@ class Tracing:
                 return await call(caller, params)
             meta = params.get("_meta") if isinstance(params, dict) else None
             parent = _meta_fields(meta) if isinstance(meta, dict) else None
-            span = start(_SPAN_NAME, SpanKind.SERVER, None, None, False, 0, "", None) if parent is None else \
-                start(_SPAN_NAME, SpanKind.SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
+            span = start(_SPAN_NAME, _SERVER, None, None, False, 0, "", None) if parent is None else \
+                start(_SPAN_NAME, _SERVER, parent[0], parent[1], True, parent[2], parent[3], None)
             current = _CURRENT.set(span)
             try:
                 return await call(caller, params)
@@ -311,6 +344,7 @@ class Tracing:
     def close(self) -> None:
         """Export what is left (the batch's last spans) and stop passing the context to headers."""
         propagation.set_active(False)
+        self.queue = None
         if self in _INSTALLED:
             _INSTALLED.remove(self)
         self.provider.shutdown()
@@ -366,8 +400,8 @@ def _under_request(context: Context | None) -> Context | None:
 
 class _ClientSpan:
     """`client_span`'s context manager (a class: a generator's costs more on the call path). As the
-    child of the request's span under the default sampler (the common case) it makes no `Span`:
-    its id and start on entry, its record on exit."""
+    child of the request's span under the default sampler or `always_on` (the common case) it
+    makes no `Span`: its id and start on entry, its record on exit."""
 
     __slots__ = ("data", "method", "name", "parent", "sid", "span", "start")
 
@@ -386,13 +420,13 @@ class _ClientSpan:
         tool = params.get("name")
         name = f"MCP send {method} {tool}" if isinstance(tool, str) else f"MCP send {method}"
         current = _CURRENT.get()
-        if current is not None and current.tracing.default_sampling:
+        if current is not None and current.tracing.fast_children:
             self.parent, self.name, sid = current, name, _span_id()
             self.sid, self.start = sid, time.time_ns()
-            traceparent, state = "00-" + current.trace + "-" + sid + _FLAGS[current.flags], current.state
+            traceparent, state = f"00-{current.trace}-{sid}{_FLAGS[current.flags]}", current.state
         else:
             span = self.span = (_INSTALLED[-1] if current is None else current.tracing).start(
-                name, SpanKind.CLIENT, _otel_parent() if current is None else current.context,
+                name, _CLIENT, _otel_parent() if current is None else current.context,
                 {"mcp.method.name": method})
             traceparent, state = span.traceparent(), span.state
         meta = params.get("_meta")
@@ -412,8 +446,13 @@ class _ClientSpan:
                 attributes = {"mcp.method.name": self.method}
                 if kind is not None:
                     attributes["error.type"] = kind.__name__
-                t.sink((t, parent.trace, self.sid, parent.id, False, parent.flags, parent.state, self.name,
-                        SpanKind.CLIENT, self.start, time.time_ns(), attributes, kind is not None))
+                record = (t, parent.trace, self.sid, parent.id, False, parent.flags, parent.state, self.name,
+                          _CLIENT, self.start, time.time_ns(), attributes, kind is not None)
+                queue = t.queue
+                if queue is not None and len(queue) < t.below:
+                    queue.appendleft(record)
+                else:
+                    t.sink(record)
             return
         span = self.span
         if span is not None:

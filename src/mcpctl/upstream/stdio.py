@@ -111,11 +111,10 @@ class RawStdioChannel:
         """Send `data` ({method, params}) and return its result dict; raise MCPError like the SDK.
         While tracing is on, in a span of the upstream call whose context goes in `_meta`, as the
         SDK's client does (`telemetry.tracing.client_span`)."""
-        if not propagation.active():
+        span = propagation.CLIENT_SPAN[0]        # read, not imported, on each call
+        if span is None:
             return await self._request(data, timeout, on_progress)
-        from mcpctl.telemetry.tracing import client_span
-
-        with client_span(data) as traced:
+        with span(data) as traced:
             return await self._request(traced, timeout, on_progress)
 
     async def _request(self, data: dict[str, Any], timeout: float | None, on_progress: Progress | None
