@@ -50,6 +50,17 @@ def _calls(samples: dict[Any, float], server: str, tool: str, outcome: str) -> f
     return samples.get(key, 0.0)
 
 
+def _flat(data: bytes) -> list[tuple[bytes, bytes]]:
+    """An OTLP export's spans, each with its resource and scope, in span-id order (to compare two encodings)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    req = ExportTraceServiceRequest()
+    req.ParseFromString(data)
+    return sorted((s.span_id, rs.resource.SerializeToString(deterministic=True) + ss.scope.SerializeToString()
+                   + s.SerializeToString(deterministic=True))
+                  for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
+
+
 async def test_metrics_count_the_calls_a_scrape_finds(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
     kit.server("alpha")
     kit.project("p", ["alpha"])
@@ -476,7 +487,6 @@ def test_the_gateways_own_otlp_encoding_is_the_exporters() -> None:
     """`telemetry.otlp.Encoder` writes the spans the exporter's own encoding would, span for span
     (the gateway's light spans directly; any other through the exporter's encoding)."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -503,15 +513,8 @@ def test_the_gateways_own_otlp_encoding_is_the_exporters() -> None:
     spans = exporter.get_finished_spans()
     assert len(spans) == 5
 
-    def flat(data: bytes) -> list[tuple[bytes, bytes, bytes]]:
-        req = ExportTraceServiceRequest()
-        req.ParseFromString(data)
-        return sorted((s.span_id, rs.resource.SerializeToString(deterministic=True) + ss.scope.SerializeToString(),
-                       s.SerializeToString(deterministic=True))
-                      for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
-
     assert [Encoder().span(s) is None for s in spans] == [False, False, False, True, False]   # the event's
-    ours, theirs = flat(Encoder().encode(spans)), flat(encode_spans(spans).SerializePartialToString())
+    ours, theirs = _flat(Encoder().encode(spans)), _flat(encode_spans(spans).SerializePartialToString())
     assert ours == theirs
     provider.shutdown()
 
@@ -521,7 +524,6 @@ def test_a_span_ends_as_a_record_the_gateways_exporter_encodes_as_the_exporter_w
     record (no `ReadableSpan` on the call path); encoded with the SDK's spans in one request, it
     reads as the exporter's own encoding of its `ReadableSpan`."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -552,14 +554,7 @@ def test_a_span_ends_as_a_record_the_gateways_exporter_encodes_as_the_exporter_w
     assert format(readable[1].context.trace_id, "032x") == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert readable[0].parent == readable[1].context and readable[2].parent is None
 
-    def flat(data: bytes) -> list[tuple[bytes, bytes]]:
-        req = ExportTraceServiceRequest()
-        req.ParseFromString(data)
-        return sorted((s.span_id, rs.resource.SerializeToString(deterministic=True) + ss.scope.SerializeToString()
-                       + s.SerializeToString(deterministic=True))
-                      for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
-
-    assert flat(Encoder().encode(records)) == flat(encode_spans(readable).SerializePartialToString())
+    assert _flat(Encoder().encode(records)) == _flat(encode_spans(readable).SerializePartialToString())
     provider.shutdown()
 
 
@@ -651,7 +646,6 @@ def test_the_encoders_caches_and_groups_write_what_the_exporters_own_encoding_do
     repeated (cached), one unhashable (not cached, the exporter's encoding): encoded twice, each
     time span for span as `encode_spans` writes their `ReadableSpan`s."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -681,16 +675,9 @@ def test_the_encoders_caches_and_groups_write_what_the_exporters_own_encoding_do
                 sdk_span.set_attribute("k", "v")
             items.append(memory.get_finished_spans()[-1])
 
-    def flat(data: bytes) -> list[tuple[bytes, bytes]]:
-        req = ExportTraceServiceRequest()
-        req.ParseFromString(data)
-        return sorted((s.span_id, rs.resource.SerializeToString(deterministic=True) + ss.scope.SerializeToString()
-                       + s.SerializeToString(deterministic=True))
-                      for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
-
-    expected = flat(encode_spans([readable_span(r) if isinstance(r, tuple) else r for r in items])
+    expected = _flat(encode_spans([readable_span(r) if isinstance(r, tuple) else r for r in items])
                     .SerializePartialToString())
     encoder = Encoder()
     assert len(expected) == 47
-    assert flat(encoder.encode(items)) == expected == flat(encoder.encode(items))
+    assert _flat(encoder.encode(items)) == expected == _flat(encoder.encode(items))
     provider.shutdown()
