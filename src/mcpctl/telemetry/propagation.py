@@ -16,21 +16,19 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
-_ACTIVE: list[bool] = [False]
 # while tracing is on, what a stdio upstream's call is made in (`tracing.client_span`); None: off
 CLIENT_SPAN: list[Callable[[dict[str, Any]], AbstractContextManager[dict[str, Any]]] | None] = [None]
 _KEYS: Final = (("traceparent", re.compile(rb'"traceparent":\s*"([0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2})"')),
                 ("tracestate", re.compile(rb'"tracestate":\s*"([\x20-\x21\x23-\x5b\x5d-\x7e]{1,512})"')))
 
 
-def set_active(on: bool, client_span: Callable[[dict[str, Any]], AbstractContextManager[dict[str, Any]]] | None = None
-               ) -> None:
-    _ACTIVE[0] = on
-    CLIENT_SPAN[0] = client_span if on else None
+def set_active(client_span: Callable[[dict[str, Any]], AbstractContextManager[dict[str, Any]]] | None) -> None:
+    """Tracing on (what a stdio upstream's call is made in) or off (None)."""
+    CLIENT_SPAN[0] = client_span
 
 
 def active() -> bool:
-    return _ACTIVE[0]
+    return CLIENT_SPAN[0] is not None
 
 
 async def _copy_trace_context(request: Any) -> None:
@@ -45,4 +43,4 @@ async def _copy_trace_context(request: Any) -> None:
 
 def upstream_hooks() -> dict[str, list[Any]]:
     """httpx `event_hooks` for an HTTP upstream's client: the hook while tracing is on, else none."""
-    return {"request": [_copy_trace_context]} if _ACTIVE[0] else {}
+    return {"request": [_copy_trace_context]} if CLIENT_SPAN[0] is not None else {}

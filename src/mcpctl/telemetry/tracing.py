@@ -227,7 +227,7 @@ class Tracing:
     def install(cls, provider: TracerProvider) -> Tracing:
         """Tracing with `provider`, made the process's (a test passes one with an in-memory exporter)."""
         trace.set_tracer_provider(_Provider(provider))
-        propagation.set_active(True, _ClientSpan)
+        propagation.set_active(_ClientSpan)
         tracing = cls(provider)
         _INSTALLED.append(tracing)
         return tracing
@@ -343,7 +343,7 @@ class Tracing:
 
     def close(self) -> None:
         """Export what is left (the batch's last spans) and stop passing the context to headers."""
-        propagation.set_active(False)
+        propagation.set_active(None)
         self.queue = None
         if self in _INSTALLED:
             _INSTALLED.remove(self)
