@@ -44,7 +44,7 @@ class Upstream:
 
     def __init__(self, asks: Asks) -> None:
         self.asks, self.runs, self.cancelled = asks, 0, 0
-        self.go, self.answered = asyncio.Event(), asyncio.Event()
+        self.go, self.answered, self.stopped = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def call(self) -> dict[str, Any]:
         self.runs += 1
@@ -55,6 +55,7 @@ class Upstream:
             await self.go.wait()
         except asyncio.CancelledError:
             self.cancelled += 1
+            self.stopped.set()
             raise
         return {"content": [{"type": "text", "text": f"run {self.runs}: {got.content}"}]}
 
@@ -106,8 +107,7 @@ async def test_a_resumption_cancelled_with_its_request_leaves_the_repeat_to_call
         resuming.cancel()                  # the request it rode went away (its replica killed)
         with pytest.raises(asyncio.CancelledError):
             await resuming
-        while up.cancelled == 0:           # the upstream's call is cancelled with it
-            await asyncio.sleep(0.01)
+        await up.stopped.wait()            # the upstream's call is cancelled with it
     assert asks.orphan(retry)              # the router makes the call again, answered from the retry
     assert not asks.orphan({**retry, "requestState": "mcpctl:" + asks.tag + "unknown"})
 
