@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from mcpctl import heap, paths, telemetry, terminal
+from mcpctl import eventloop, heap, paths, telemetry, terminal
 from mcpctl.errors import MCPCtlError
 from mcpctl.gateway.early import EarlyFront, known_capabilities
 from mcpctl.gateway.front import Gateway
@@ -401,8 +401,9 @@ def _close_all(close_log: Callable[[], None], status: _StatusWriter) -> None:
 
 def run(project_name: str, storage: Storage, **kwargs: Any) -> None:
     """Blocking entry for the CLI."""
+    options = eventloop.backend_options()      # a bad MCPCTL_EVENT_LOOP fails here, before anything starts
     try:
-        anyio.run(lambda: serve(project_name, storage, **kwargs))
+        anyio.run(lambda: serve(project_name, storage, **kwargs), backend_options=options)
     except KeyboardInterrupt:   # pragma: no cover
         pass
     except MCPCtlError:
