@@ -42,3 +42,28 @@ def test_options_turn_stemming_and_stop_words_off() -> None:
 def test_punctuation_and_empty_text_yield_nothing() -> None:
     assert analyze("") == []
     assert analyze(" -- ... // ") == []
+
+
+def test_english_stemmer_alone_stems_as_the_package_does() -> None:
+    """The English stemmer loaded without the package's other languages (`english_stemmer`) is the
+    package's own: the same stem for every word of the fixtures' tools and requests."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import snowballstemmer
+
+    from mcpctl.catalogue.analyze import english_stemmer
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    words = {w.lower() for p in fixtures.glob("*/*.jsonl") for w in re.findall(r"[A-Za-z]{2,}", p.read_text())}
+    assert len(words) > 3000
+    alone, package = english_stemmer(), snowballstemmer.stemmer("english")
+    assert type(alone).__name__ == "EnglishStemmer" and type(alone) is not type(package)
+    assert [alone.stemWord(w) for w in sorted(words)] == [package.stemWord(w) for w in sorted(words)]
+    # a process that ranks loads the English module only, not the package's 38 other languages
+    code = ("import sys; from mcpctl.catalogue.analyze import analyze; analyze('running files'); "
+            "print(sorted(m for m in sys.modules if 'stemmer' in m))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['_mcpctl_snowball.basestemmer', '_mcpctl_snowball.english_stemmer']"

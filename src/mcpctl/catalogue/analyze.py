@@ -8,12 +8,13 @@ English function words (never content verbs such as get/list/find) and Porter2 s
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
+import sys
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Final
-
-import snowballstemmer
+from typing import Any, Final
 
 # Ideographs and kana carry meaning one character at a time (Chinese and Japanese are not
 # written with spaces), so each one is a term of its own.
@@ -44,8 +45,36 @@ youre s t d ll m re ve
 STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
 
 
+_SNOWBALL_ALIAS: Final = "_mcpctl_snowball"
+
+
+def english_stemmer() -> Any:
+    """snowballstemmer's English (Porter2) stemmer, without the 38 other languages its package's
+    `__init__` imports: 2.9 MB of every ranking process's memory and some 40 modules' import. The
+    package's directory is registered under a private name, not executed, and only its English
+    module (with the two it imports) is loaded from it; the stemmer is the same class the package
+    hands out. Another layout of the package, or PyStemmer installed (which the package prefers):
+    the package's own `stemmer("english")`."""
+    spec = importlib.util.find_spec("snowballstemmer")
+    if spec is not None and spec.origin and spec.submodule_search_locations is not None:
+        try:
+            pkg = sys.modules.get(_SNOWBALL_ALIAS)
+            if pkg is None:
+                alias = importlib.util.spec_from_file_location(
+                    _SNOWBALL_ALIAS, spec.origin, submodule_search_locations=list(spec.submodule_search_locations))
+                if alias is not None and importlib.util.find_spec("Stemmer") is None:
+                    sys.modules[_SNOWBALL_ALIAS] = importlib.util.module_from_spec(alias)
+            if _SNOWBALL_ALIAS in sys.modules:
+                return importlib.import_module(f"{_SNOWBALL_ALIAS}.english_stemmer").EnglishStemmer()
+        except (ImportError, AttributeError):
+            sys.modules.pop(_SNOWBALL_ALIAS, None)
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
 def _make_stem() -> Callable[[str], str]:
-    stemmer = snowballstemmer.stemmer("english")
+    stemmer = english_stemmer()
 
     @lru_cache(maxsize=200_000)
     def stem(word: str) -> str:
