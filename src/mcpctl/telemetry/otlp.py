@@ -22,11 +22,13 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http._common import _resolve_endpoint
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import SpanContext
 
+from mcpctl.telemetry.export import transport_for
 from mcpctl.telemetry.records import Record, readable_span
 
 log = logging.getLogger("mcpctl.telemetry")
@@ -217,8 +219,14 @@ class Exporter(OTLPSpanExporter):
 
     takes_records = True
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, own_transport: bool = True) -> None:
+        """`own_transport`: sent over `export.Transport` (a kept-alive connection) where it applies."""
+        transport = transport_for(_resolve_endpoint("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "v1/traces")) \
+            if own_transport else None
+        if transport is None:
+            super().__init__()
+        else:
+            super().__init__(_transport=transport)
         self.encoder = Encoder()
 
     def export(self, spans: Sequence[ReadableSpan | Record]) -> SpanExportResult:

@@ -182,6 +182,12 @@ class Tracing:
         if processors is not None and not processors:
             return None
         if processors is not None and len(processors) == 1:
+            only = processors[0]
+            if getattr(only, "takes_records", False) and getattr(getattr(only, "exporter", None), "takes_records", False) \
+                    and isinstance(getattr(only, "queue", None), deque) and isinstance(getattr(only, "size", None), int):
+                self.queue, self.below = only.queue, only.size - 1      # `export.Batcher`: its deque
+                direct: Callable[[Record], None] = only.emit
+                return direct
             exporter = getattr(processors[0], "span_exporter", None)
             batch = getattr(processors[0], "_batch_processor", None)
             if getattr(exporter, "takes_records", False) and batch is not None and callable(getattr(batch, "emit", None)):
@@ -217,10 +223,10 @@ class Tracing:
             except ImportError as e:
                 raise MCPCtlError("OTEL_EXPORTER_OTLP_ENDPOINT is set, but the OTLP exporter is not installed",
                                   hint="pip install 'mcpctl[otel]' (or unset the variable)") from e
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+            from mcpctl.telemetry.export import Batcher
 
             # in its thread, every 5 s or at 512 spans (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
-            provider.add_span_processor(BatchSpanProcessor(Exporter()))
+            provider.add_span_processor(Batcher(Exporter()))
         return cls.install(provider)
 
     @classmethod
