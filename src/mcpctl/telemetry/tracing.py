@@ -60,6 +60,8 @@ from mcpctl.errors import MCPCtlError
 from mcpctl.telemetry import propagation
 from mcpctl.telemetry.records import Record, readable_span, trace_state
 from mcpctl.telemetry.w3c import _FLAGS, _meta_fields, _parent_fields, _span_id, _trace_id
+from mcpctl.telemetry.w3c import _SPAN_IDS as _SPAN_IDS  # popped inline on the call path
+from mcpctl.telemetry.w3c import _TRACE_IDS as _TRACE_IDS
 from mcpctl.telemetry.w3c import _parse as _parse  # re-exported: tests read a traceparent with it
 from mcpctl.telemetry.w3c import parent_context as parent_context  # re-exported
 
@@ -252,7 +254,7 @@ class Tracing:
         """`start` with the parent as the W3C fields (`trace_id` None: a new trace)."""
         new = trace_id is None
         if trace_id is None:
-            trace_id = _trace_id()
+            trace_id = _TRACE_IDS.pop() if _TRACE_IDS else _trace_id()     # `_trace_id()`, less its frame
         if self.default_sampling:
             sampled = new or bool(flags & _SAMPLED)
         elif self.always_on:        # the sampler's own answer, without asking it (`StaticSampler`)
@@ -262,7 +264,8 @@ class Tracing:
         flags = ((_SAMPLED | _RANDOM) if sampled else _RANDOM) if new else \
             (flags & _RANDOM) | (_SAMPLED if sampled else 0)
         span = _new(Span)       # `Span(...)` less its `__init__` frame and the call's argument tuple
-        span.tracing, span.name, span.kind, span.trace, span.id, span.parent = self, name, kind, trace_id, _span_id(), parent
+        span.tracing, span.name, span.kind, span.trace, span.id, span.parent = self, name, kind, trace_id, \
+            _SPAN_IDS.pop() if _SPAN_IDS else _span_id(), parent
         span.remote, span.flags, span.state, span.error, span.made = remote, flags, state, False, None
         span.attributes = (attributes or {}) if sampled else None
         span.start = time.time_ns()
@@ -427,7 +430,7 @@ class _ClientSpan:
         name = f"MCP send {method} {tool}" if isinstance(tool, str) else f"MCP send {method}"
         current = _CURRENT.get()
         if current is not None and current.tracing.fast_children:
-            self.parent, self.name, sid = current, name, _span_id()
+            self.parent, self.name, sid = current, name, _SPAN_IDS.pop() if _SPAN_IDS else _span_id()
             self.sid, self.start = sid, time.time_ns()
             traceparent, state = f"00-{current.trace}-{sid}{_FLAGS[current.flags]}", current.state
         else:
