@@ -15,9 +15,9 @@ import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult  # noqa: E402
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from mcpctl.telemetry.export import Batcher, Transport, _setting, transport_for  # noqa: E402
+from mcpctl.telemetry.export import Batcher, Transport, _setting, transport_for
 
 WAIT = 10.0
 
