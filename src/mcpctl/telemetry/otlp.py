@@ -12,7 +12,8 @@ serialized requests, concatenated, are one request with the spans of both). The 
 spans arrive as their records (`tracing.Record`: the hex ids, the times, the attributes), which
 `Encoder.record` writes as `Encoder.span` writes their `ReadableSpan`, without making one (3 µs a
 span against 7). Sent as the exporter sends its own (`Exporter.export`: its HTTP client, its
-retries, its size limit; a request it refuses goes to its own `export` as `ReadableSpan`s).
+retries, its size limit; a request it refuses goes to its own `export` as `ReadableSpan`s), over
+`export.Transport` (one kept-alive connection) rather than its `requests` session where that applies.
 """
 
 from __future__ import annotations

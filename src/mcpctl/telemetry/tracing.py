@@ -22,9 +22,9 @@ the call path, but a few slots holding the W3C context as it is written (hex ids
 block of `os.urandom`, the flags, the tracestate header): the client's `traceparent` is parsed
 with one regular expression into strings, the upstream's is joined from them, and an
 OpenTelemetry `SpanContext` is made only when asked for. Once ended, a span is one tuple of those
-fields (`Record`): when the provider's one span processor is the batch processor of the
-gateway's OTLP exporter (`otlp.Exporter`, which encodes records itself), the record goes straight
-into its batch, and nothing else is made for it, in the call's thread or the exporter's; with
+fields (`Record`): when the provider's one span processor batches for the gateway's OTLP
+exporter (`otlp.Exporter`, which encodes records itself; the processor is `export.Batcher`, or
+the SDK's `BatchSpanProcessor`), the record goes straight into its batch, and nothing else is made for it, in the call's thread or the exporter's; with
 any other processors (a test's in-memory exporter) it is made the `ReadableSpan` the SDK hands
 them (`readable_span`); with none (`MCPCTL_TRACING=1`), nothing. The provider's sampler decides
 as it would for the SDK's spans (the default, parent-based always-on, decided here without
