@@ -302,6 +302,35 @@ def test_the_exporters_own_transport_where_this_one_does_not_apply() -> None:
     assert transport_for("grpc://collector:4317", {}) is None
     https = transport_for("https://collector.example:4318/v1/traces", {})
     assert isinstance(https, Transport) and https.context is not None
+    # a CA file that is not there: the exporter's own transport, which reports it on each export as before
+    assert transport_for("https://collector.example:4318/v1/traces",
+                         {"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}) is None
+
+
+def test_https_is_verified_with_the_configured_ca(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """A collector over TLS whose certificate the configured CA signed: reached, kept alive."""
+    import ssl
+
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    collector = _Collector()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
+    collector.server.socket = server_ctx.wrap_socket(collector.server.socket, server_side=True)
+    try:
+        url = collector.url.replace("http://", "https://")
+        exporter = _exporter(monkeypatch, url, OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE=str(ca_file))
+        assert isinstance(exporter._client._transport, Transport)
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        assert exporter.export(_records(1)) == SpanExportResult.SUCCESS
+        assert exporter.export(_records(1)) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+    finally:
+        collector.close()
+    assert len(collector.posts) == 2 and collector.connections == 1
 
 
 def test_a_proxy_for_the_endpoint_keeps_the_exporters_transport(monkeypatch: pytest.MonkeyPatch) -> None:

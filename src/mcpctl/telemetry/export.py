@@ -272,7 +272,10 @@ def transport_for(endpoint: str, environ: Mapping[str, str] | None = None) -> Tr
         return None
     if scheme == "http":
         return Transport()
-    return Transport(_tls(env))
+    try:
+        return Transport(_tls(env))
+    except (OSError, ssl.SSLError):      # a certificate file missing or unreadable: as before, its error per export
+        return None
 
 
 def _tls(env: Mapping[str, str]) -> ssl.SSLContext:
@@ -286,8 +289,10 @@ def _tls(env: Mapping[str, str]) -> ssl.SSLContext:
         import certifi  # requests' own bundle (a dependency of requests)
 
         ca = certifi.where()
-    context = ssl.create_default_context(cafile=ca if os.path.isfile(ca) else None,
-                                         capath=ca if os.path.isdir(ca) else None)
+    if os.path.isdir(ca):
+        context = ssl.create_default_context(capath=ca)
+    else:
+        context = ssl.create_default_context(cafile=ca)     # missing: OSError
     cert = first("OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")
     key = first("OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_KEY")
     if cert is not None:
