@@ -1,7 +1,7 @@
 """Instructions a relayed call costs each thread of `mcpctl serve`, counted by callgrind (not a test).
 
     .venv/bin/python benchmarks/bench_call_instructions.py [--calls 3000] [--baseline MCPCTL_EXE]
-                                                          [--telemetry] [--env NAME=VALUE ...]
+                                                          [--telemetry] [--env NAME=VALUE ...] [--keep DIR]
 
 CPU time on a shared machine moves by more than a change to the call path (`bench_call_cpu.py`
 pairs rounds to see through it); the instructions a thread executes do not. Each target runs
@@ -18,6 +18,9 @@ Targets: this checkout with telemetry off; `--baseline` (another installation's 
 with `--telemetry`, this checkout with metrics and tracing on, every trace kept (the default
 sampler; `--env OTEL_TRACES_SAMPLER=always_on` for another), spans sent over OTLP/HTTP to a
 sink in this process. About 3 minutes a target for 3,000 calls.
+
+Each thread is printed by what it runs (read from its dump: the OTLP exporter's, the invocation
+log's writer, else its number); `--keep DIR` keeps the dumps there for `callgrind_annotate`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,8 +40,24 @@ from bench_gateway import otlp_sink
 WARM_UP = 600
 
 
-def count(exe: str, env: dict[str, str], n: int, out: Path) -> dict[int, float]:
-    """Instructions per call of each thread of `exe serve` (by callgrind's thread number; 1 is the main)."""
+# what a thread's dump names that tells which thread it is (the first found)
+# (C objects only: callgrind sees no Python function): the writer's database driver; the OTLP
+# client's backoff jitter, drawn before each export
+THREAD_NAMES = (("libsqlite3", "log writer"), ("libpq", "log writer"), ("_random.cpython", "exporter"))
+
+
+def _thread_name(number: int, text: str) -> str:
+    if number == 1:
+        return "loop"
+    for marker, name in THREAD_NAMES:
+        if marker in text:
+            return name
+    return f"thread {number}"
+
+
+def count(exe: str, env: dict[str, str], n: int, out: Path) -> dict[str, float]:
+    """Instructions per call of each thread of `exe serve`, by name ("loop": the main thread, the
+    event loop's; "exporter"; "log writer"; else callgrind's thread number)."""
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
             f"--callgrind-out-file={out}", str(Path(exe).parent / "python"), exe, "serve", "--project", "bench"]
     peer = Peer(argv, env)
@@ -50,11 +70,13 @@ def count(exe: str, env: dict[str, str], n: int, out: Path) -> dict[int, float]:
         subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
     finally:
         peer.close()
-    found: dict[int, float] = {}
-    for dump in out.parent.glob(f"{out.name}.1-*"):       # the first dump, one file a thread
-        for line in dump.read_text(errors="replace").splitlines():
+    found: dict[str, float] = {}
+    for dump in sorted(out.parent.glob(f"{out.name}.1-*")):       # the first dump, one file a thread
+        text = dump.read_text(errors="replace")
+        for line in text.splitlines():
             if line.startswith("summary:"):
-                found[int(dump.name.rsplit("-", 1)[1])] = int(line.split()[1]) / n
+                name = _thread_name(int(dump.name.rsplit("-", 1)[1]), text)
+                found[name] = found.get(name, 0.0) + int(line.split()[1]) / n
                 break
     return found
 
@@ -66,6 +88,7 @@ def main() -> None:
     ap.add_argument("--telemetry", action="store_true", help="also this checkout with metrics and tracing on")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="more environment for the telemetry-on target (repeatable)")
+    ap.add_argument("--keep", metavar="DIR", type=Path, help="keep callgrind's dumps in DIR")
     a = ap.parse_args()
     up, _ = upstream_argv()
     current = str(Path(sys.executable).parent / "mcpctl")
@@ -83,15 +106,21 @@ def main() -> None:
         for i, (label, exe, target_env) in enumerate(targets):
             results[label] = count(exe, target_env, a.calls, Path(tmp) / f"cg{i}.out")
             print(f"  {label}: done, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+            if a.keep is not None:
+                a.keep.mkdir(parents=True, exist_ok=True)
+                for dump in Path(tmp).glob(f"cg{i}.out*"):
+                    shutil.copy(dump, a.keep / dump.name)
     print(f"instructions per call ({a.calls} sequential calls after {WARM_UP}; callgrind, thousands):")
     first = None
     for label, threads in results.items():
-        main_thread = threads.get(1, 0.0)
-        others = sum(v for k, v in threads.items() if k != 1)
-        first = first or (main_thread, others)
-        print(f"  {label:24s} main {main_thread / 1e3:7.1f}k ({main_thread / first[0]:.3f}x), other threads "
-              f"{others / 1e3:6.1f}k, together {(main_thread + others) / 1e3:7.1f}k "
-              f"({(main_thread + others) / sum(first):.3f}x)")
+        main_thread = threads.get("loop", 0.0)
+        writer = threads.get("log writer", 0.0)
+        total = sum(threads.values())
+        first = first or (main_thread, total, total - writer)
+        apart = ", ".join(f"{k} {v / 1e3:.1f}k" for k, v in sorted(threads.items()) if k != "loop")
+        print(f"  {label:24s} loop {main_thread / 1e3:7.1f}k ({main_thread / first[0]:.3f}x); {apart}; "
+              f"together {total / 1e3:7.1f}k ({total / first[1]:.3f}x), "
+              f"less the log writer {(total - writer) / 1e3:7.1f}k ({(total - writer) / first[2]:.3f}x)")
 
 
 if __name__ == "__main__":

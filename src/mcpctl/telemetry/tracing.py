@@ -22,9 +22,9 @@ the call path, but a few slots holding the W3C context as it is written (hex ids
 block of `os.urandom`, the flags, the tracestate header): the client's `traceparent` is parsed
 with one regular expression into strings, the upstream's is joined from them, and an
 OpenTelemetry `SpanContext` is made only when asked for. Once ended, a span is one tuple of those
-fields (`Record`): when the provider's one span processor is the batch processor of the
-gateway's OTLP exporter (`otlp.Exporter`, which encodes records itself), the record goes straight
-into its batch, and nothing else is made for it, in the call's thread or the exporter's; with
+fields (`Record`): when the provider's one span processor batches for the gateway's OTLP
+exporter (`otlp.Exporter`, which encodes records itself; the processor is `export.Batcher`, or
+the SDK's `BatchSpanProcessor`), the record goes straight into its batch, and nothing else is made for it, in the call's thread or the exporter's; with
 any other processors (a test's in-memory exporter) it is made the `ReadableSpan` the SDK hands
 them (`readable_span`); with none (`MCPCTL_TRACING=1`), nothing. The provider's sampler decides
 as it would for the SDK's spans (the default, parent-based always-on, decided here without
@@ -60,6 +60,8 @@ from mcpctl.errors import MCPCtlError
 from mcpctl.telemetry import propagation
 from mcpctl.telemetry.records import Record, readable_span, trace_state
 from mcpctl.telemetry.w3c import _FLAGS, _meta_fields, _parent_fields, _span_id, _trace_id
+from mcpctl.telemetry.w3c import _SPAN_IDS as _SPAN_IDS  # popped inline on the call path
+from mcpctl.telemetry.w3c import _TRACE_IDS as _TRACE_IDS
 from mcpctl.telemetry.w3c import _parse as _parse  # re-exported: tests read a traceparent with it
 from mcpctl.telemetry.w3c import parent_context as parent_context  # re-exported
 
@@ -182,6 +184,12 @@ class Tracing:
         if processors is not None and not processors:
             return None
         if processors is not None and len(processors) == 1:
+            only = processors[0]
+            if getattr(only, "takes_records", False) and getattr(getattr(only, "exporter", None), "takes_records", False) \
+                    and isinstance(getattr(only, "queue", None), deque) and isinstance(getattr(only, "size", None), int):
+                self.queue, self.below = only.queue, only.size - 1      # `export.Batcher`: its deque
+                direct: Callable[[Record], None] = only.emit
+                return direct
             exporter = getattr(processors[0], "span_exporter", None)
             batch = getattr(processors[0], "_batch_processor", None)
             if getattr(exporter, "takes_records", False) and batch is not None and callable(getattr(batch, "emit", None)):
@@ -217,10 +225,10 @@ class Tracing:
             except ImportError as e:
                 raise MCPCtlError("OTEL_EXPORTER_OTLP_ENDPOINT is set, but the OTLP exporter is not installed",
                                   hint="pip install 'mcpctl[otel]' (or unset the variable)") from e
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+            from mcpctl.telemetry.export import Batcher
 
             # in its thread, every 5 s or at 512 spans (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
-            provider.add_span_processor(BatchSpanProcessor(Exporter()))
+            provider.add_span_processor(Batcher(Exporter()))
         return cls.install(provider)
 
     @classmethod
@@ -246,7 +254,7 @@ class Tracing:
         """`start` with the parent as the W3C fields (`trace_id` None: a new trace)."""
         new = trace_id is None
         if trace_id is None:
-            trace_id = _trace_id()
+            trace_id = _TRACE_IDS.pop() if _TRACE_IDS else _trace_id()     # `_trace_id()`, less its frame
         if self.default_sampling:
             sampled = new or bool(flags & _SAMPLED)
         elif self.always_on:        # the sampler's own answer, without asking it (`StaticSampler`)
@@ -256,7 +264,8 @@ class Tracing:
         flags = ((_SAMPLED | _RANDOM) if sampled else _RANDOM) if new else \
             (flags & _RANDOM) | (_SAMPLED if sampled else 0)
         span = _new(Span)       # `Span(...)` less its `__init__` frame and the call's argument tuple
-        span.tracing, span.name, span.kind, span.trace, span.id, span.parent = self, name, kind, trace_id, _span_id(), parent
+        span.tracing, span.name, span.kind, span.trace, span.id, span.parent = self, name, kind, trace_id, \
+            _SPAN_IDS.pop() if _SPAN_IDS else _span_id(), parent
         span.remote, span.flags, span.state, span.error, span.made = remote, flags, state, False, None
         span.attributes = (attributes or {}) if sampled else None
         span.start = time.time_ns()
@@ -421,7 +430,7 @@ class _ClientSpan:
         name = f"MCP send {method} {tool}" if isinstance(tool, str) else f"MCP send {method}"
         current = _CURRENT.get()
         if current is not None and current.tracing.fast_children:
-            self.parent, self.name, sid = current, name, _span_id()
+            self.parent, self.name, sid = current, name, _SPAN_IDS.pop() if _SPAN_IDS else _span_id()
             self.sid, self.start = sid, time.time_ns()
             traceparent, state = f"00-{current.trace}-{sid}{_FLAGS[current.flags]}", current.state
         else:
