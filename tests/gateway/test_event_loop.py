@@ -90,3 +90,21 @@ def test_serve_refuses_an_unknown_loop(kit: Kit) -> None:
     assert out == b""                                   # nothing on stdout but protocol: here, nothing
     assert err.decode().startswith("error: MCPCTL_EVENT_LOOP='trio': not an event loop mcpctl knows"), err
     assert not kit.leftovers()                          # no upstream was started
+
+
+def test_doctor_says_which_loop(kit: Kit) -> None:
+    """`mcpctl doctor` names the loop gateways will run on, and fails on a value `serve` would refuse."""
+    def doctor(env: dict[str, str]) -> tuple[int, list[dict[str, Any]]]:
+        r = subprocess.run([MCPCTL, "doctor", "--no-connect", "-o", "json"], capture_output=True, text=True,
+                           timeout=60 * SLACK, stdin=subprocess.DEVNULL,
+                           env={**os.environ, "MCPCTL_HOME": str(kit.home), **SRC_ENV, **env})
+        return r.returncode, [c for c in json.loads(r.stdout)["checks"] if c["check"] == "loop"]
+
+    code, loop = doctor({})
+    assert code == 0 and [(c["status"], c["message"]) for c in loop] == [("ok", "gateways run on uvloop")]
+    code, loop = doctor({"MCPCTL_EVENT_LOOP": "asyncio"})
+    assert code == 0 and [(c["status"], c["message"]) for c in loop] == [
+        ("info", "gateways run on asyncio's event loop (MCPCTL_EVENT_LOOP=asyncio)")]
+    code, loop = doctor({"MCPCTL_EVENT_LOOP": "trio"})
+    assert code == 1 and [(c["status"], c["message"]) for c in loop] == [
+        ("fail", "MCPCTL_EVENT_LOOP='trio': not an event loop mcpctl knows")]

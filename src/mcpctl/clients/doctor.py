@@ -3,7 +3,7 @@
 Checks, each a `Check` with a status (`ok`, `info`, `warn`, `fail`) and, when something is wrong,
 a hint naming the command that fixes it:
 
-- install: mcpctl and Python, `mcpctl` on PATH, the MCP SDK, the store readable;
+- install: mcpctl and Python, `mcpctl` on PATH, the MCP SDK, the event loop gateways run on, the store readable;
 - each server: its command found (`upstream.transport.find_command`, as the gateway
   looks), its `${env:…}`/`${file:…}` references resolvable, no literal secret in the store,
   then connected and listed within its connect timeout through the gateway's refresh machinery
@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpctl import __version__, paths
+from mcpctl import __version__, eventloop, paths
 from mcpctl.errors import MCPCtlError, SecretError
 from mcpctl.resources.kinds import ProjectSpec, ServerSpec
 from mcpctl.resources.store import ResourceStore
@@ -58,6 +58,22 @@ Progress = Callable[[str, int, int], None]     # (server just finished, done, to
 # -- install ------------------------------------------------------------------------------------------
 
 
+def _event_loop(report: DoctorReport) -> None:
+    """The event loop `mcpctl serve` would run on here (`mcpctl.eventloop`), or why it would refuse to start."""
+    try:
+        loop = eventloop.chosen()
+    except MCPCtlError as e:
+        report.add("install", "loop", "fail", e.message, e.hint)
+        return
+    if loop == "uvloop":
+        report.add("install", "loop", "ok", "gateways run on uvloop")
+    elif os.environ.get(eventloop.ENV, "").strip():
+        report.add("install", "loop", "info", f"gateways run on asyncio's event loop ({eventloop.ENV}=asyncio)")
+    else:
+        report.add("install", "loop", "info", "gateways run on asyncio's event loop (uvloop is not installed)",
+                   "pip install uvloop: a relayed call then costs the gateway about a quarter fewer instructions")
+
+
 def _install(report: DoctorReport, store: ResourceStore) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     report.add("install", "mcpctl", "ok", f"mcpctl {__version__}, Python {platform.python_version()} ({sys.executable})")
     on_path = shutil.which("mcpctl")
@@ -70,6 +86,7 @@ def _install(report: DoctorReport, store: ResourceStore) -> tuple[list[dict[str,
         report.add("install", "sdk", "ok", f"MCP SDK (mcp) {importlib.metadata.version('mcp')}")
     except importlib.metadata.PackageNotFoundError:
         report.add("install", "sdk", "fail", "the MCP SDK (mcp) is not installed", "pip install -e . (or pip install mcpctl)")
+    _event_loop(report)
     home = paths.home_override()
     where = f"{paths.config_dir()}" + (f" (MCPCTL_HOME={home})" if home else "")
     try:
