@@ -7,12 +7,14 @@ a test can find any process it left behind by scanning /proc for that mark.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -239,3 +241,20 @@ def http_upstream(kit: Kit, name: str, *args: str) -> Any:
             proc.wait(timeout=10 * SLACK)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+class LoopbackHTTP:
+    """A test's HTTP handler served on loopback by a thread (`url`; `close()` stops and frees the port)."""
+
+    server: http.server.ThreadingHTTPServer
+    url: str
+
+    def _serve(self, handler: type[http.server.BaseHTTPRequestHandler]) -> None:
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gwkit import Kit, http_upstream, text_of, wait_tools
+from gwkit import Kit, LoopbackHTTP, http_upstream, text_of, wait_tools
 from inproc import Harness
 from test_serve_http import http_client, http_gateway_process
 
@@ -365,7 +365,7 @@ async def test_the_metrics_endpoint_answers_get_and_head_and_passes_everything_e
 # -- the OTLP exporter (the `otel` extra) ---------------------------------------------------------
 
 
-class _Collector:
+class _Collector(LoopbackHTTP):
     """An OTLP/HTTP trace collector on loopback (its port held from the start): decodes each export."""
 
     def __init__(self) -> None:
@@ -398,14 +398,7 @@ class _Collector:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
 async def test_spans_reach_an_otlp_collector(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:

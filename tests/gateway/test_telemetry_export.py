@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
+from gwkit import LoopbackHTTP
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from mcpctl.telemetry.export import Batcher, Transport, _setting, transport_for
@@ -164,7 +165,7 @@ def test_tracing_appends_records_to_the_batchers_deque() -> None:
 
 # -- the transport ---------------------------------------------------------------------------------
 
-class _Collector:
+class _Collector(LoopbackHTTP):
     """An HTTP/1.1 endpoint (connections kept alive) recording each POST's headers and body."""
 
     def __init__(self, status: int = 200) -> None:
@@ -189,14 +190,7 @@ class _Collector:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
 @pytest.fixture
