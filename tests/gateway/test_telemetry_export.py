@@ -163,6 +163,28 @@ def test_tracing_appends_records_to_the_batchers_deque() -> None:
     assert got.closed
 
 
+def test_a_batcher_over_an_exporter_of_readable_spans_gets_readable_spans() -> None:
+    """Records go straight into the Batcher's deque only when its exporter encodes them itself."""
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.trace import SpanKind
+
+    from mcpctl.telemetry.tracing import Tracing
+
+    class Plain(Got):
+        takes_records = False
+
+    got = Plain(want=1)
+    provider = TracerProvider()
+    batcher = Batcher(got, _env(schedule_delay=600_000, max_export_batch_size=1))
+    provider.add_span_processor(batcher)
+    tracing = Tracing(provider)
+    assert not batcher.takes_records and tracing.queue is None
+    tracing.start("plain", SpanKind.SERVER, None).end()
+    assert got.enough.wait(WAIT)
+    assert [(type(s), s.name) for s in got.batches[0]] == [(ReadableSpan, "plain")]
+    tracing.close()
+
+
 # -- the transport ---------------------------------------------------------------------------------
 
 class _Collector(LoopbackHTTP):

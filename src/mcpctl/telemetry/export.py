@@ -67,8 +67,6 @@ class Batcher(SpanProcessor):
     """The span processor of the gateway's own OTLP exporter (see the module's text). Takes the
     gateway's span records (`tracing.Record`) and the SDK's ended spans alike."""
 
-    takes_records = True
-
     def __init__(self, exporter: SpanExporter, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
         self.exporter = exporter
@@ -89,6 +87,13 @@ class Batcher(SpanProcessor):
         self._thread = self._start()
         reinit = weakref.WeakMethod(self._after_fork)
         os.register_at_fork(after_in_child=lambda: (found := reinit()) is not None and found())
+
+    @property
+    def takes_records(self) -> bool:
+        """Whether the gateway's span records may be queued as they are: its exporter encodes them
+        itself (`otlp.Exporter`); `tracing` then appends them to `queue` below `size`, else hands it
+        `ReadableSpan`s."""
+        return bool(getattr(self.exporter, "takes_records", False))
 
     def _start(self) -> threading.Thread:
         thread = threading.Thread(target=self._work, name="mcpctl-otlp-export", daemon=True)

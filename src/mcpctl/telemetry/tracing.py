@@ -185,9 +185,8 @@ class Tracing:
             return None
         if processors is not None and len(processors) == 1:
             only = processors[0]
-            if getattr(only, "takes_records", False) and getattr(getattr(only, "exporter", None), "takes_records", False) \
-                    and isinstance(getattr(only, "queue", None), deque) and isinstance(getattr(only, "size", None), int):
-                self.queue, self.below = only.queue, only.size - 1      # `export.Batcher`: its deque
+            if getattr(only, "takes_records", False):      # `export.Batcher` over the gateway's exporter: its deque
+                self.queue, self.below = only.queue, only.size - 1
                 direct: Callable[[Record], None] = only.emit
                 return direct
             exporter = getattr(processors[0], "span_exporter", None)
