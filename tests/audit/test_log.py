@@ -397,10 +397,12 @@ _STATS_WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from mcpctl.audit.log import CallRecord, InvocationLog
-    path, n, ready = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    path, n, ready, stop = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
     log = InvocationLog(path)
     ready.touch()
     for i in range(n):   # one transaction per call, as gateways commit them: a row for every tool
+        if i % 16 == 0 and stop.exists():    # the reader has run its rounds
+            break
         log.record_many([CallRecord(ts=time.time(), duration_ms=float(i % 97), project="p",
                                     presented_name=f"t{k}", canonical_id=f"s/t{k}", outcome="ok")
                          for k in range(3)])
@@ -415,8 +417,10 @@ def test_tool_stats_reads_one_snapshot_while_a_gateway_writes(tmp_path: Path) ->
     path = tmp_path / "log.db"
     with InvocationLog(path) as seed:   # enough rows that each SELECT takes a while
         seed.record_many([rec(T0 + i, f"s/t{k}", duration_ms=float(i % 89)) for i in range(4000) for k in range(3)])
-    ready = tmp_path / "ready"
-    writer = subprocess.Popen([sys.executable, "-c", _STATS_WRITER, str(path), "3000", str(ready)],
+    ready, stop = tmp_path / "ready", tmp_path / "stop"
+    # it writes until the reader has run its rounds (at most 200,000 transactions): not a race
+    # between the two processes' speeds
+    writer = subprocess.Popen([sys.executable, "-c", _STATS_WRITER, str(path), "200000", str(ready), str(stop)],
                               stderr=subprocess.PIPE, text=True)
     failures: list[str] = []
     rounds = 0
@@ -425,7 +429,7 @@ def test_tool_stats_reads_one_snapshot_while_a_gateway_writes(tmp_path: Path) ->
             deadline = time.monotonic() + 20 * SLACK
             while not ready.exists() and time.monotonic() < deadline:
                 time.sleep(0.01)
-            while writer.poll() is None and rounds < 400 and time.monotonic() < deadline:
+            while writer.poll() is None and rounds < 40 and time.monotonic() < deadline:
                 rounds += 1
                 try:
                     stats = lg.tool_stats(project="p")
@@ -439,9 +443,10 @@ def test_tool_stats_reads_one_snapshot_while_a_gateway_writes(tmp_path: Path) ->
                     if not (0 <= s.p50_ms <= s.p95_ms <= 96):
                         failures.append(f"bad percentiles: {s}")
     finally:
+        stop.touch()
         _, stderr = writer.communicate(timeout=60 * SLACK)
     assert writer.returncode == 0, stderr
-    assert rounds >= 5, "the writer finished before stats ran: make it write longer"
+    assert rounds >= 5, "the writer finished before stats ran 5 times"
     assert failures == [], f"{len(failures)} of {rounds} stats runs failed, e.g. {failures[:3]}"
 
 
