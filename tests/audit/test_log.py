@@ -156,6 +156,24 @@ def test_record_many_is_one_transaction(log: InvocationLog) -> None:
     assert log.count() == 3
 
 
+def test_a_batch_is_one_multi_row_insert_in_order(tmp_path: Path) -> None:
+    """A batch that fits one statement is that INSERT alone (its own transaction; each statement's
+    step gives up the GIL and has to win it back from a busy event loop); a longer one is a few
+    multi-row INSERTs in one transaction; the rows keep the order given either way."""
+    statements: list[str] = []
+    with InvocationLog(tmp_path / "log.db") as lg:
+        lg._db.set_trace_callback(statements.append)
+        lg.record_many([rec(T0 + i, presented_name=f"a{i}") for i in range(40)])
+        assert [s.split(" (")[0] for s in statements] == ["INSERT INTO invocations"]
+        statements.clear()
+        n = lg.rows_per_insert * 2 + lg.rows_per_insert // 2
+        lg.record_many([rec(T0 + 100 + i, presented_name=f"b{i}") for i in range(n)])
+        lg._db.set_trace_callback(None)
+        names = [r.presented_name for r in lg.query(project="p")]
+    assert names == [f"a{i}" for i in range(40)] + [f"b{i}" for i in range(n)]
+    assert [s.split(" (")[0] for s in statements] == ["BEGIN IMMEDIATE", *["INSERT INTO invocations"] * 3, "COMMIT"]
+
+
 @both
 def test_query_filters_and_limit_keeps_newest_in_order(log: InvocationLog) -> None:
     log.record_many([

@@ -25,7 +25,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Final, TypeVar
@@ -60,9 +60,11 @@ T = TypeVar("T")
 
 _COLUMNS: Final = tuple(f.name for f in fields(CallRecord))
 _SELECT: Final = f"SELECT {', '.join(_COLUMNS)} FROM invocations"
-_INSERT: Final = (
-    f"INSERT INTO invocations ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
-)
+_INSERT_HEAD: Final = f"INSERT INTO invocations ({', '.join(_COLUMNS)}) VALUES "
+_ROW_VALUES: Final = f"({', '.join('?' for _ in _COLUMNS)})"
+# The most rows one INSERT statement takes (the BackgroundWriter's batches are at most 512); fewer
+# where the SQLite build allows fewer parameters (999 before 3.32).
+MAX_ROWS_PER_INSERT: Final = 512
 # A row is a search when it carries a query or is the search_tools built-in.
 _IS_SEARCH: Final = "({t}.query IS NOT NULL OR {t}.canonical_id = ? OR {t}.presented_name = ?)"
 
@@ -103,6 +105,8 @@ class InvocationLog:
         self._db = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
+        variables = self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        self.rows_per_insert = max(1, min(MAX_ROWS_PER_INSERT, variables // len(_COLUMNS)))
         try:
             self._db.create_function("mcpctl_glob", 2, _glob, deterministic=True)
             self._retrying(lambda: self._db.execute("PRAGMA journal_mode=WAL").fetchone())
@@ -144,10 +148,6 @@ class InvocationLog:
         with self._lock:
             return self._retrying(tx)
 
-    def _write(self, sql: str, rows: Iterable[tuple[object, ...]]) -> None:
-        rows = list(rows)
-        self._immediate(lambda: self._db.executemany(sql, rows))
-
     def _fetch(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         return self._db.execute(sql, params).fetchall()
 
@@ -179,9 +179,30 @@ class InvocationLog:
         self.record_many((rec,))
 
     def record_many(self, recs: Sequence[CallRecord]) -> None:
-        """Insert all records in one `BEGIN IMMEDIATE` transaction (all or none)."""
-        if recs:
-            self._write(_INSERT, map(row, recs))
+        """Insert all records in one transaction (all or none).
+
+        The rows go in multi-row INSERTs of up to `rows_per_insert`, and a batch that fits one is
+        that statement alone (a statement is its own transaction), not BEGIN, a statement a row and
+        COMMIT: each statement's step gives up the GIL and has to win it back from a busy event
+        loop, which on a loaded machine made a batch of a dozen calls take tens of milliseconds to
+        commit (docs/internals.md, "Guarantees: the invocation log and manifests")."""
+        statements = []
+        for start in range(0, len(recs), self.rows_per_insert):
+            chunk = recs[start:start + self.rows_per_insert]
+            params = [value for rec in chunk for value in row(rec)]
+            statements.append((_INSERT_HEAD + ", ".join([_ROW_VALUES] * len(chunk)), params))
+        if len(statements) == 1:
+            sql, params = statements[0]
+            with self._lock:
+                self._retrying(lambda: self._db.execute(sql, params))
+            return
+
+        def insert() -> None:
+            for sql, params in statements:
+                self._db.execute(sql, params)
+
+        if statements:
+            self._immediate(insert)
 
     # -- reading ----------------------------------------------------------------------------
 
