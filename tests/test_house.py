@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cluster",),        # the replicas of one database (issue 36): only the gateway uses it
     ("presentation", "upstream", "evaluation"),
     ("ask", "auth", "telemetry"),
-    ("storage", "eventloop"),
+    ("storage", "eventloop", "wire"),
     ("catalogue",),
     ("resources", "audit", "examples", "chat"),
     ("db",),

@@ -11,7 +11,8 @@ Like a load balancer with passive health checks (envoy's `retry_on: connect-fail
 proxy moves on to the next replica when one refuses the connection or closes it before answering
 a byte; nothing else is retried. That is what keeps a 2026-07-28 request in flight on the replica
 killed from failing: the SDK answers it with one JSON body when it is done (SSE only once the
-handler has sent a notification), so a killed replica has sent nothing yet. A handshake-era request
+handler has sent a notification) and the front writes its head and body in one write
+(`mcpctl.wire`), so a killed replica has sent nothing yet. A handshake-era request
 answered over SSE whose stream ran through the killed replica (its owner, or the replica that
 forwarded it) breaks mid-answer: that client starts a new session, once.
 """

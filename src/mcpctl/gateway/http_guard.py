@@ -27,6 +27,7 @@ from mcpctl.resources.http_limits import connection_budget as connection_budget
 from mcpctl.resources.http_limits import deepen_listen_queues as deepen_listen_queues
 from mcpctl.resources.http_limits import unauthenticated_cap
 from mcpctl.resources.shares import Share
+from mcpctl.wire import HeadWithBody
 
 if TYPE_CHECKING:
     from mcpctl.resources.tokens import Credential
@@ -273,7 +274,7 @@ class GuardedH11Protocol:
         self.credential: str | None = None  # whose share it counts in (the last request's token)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[misc]
+        super().connection_made(HeadWithBody(transport, self.loop))  # type: ignore[misc]  # (wire.py)
         g = self.guard
         if g.open >= g.max_connections and not g.make_room():
             g.refusals.note("full")
