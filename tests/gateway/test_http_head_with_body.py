@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -65,17 +66,17 @@ async def _front(writes: list[bytes], go: asyncio.Event) -> AsyncIterator[int]:
         scope.setdefault("state", {})["go"] = go
         await _app(scope, receive, send)
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, http=Recorded, lifespan="off",
-                                           log_level="warning", ws="none"))
-    task = asyncio.create_task(server.serve())
+    # the socket bound and listening before uvicorn starts: a client's connection waits in its
+    # backlog until uvicorn accepts it, so nothing polls for the server's start
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, http=Recorded, lifespan="off", log_level="warning", ws="none"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        async with asyncio.timeout(20):
-            while not server.started:
-                await asyncio.sleep(0.01)
-        yield server.servers[0].sockets[0].getsockname()[1]
+        yield sock.getsockname()[1]
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 20)
+        sock.close()
 
 
 async def _request(port: int, path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
