@@ -181,3 +181,24 @@ async def test_the_sync_runs_every_interval_until_stopped(pg_db: str) -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_a_database_at_cluster_version_1_says_to_migrate_and_migrate_adds_the_table(pg_db: str) -> None:
+    """A team database migrated before limits were shared: a replica refuses it naming the command,
+    and `mcpctl db migrate` adds `limit_spend` (version 2) to it."""
+    import psycopg
+
+    from mcpctl.db import migrations
+
+    with psycopg.connect(pg_db) as conn:
+        conn.execute("DROP TABLE limit_spend")
+        conn.execute("DELETE FROM schema_migrations WHERE component = 'cluster' AND version = 2")
+    with pytest.raises(migrations.SchemaBehind, match="cluster schema is at version 1, this mcpctl needs 2") as e:
+        migrations.require("cluster", pg_db)
+    assert e.value.hint == "run: mcpctl db migrate"
+    assert [(c, m.version) for c, m in migrations.migrate(pg_db)] == [("cluster", 2)]
+    migrations.require("cluster", pg_db)
+    a = _replicas(pg_db, Clock(), 1)[0]
+    assert _admit(a, 1) == 1
+    a.step()
+    assert not a.down and not a.pending
