@@ -132,7 +132,8 @@ class SharedLimits:
     def answered(self, rows: list[Row], clean: bool) -> None:
         """The database answered: what was published is, and the others' news is charged here."""
         if self.down:
-            log.warning("limit_spend answers again: per-person call limits are shared by the replicas again")
+            log.warning("the database answers again (table limit_spend): per-person call limits are shared by "
+                        "the replicas again")
             self.down = False
         self.pending.clear()
         first, now = self.first, self.clock()
