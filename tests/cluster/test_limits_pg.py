@@ -2,7 +2,8 @@
 two and three replicas' `Limits` on one database, each sync driven by the test (`step`), on a still
 clock, so every count is exact. What one replica admits is charged to the others' buckets once
 (the news since the last read, not the totals); credentials and profiles are kept apart; a row no
-longer changing is not read; a database away is logged once and the counts go out when it is back."""
+longer changing is not read, and is deleted with what was remembered of it; a database away is
+logged once and the counts go out when it is back."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import anyio
 import pytest
 
 from ci_support import SLACK
-from mcpctl.cluster.limits import LIVE_S, SharedLimits
+from mcpctl.cluster.limits import CLEAN_EVERY, KEEP_S, LIVE_S, MARGIN_S, SharedLimits
 from mcpctl.presentation.budgets import Limits
 from mcpctl.resources.kinds import ProjectSpec
 
@@ -125,7 +126,14 @@ def test_a_row_no_longer_changing_is_not_read_and_an_idle_key_starts_a_new_count
     assert _level(b) == BURST - 2                               # the new count's 2, not 5 + 2
     with psycopg.connect(pg_db) as conn:
         rows = conn.execute("SELECT replica, profile, identity, taken FROM limit_spend").fetchall()
-    assert rows == [("r0", "ci", "alice", 2)]
+        assert rows == [("r0", "ci", "alice", 2)]
+        conn.execute("UPDATE limit_spend SET at = now() - make_interval(secs => %s)", (KEEP_S + 1,))
+    clock.now += LIVE_S + 2 * MARGIN_S
+    b.syncs = CLEAN_EVERY - 1                                   # the next sync cleans: rows and memory
+    b.step()
+    with psycopg.connect(pg_db) as conn:
+        assert conn.execute("SELECT count(*) FROM limit_spend").fetchone() == (0,)
+    assert b.seen == {} and b.mine == {}
 
 
 def test_a_database_away_is_logged_once_and_the_counts_go_out_when_it_is_back(
