@@ -171,3 +171,47 @@ def test_a_person_is_named_by_the_whole_identity_their_sub_or_their_email() -> N
                        ("carol (carol@example.com)", 4), ("dave (dave@example.com)", 1)):
         assert _spend(limits, Caller("s", profile="ci", credential=who), burst + 1) == [True] * burst + [False], who
 
+
+
+def test_a_charge_refills_then_subtracts_and_may_leave_a_debt_down_to_minus_burst() -> None:
+    """What another replica admitted (`Limits.charge`, from `cluster.limits`): the bucket is brought
+    to now, then spent, into debt if need be; the debt is waited out at the rate, then calls go on."""
+    clock = Clock()
+    limits = Limits(_spec({"callsPerMinute": 60, "burst": 10, "identities": {"vip": {"burst": 20}}}), clock)
+    tok = Caller("s", profile="ci", credential="tok")
+    assert _spend(limits, tok, 3) == [True] * 3                 # 7 left
+    clock.now += 2                                              # 9 left
+    limits.charge("ci", "tok", 4)
+    assert limits.buckets["ci", "tok"].level == 5.0
+    assert _spend(limits, tok, 6) == [True] * 5 + [False]
+    limits.charge("ci", "tok", 30)                              # 0 - 30: the debt stops at -burst
+    assert limits.buckets["ci", "tok"].level == -10.0
+    over = limits.take("ci", "tok")
+    assert over is not None and over.retry_after == 11          # back to 1 call at one a second
+    clock.now += 10.5
+    assert limits.take("ci", "tok") is not None
+    clock.now += 0.5
+    assert _spend(limits, tok, 2) == [True, False]
+    limits.charge("ci", "new", 4)                               # a bucket not used here yet: full, then spent
+    assert _spend(limits, Caller("s", profile="ci", credential="new"), 7) == [True] * 6 + [False]
+    limits.charge("ci", "vip", 15)                              # an identity's own rate
+    assert _spend(limits, Caller("s", profile="ci", credential="vip"), 6) == [True] * 5 + [False]
+    limits.charge("free", "tok", 5)                             # a profile without limits: nothing
+    limits.charge("ci", "tok", 0)
+    assert ("free", "tok") not in limits.buckets
+
+
+def test_drain_counts_each_credentials_admitted_calls_since_the_last_drain() -> None:
+    """The counts the cluster shares: admitted calls only, credentials only (not the stdio client's
+    None), each count once."""
+    clock = Clock()
+    limits = Limits(_spec({"callsPerMinute": 60, "burst": 3}), clock)
+    assert limits.drain() == {}
+    _spend(limits, Caller("s", profile="ci", credential="tok"), 5)         # 3 admitted, 2 refused
+    _spend(limits, Caller("s", profile="ci", credential=""), 2)            # the project's own token
+    _spend(limits, Caller("s", profile="ci"), 2)                           # the stdio client
+    assert limits.drain() == {("ci", "tok"): 3, ("ci", ""): 2}
+    assert limits.drain() == {}
+    clock.now += 1
+    _spend(limits, Caller("s", profile="ci", credential="tok"), 2)
+    assert limits.drain() == {("ci", "tok"): 1}

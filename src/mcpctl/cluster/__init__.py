@@ -8,7 +8,9 @@
 - `forward.Forwarder`: the ASGI layer that sends a request for a session (or a parked call) held
   by another live replica to it, streaming the answer back; a session whose replica is gone is
   answered 404, as the MCP spec says, so a handshake-era client starts a new session;
-- `shared`: result sections (`read_result`) and the gate's begun sessions in PostgreSQL.
+- `shared`: result sections (`read_result`) and the gate's begun sessions in PostgreSQL;
+- `limits.SharedLimits`: per-person call limits shared by the replicas: each decides a call from
+  its own buckets, and once a second publishes what it admitted and charges what the others did.
 
 Only the gateway imports this package (docs/team.md, "Any replica answers").
 """

@@ -4,8 +4,9 @@
 schema, reads the hop secret, and puts what must outlive this replica in PostgreSQL: the gate's
 begun sessions (`shared.SharedGate`, and `shared.GateListener` to hear of the others'), cut
 results (`shared.SharedSections`), and this replica's id in the parked calls' `requestState` (the
-gateway's `asks.Asks.tag`). `forwarder(app)` wraps the HTTP front's app (`forward.Forwarder`);
-`run(stop)` keeps the heartbeat and the listener until `stop`.
+gateway's `asks.Asks.tag`); the per-person call limits (`asks.views.limits`) are shared by a sync
+(`limits.SharedLimits`). `forwarder(app)` wraps the HTTP front's app (`forward.Forwarder`);
+`run(stop)` keeps the heartbeat, the listener and the limits' sync until `stop`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from typing import Any, Final, Protocol
 import anyio
 
 from mcpctl.cluster.forward import ASGIApp, Forwarder
+from mcpctl.cluster.limits import SYNC_S, SharedLimits
 from mcpctl.cluster.registry import Registry
 from mcpctl.cluster.shared import GateListener, SharedGate, SharedSections
+from mcpctl.presentation.budgets import Limits
 from mcpctl.presentation.sections import SectionStore
 
 ADVERTISE_ENV: Final = "MCPCTL_ADVERTISE_URL"
+SYNC_ENV: Final = "MCPCTL_LIMIT_SYNC_S"     # seconds between the limits' syncs: for tests only
 CONNECT_S: Final = 3.0          # a replica that does not accept a connection this fast is gone
 
 
@@ -30,8 +34,16 @@ class _Sessions(Protocol):
     async def notify(self, sections: set[str], only: str | None = None) -> None: ...
 
 
+class _Views(Protocol):
+    @property
+    def limits(self) -> Limits: ...
+
+
 class _Asks(Protocol):
     tag: str
+
+    @property
+    def views(self) -> _Views: ...
 
 
 class _Sections(Protocol):
@@ -41,9 +53,11 @@ class _Sections(Protocol):
 class Cluster:
     """This replica among the others (see the module docstring)."""
 
-    def __init__(self, registry: Registry, gate: GateListener | None = None) -> None:
+    def __init__(self, registry: Registry, gate: GateListener | None = None,
+                 limits: SharedLimits | None = None) -> None:
         self.registry = registry
         self.gate = gate
+        self.limits = limits
         self.forwarders: list[Forwarder] = []
         self._client: Any = None
 
@@ -64,7 +78,9 @@ class Cluster:
         async def begun_elsewhere(session_id: str) -> None:      # its streams here hear of its tools
             await sessions.notify({"tools"}, only=session_id)
 
-        return cls(registry, GateListener(database, project, registry.id, begun_elsewhere))
+        limits = SharedLimits(database, project, registry.id, asks.views.limits,
+                              float(os.environ.get(SYNC_ENV) or SYNC_S))
+        return cls(registry, GateListener(database, project, registry.id, begun_elsewhere), limits)
 
     def forwarder(self, app: ASGIApp) -> Forwarder:
         forwarder = Forwarder(app, self.registry, self.client)
@@ -84,14 +100,17 @@ class Cluster:
         self.registry.listening(host, port)
 
     async def run(self, stop: anyio.Event) -> None:
-        """Heartbeats (and the gate's listener) until `stop`; then leave the table and close the
-        forwarding client."""
+        """Heartbeats (and the gate's listener, and the limits' sync) until `stop`; then leave the
+        table and close the forwarding client."""
         if self.gate is not None:
             import asyncio
 
             self.gate.start(asyncio.get_running_loop())
         try:
-            await self.registry.run(stop)
+            async with anyio.create_task_group() as tg:
+                if self.limits is not None:
+                    tg.start_soon(self.limits.run, stop)
+                await self.registry.run(stop)
         finally:
             if self.gate is not None:
                 self.gate.stop()

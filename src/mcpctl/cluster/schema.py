@@ -7,7 +7,9 @@
   the first replica that finds none; never printed or logged);
 - `result_sections`: results cut into sections (`read_result`), readable from any replica until
   they expire;
-- `gate_begun`: the sessions past the session gate (`begin_session`), per project.
+- `gate_begun`: the sessions past the session gate (`begin_session`), per project;
+- `limit_spend` (version 2): the calls each replica admitted per profile and credential, counted
+  since `run` began, so that the replicas share per-person limits (`limits.SharedLimits`).
 """
 
 from __future__ import annotations
@@ -48,5 +50,20 @@ CREATE TABLE gate_begun (
 CREATE INDEX idx_gate_begun_at ON gate_begun (begun_at);
 """
 
-MIGRATIONS: Final = [Migration(1, "replicas, the hop secret, result sections and the gate's sessions", _V1)]
+_V2: Final = """
+CREATE TABLE limit_spend (
+    project   text NOT NULL,
+    replica   text NOT NULL,
+    profile   text NOT NULL,
+    identity  text NOT NULL,
+    run       bigint NOT NULL,
+    taken     bigint NOT NULL,
+    at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (project, replica, profile, identity)
+);
+CREATE INDEX idx_limit_spend_at ON limit_spend (project, at);
+"""
+
+MIGRATIONS: Final = [Migration(1, "replicas, the hop secret, result sections and the gate's sessions", _V1),
+                     Migration(2, "the calls each replica admitted per person, to share call limits", _V2)]
 register("cluster", MIGRATIONS)

@@ -13,6 +13,12 @@ invocation log a `limited` row (`gateway.router`, `gateway.surfaces`).
 Taking from a bucket never awaits, so concurrent callers see exact counts, and one identity's
 empty bucket costs another identity nothing. The clock is injectable (`Limits(clock=...)`) so
 tests are exact. With no limits configured the call path pays one truth test (`Limits.rates`).
+
+Replicas of one team's gateway share what they admit (`cluster.limits`) without the call path
+asking anything: a bucket counts the calls it admitted (`Bucket.taken`, one increment), the
+cluster's sync takes those counts (`Limits.drain`) and charges each bucket what the other replicas
+admitted (`Limits.charge`). A charge may leave a bucket in debt, down to `-burst`: calls admitted
+elsewhere before this replica heard of them are paid back by this replica's callers waiting longer.
 """
 
 from __future__ import annotations
@@ -37,13 +43,14 @@ Clock = Callable[[], float]
 class Bucket:
     """A token bucket: `burst` calls deep, refilled at `per_minute` a minute."""
 
-    __slots__ = ("at", "level", "per_second", "rate")
+    __slots__ = ("at", "level", "per_second", "rate", "taken")
 
     def __init__(self, rate: Rate, now: float) -> None:
         self.rate = rate
         self.per_second = rate.per_minute / 60.0
         self.level = float(rate.burst)
         self.at = now
+        self.taken = 0          # calls admitted since the last `Limits.drain`
 
     def refill(self, now: float) -> None:
         if now > self.at:
@@ -55,8 +62,15 @@ class Bucket:
         self.refill(now)
         if self.level >= 1.0:
             self.level -= 1.0
+            self.taken += 1
             return 0.0
         return (1.0 - self.level) / self.per_second
+
+    def charge(self, calls: int, now: float) -> None:
+        """Spend `calls` admitted elsewhere: refill to `now`, then subtract, down to `-burst` at most
+        (a debt: the time to pay it back is added to this bucket's next wait)."""
+        self.refill(now)
+        self.level = max(-float(self.rate.burst), self.level - calls)
 
 
 @dataclass(frozen=True)
@@ -107,23 +121,55 @@ class Limits:
             return None
         now, key = self.clock(), (profile, identity)
         bucket = self.buckets.get(key)
-        if bucket is None:
-            if len(self.buckets) >= MAX_BUCKETS:
-                self._forget_full(now)
-            bucket = self.buckets[key] = Bucket(rate, now)
-        elif bucket.rate != rate:
-            bucket.refill(now)
-            bucket.rate, bucket.per_second = rate, rate.per_minute / 60.0
-            bucket.level = min(bucket.level, float(rate.burst))
+        if bucket is None or bucket.rate != rate:
+            bucket = self._bucket(key, rate, now)
         wait = bucket.take(now)
         if wait == 0.0:
             return None
         return Limited(profile, identity, rate, own is not None, max(1, math.ceil(wait)))
 
+    def drain(self) -> dict[tuple[str, str], int]:
+        """The calls each credential (an identity other than the stdio client's None) was admitted
+        since the last drain, by (profile, identity); the counts start again from zero."""
+        admitted: dict[tuple[str, str], int] = {}
+        for (profile, identity), bucket in self.buckets.items():
+            if bucket.taken and identity is not None:
+                admitted[profile, identity] = bucket.taken
+                bucket.taken = 0
+        return admitted
+
+    def charge(self, profile: str, identity: str, calls: int) -> None:
+        """Spend `calls` that another replica admitted for `identity` under `profile` from this
+        replica's bucket of it (`Bucket.charge`); nothing when the profile (no longer) limits it."""
+        limits = self.rates.get(profile)
+        if limits is None or calls <= 0:
+            return
+        rate = (_own(limits[1], identity) if limits[1] else None) or limits[0]
+        if rate is None:
+            return
+        now, key = self.clock(), (profile, identity)
+        bucket = self.buckets.get(key)
+        if bucket is None or bucket.rate != rate:
+            bucket = self._bucket(key, rate, now)
+        bucket.charge(calls, now)
+
+    def _bucket(self, key: tuple[str, str | None], rate: Rate, now: float) -> Bucket:
+        """The bucket of `key` at `rate`: a new, full one, or the one there brought to a changed rate."""
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            if len(self.buckets) >= MAX_BUCKETS:
+                self._forget_full(now)
+            bucket = self.buckets[key] = Bucket(rate, now)
+        else:
+            bucket.refill(now)
+            bucket.rate, bucket.per_second = rate, rate.per_minute / 60.0
+            bucket.level = min(bucket.level, float(rate.burst))
+        return bucket
+
     def _forget_full(self, now: float) -> None:
         for key, bucket in list(self.buckets.items()):
             bucket.refill(now)
-            if bucket.level >= bucket.rate.burst:
+            if bucket.level >= bucket.rate.burst:       # (with a count not yet drained: at most a sync's)
                 del self.buckets[key]
 
 
