@@ -12,7 +12,7 @@ from mcpctl.audit.records import SEARCH_TOOL_ID, CallRecord, SearchEvidence
 from mcpctl.catalogue import learn as L
 from mcpctl.catalogue.rank import ToolDoc, build_ranker
 from mcpctl.evaluation.datasets import Query
-from mcpctl.evaluation.learning import simulated, time_split
+from mcpctl.evaluation.learning import arrival, simulated, time_split
 
 NOW = 1_800_000_000.0
 DAY = 86400.0
@@ -89,9 +89,25 @@ def test_the_log_gives_each_search_with_the_call_its_session_made_next(tmp_path:
 
 def test_a_dataset_simulates_traffic_next_or_gold() -> None:
     queries = [Query("1", "a then b", (frozenset({"t/a"}), frozenset({"t/b"}))), Query("2", "a again", (frozenset({"t/a"}),))]
-    assert simulated(queries, 10, "next").queries == {"t/a": ("a again", "a then b")}     # newest first
+    first, second = arrival(queries)
+    assert simulated(queries, 10, "next").queries == {"t/a": (second.text, first.text)}     # newest first
+    assert simulated(queries, 10, "next").uses == {"t/a": 2}
     gold = simulated(queries, 1, "gold")
-    assert gold.queries == {"t/a": ("a then b",), "t/b": ("a then b",)}
+    assert gold.queries["t/b"] == ("a then b",)             # the only query that leads there
+    assert gold.queries["t/a"] == (first.text,)             # the first of the two to arrive
+
+
+def test_what_a_simulation_learns_does_not_depend_on_how_the_file_is_sorted() -> None:
+    # MetaTool lists each tool's queries alphabetically: taking "the first K" in the file's order
+    # learned K questions that all began alike ("Can I ...")
+    texts = [f"{verb} the weather in {city}" for verb in ("Can I get", "Can I see", "Show me", "What is")
+             for city in ("Oslo", "Lima", "Pune")]
+    queries = [Query(str(n), t, (frozenset({"w/forecast"}),)) for n, t in enumerate(sorted(texts))]
+    learned = simulated(queries, 4, "next")
+    assert learned == simulated(list(reversed(queries)), 4, "next")
+    assert len(learned.queries["w/forecast"]) == 4
+    assert [q.text for q in arrival(queries)] == [q.text for q in arrival(reversed(queries))]
+    assert learned.queries["w/forecast"] != tuple(t.lower() for t in sorted(texts)[:4][::-1])
 
 
 def test_the_time_split_learns_from_the_older_and_scores_the_newer() -> None:
