@@ -218,6 +218,7 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     (r"\b(?:the|a|its|new|bad|wrong|different) heading\b|\bheading ['\"]", "title"),
     (r"\bstd ?dev\b|\bstdev\b|(?<![\d.:/-])\d+(?:\.\d+)?(?:\s+\d+(?:\.\d+)?){3,}(?![\d.:/-])", "statistics numbers list"),
     (r"\bpermalinks?\b", "slug slugify url"),
+    (r"^\W*(?:please |pls )?jot (?:this |that |it |these )?down\b", "create"),
     (r"\bhow many (?:lines|words|characters|chars|sentences|paragraphs|letters)\b", "count words characters"),
     (r"\bbounce\b.{0,30}\bback\b", "echo"),
     (r"\blines?\b.{0,40}\b(?:start|begin|end)s? with\b|\blines? matching\b", "regex match"),
