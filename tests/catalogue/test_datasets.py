@@ -61,11 +61,11 @@ def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
 
 def test_vendored_slices_load() -> None:
     assert [p.name for p in find_datasets(FIXTURES)] == ["livemcpbench_slice", "metatool_slice", "people_requests",
-                                                          "tuning_requests", "tuning_requests_10", "tuning_requests_2",
+                                                          "tuning_requests", "tuning_requests_10", "tuning_requests_11", "tuning_requests_2",
                                                           "tuning_requests_3", "tuning_requests_4", "tuning_requests_5",
                                                           "tuning_requests_6", "tuning_requests_7", "tuning_requests_8",
                                                           "tuning_requests_9", "user_requests"]
-    sizes = {"tuning_requests": 98} | {f"tuning_requests_{n}": 100 for n in range(2, 11)}
+    sizes = {"tuning_requests": 98} | {f"tuning_requests_{n}": 100 for n in range(2, 12)}
     for name, size in sizes.items():       # the tuning sets: every request dev, none test
         tuning = load_dataset(FIXTURES / name)
         assert (name, len(tuning.select("dev")), len(tuning.select("test"))) == (name, size, 0)

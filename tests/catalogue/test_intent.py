@@ -99,7 +99,7 @@ def test_a_request_without_an_action_verb_has_none(query: str) -> None:
     ("read main.py and utils.py", "read file py and file py multiple files", {"path", "specific"}),
     ("show me the contents of the src directory", "show me the contents of the src directory list directory listing",
      set()),                                                                   # a folder's contents: its listing
-    ("tell me everything you know about Mia", "tell me everything you know about Mia memory knowledge",
+    ("tell me everything you know about Mia", "tell me everything you know about Mia memory knowledge entities whole",
      {"specific"}),                                                            # everything, about one thing
     ("remember that Jonas is my dentist", "remember that Jonas is my dentist memory knowledge entities",
      {"specific"}),                                                            # a fact about a person
@@ -155,10 +155,10 @@ def test_files_folders_and_several_files_are_said_as_such(query: str, text: str)
     ("is backup.tar a file or a folder", "size metadata information"),
     ("what part of the disk are you permitted to read", "allowed access"),
     ("dump package.json for me", "contents read"),
-    ("jot down: call the plumber tomorrow", "note"),
+    ("jot down: call the plumber tomorrow", "note create"),      # (the twelfth pass: a note made)
     ("what is 17 times 23", "multiply product"),
     ("what did I write in the note about the trip", "search matching"),
-    ("don't forget that Ana's birthday is in May", "remember memory"),
+    ("don't forget that Ana's birthday is in May", "remember memory observations"),     # (the twelfth pass: her birthday)
     ("what time is it in Tokyo", "current"),
 ])
 def test_words_people_use_add_the_words_tools_use(query: str, added: str) -> None:
@@ -282,7 +282,7 @@ def _read_requests() -> list[str]:
     queries = []
     for name in ("user_requests", "people_requests", "tuning_requests", "tuning_requests_2", "tuning_requests_3",
                  "tuning_requests_4", "tuning_requests_5", "tuning_requests_6", "tuning_requests_7", "tuning_requests_8",
-                 "tuning_requests_9", "tuning_requests_10"):
+                 "tuning_requests_9", "tuning_requests_10", "tuning_requests_11"):
         ds = load_dataset(FIXTURES / name)
         queries += [q.text for q in ds.queries if (a := request_action(q.text)) is not None and a.effect == READS]
     return queries
@@ -291,7 +291,7 @@ def _read_requests() -> list[str]:
 @pytest.mark.parametrize("kind", ["bm25", "auto"])
 @pytest.mark.timeout(600)            # auto embeds 60 tools where the model is installed
 def test_no_tool_that_changes_or_deletes_ranks_above_the_best_matching_reader(kind: str) -> None:
-    """For every read-phrased request of the twelve people-phrased sets (two to test, ten to tune), over the real tool lists of the reference and
+    """For every read-phrased request of the thirteen people-phrased sets (two to test, eleven to tune), over the real tool lists of the reference and
     example servers: in the ranking `search` returns, no tool that changes or deletes comes before
     the best *matching* reading tool (one scoring at least MATCHING_SHARE of the best before the
     action is weighed)."""

@@ -39,7 +39,7 @@ _PHRASES_BY_KIND: Final = {
 }
 _VERBS_BY_KIND: Final = {
     DELETE: "delete remove erase drop forget wipe scrub purge discard trash unlink clear destroy cancel "
-            "uninstall revoke rm rmdir strip scratch bin",
+            "uninstall revoke rm rmdir strip scratch bin nuke",
     RECORD: "remember memorize memorise store save record log note jot create make add put register capture "
             "write insert append bookmark keep link associate relate mkdir touch stick tie slip",
     CHANGE: "update change modify edit fix correct rename move relocate replace set adjust tweak overwrite "
@@ -49,7 +49,7 @@ _VERBS_BY_KIND: Final = {
     READ: "show display view see read open peek print list find search locate look check inspect get fetch "
           "retrieve grab pull tell give count compare convert calculate compute sum total average measure "
           "hash diff extract match summarize summarise translate browse explore describe dump download scrape "
-          "echo repeat return lookup verify review recall know multiply divide subtract test ls stat spill spot",
+          "echo repeat return lookup verify review recall know multiply divide subtract test ls stat spill spot gimme",
 }
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -126,7 +126,7 @@ _PLACE_RE: Final = re.compile(r"^\s*(?:in|inside|within|from|at)\s+(?:the\s+|my\
 # A verb and its particle apart ("take that fact out", "cross it off").
 _SEPARABLE: Final = {("take", "out"): DELETE, ("cross", "off"): DELETE, ("throw", "away"): DELETE,
                      ("write", "down"): RECORD, ("note", "down"): RECORD, ("look", "up"): READ,
-                     ("file", "away"): CHANGE, ("take", "off"): DELETE}
+                     ("file", "away"): CHANGE, ("take", "off"): DELETE, ("bounce", "back"): READ}
 # "paste the contents of config.toml here": what is put here, in the conversation, is shown.
 _HERE_VERBS: Final = _words("paste copy")
 # "start a new note", "open a new file": what is begun is made; so is "start a note", "begin a list"
@@ -205,6 +205,8 @@ def _clause_action(clause: str) -> tuple[str, str] | None:
             return None if tok == "do" and tokens[1:2] in (["a"], ["an"]) else ("question", tok)
         if tokens[i:i + 2] in (["a", "new"], ["a", "fresh"]) and set(tokens[i + 2:i + 4]) & _KEPT_THINGS:
             return RECORD, "a new"          # "I need a new file called TODO.txt": one to be made
+        if i == 0 and tok in ("new", "fresh") and tokens[1:2] and tokens[1] in _KEPT_THINGS:
+            return RECORD, "new"            # (the twelfth pass) "new note pls, heading 'groceries'"
         verb = _verb_at(tokens, i, clause)
         if verb is not None:
             return verb

@@ -197,6 +197,35 @@ SYNONYMS: Final = tuple((re.compile(p, re.I), words) for p, words in (
     # "Nina switched jobs to Globex, record that" adds to her, pr-039 1 -> 2 with hybrid)
     (r"^\W*(?-i:[A-Z][a-z]+) is (?:my|our) \w+\b.{0,60}\b(?:remember|record|note|store|keep|save) (?:that|this|it)\b",
      "memory knowledge entities"),
+    # the twelfth pass (tuning_requests_11)
+    (r"\b(?:update|add to|correct|fix) what you (?:know|remember|have|stored) (?:about|on|of)\b"
+     r"|(?-i:[A-Z][a-z]+)'s (?:new |current |latest )?(?:phone |mobile |cell )?(?:number|address|email|job|title|role|"
+     r"employer|birthday|surname|nickname) is\b", "observations"),
+    (r"\beverything (?:you (?:know|remember|have|stored|saved|kept|got)) (?:about|on)\b", "entities whole"),
+    (r"\b(?:add|save|store|record|keep|remember|create|put|enter)\b.{0,40}\bas (?:a |an )?(?:new )?(?:people|persons?|"
+     r"contacts?|entit(?:y|ies)|friends|colleagues)\b",
+     "entities entity person create"),
+    (r"(?-i:[A-Z][a-z]+) (?:manages|leads|runs|heads|owns|works (?:on|in|at|for)|reports to|belongs to|is part of) "
+     r"(?:the |our |their )(?:\w+ )?(?:team|department|group|squad|project|division)\b", "relation relations"),
+    (r"\b(?:nodes?|entit(?:y|ies)) (?:named|called)\b", "open nodes names"),
+    (r"\b(?:add|append|attach)\b.{0,30}\bto (?:the |his |her |their |its )?(?:\w+ ){0,2}(?:entity|node)\b",
+     "observations"),
+    (r"\bwhat(?:'s| is) the (?:clock|hour) (?:there|over there)\b|\b(?:be|is (?:she|he|it)|are (?:they|you)) "
+     r"(?:still |already )?(?:asleep|awake)\b|\bexact time\b", "current time"),
+    (r"\bnotes (?:\S+ ){0,4}(?:labell?ed|tagged|with (?:the |a )?(?:tag|label))\b", "list tag"),     # (not "a note tagged")
+    (r"\b(?:did|have|had) (?:i|we) (?:ever )?(?:write|written|wrote|jot|jotted|note|noted|put|save|saved) "
+     r"(?:anything|something|stuff) (?:down )?(?:about|on|regarding)\b", "search matching notes"),
+    (r"\b(?:the|a|its|new|bad|wrong|different) heading\b|\bheading ['\"]", "title"),
+    (r"\bstd ?dev\b|\bstdev\b|(?<![\d.:/-])\d+(?:\.\d+)?(?:\s+\d+(?:\.\d+)?){3,}(?![\d.:/-])", "statistics numbers list"),
+    (r"\bpermalinks?\b", "slug slugify url"),
+    (r"^\W*(?:please |pls )?jot (?:this |that |it |these )?down\b", "create"),
+    (r"\bhow many (?:lines|words|characters|chars|sentences|paragraphs|letters)\b", "count words characters"),
+    (r"\bbounce\b.{0,30}\bback\b", "echo"),
+    (r"\blines?\b.{0,40}\b(?:start|begin|end)s? with\b|\blines? matching\b", "regex match"),
+    (r"\btakes? a (?:long )?while\b", "long running"),
+    (r"\bask (?:me|the user|us|you|them) (?:for )?(?:a |some )?(?:question|questions|something|input)\b", "elicitation request user input"),
+    (r"\b(?:server|process|shell|container|runtime)(?:'s)? environment\b", "environment variables"),
+    (r"\bwhat (?:the |my |this )?(?:\S+ )?file \w+ (?:says|said)\b", "contents read"),     # "what config.yaml says"
 ))
 # a part of a file named ("the typo in intro.md", "the import of os from script.py"): its lines, to
 # edit (not when the request reads them: "the last 20 lines of error.log")
