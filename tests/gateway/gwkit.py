@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -244,17 +245,22 @@ def http_upstream(kit: Kit, name: str, *args: str) -> Any:
 
 
 class LoopbackHTTP:
-    """A test's HTTP handler served on loopback by a thread (`url`; `close()` stops and frees the port)."""
+    """A test's HTTP handler served on loopback by a thread (`url`; `close()` stops and frees the
+    port); with `tls`, over HTTPS with that server context (`url` then says https)."""
 
     server: http.server.ThreadingHTTPServer
     url: str
 
-    def _serve(self, handler: type[http.server.BaseHTTPRequestHandler]) -> None:
+    def _serve(self, handler: type[http.server.BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None) -> None:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server.daemon_threads = True
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        self.thread.join(10)

@@ -10,16 +10,15 @@ import json
 import re
 import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import mcp.types as t
 import pytest
-from gwkit import Kit
+from gwkit import Kit, LoopbackHTTP
 from inproc import Harness
 from test_ask_inproc import _ask
 from typer.testing import CliRunner
@@ -34,7 +33,7 @@ pytestmark = [pytest.mark.anyio,
 KEY = "s3cret-for-the-model"
 
 
-class StandIn:
+class StandIn(LoopbackHTTP):
     """An OpenAI-compatible chat-completions endpoint in a thread: `requests` holds each request's
     headers and JSON body. The model named `error-500` answers 500, `hang` answers after 5 s;
     any other cites the first passage URI of the user message."""
@@ -68,9 +67,8 @@ class StandIn:
                 self.end_headers()
                 self.wfile.write(raw)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._serve(Handler)
+        self.url += "/v1"           # the API's base, as a user configures it
 
     def prompts(self) -> list[str]:
         return [body["messages"][-1]["content"] for _, body in self.requests]
@@ -79,14 +77,10 @@ class StandIn:
 @pytest.fixture
 def endpoint() -> Iterator[StandIn]:
     s = StandIn()
-    thread = threading.Thread(target=s.server.serve_forever, daemon=True)
-    thread.start()
     try:
         yield s
     finally:
-        s.server.shutdown()
-        s.server.server_close()
-        thread.join(10)
+        s.close()
 
 
 def _unused_url() -> str:

@@ -13,9 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import anyio
 import httpx2
 import pytest
 import trustme
-from gwkit import SLACK, Kit, text_of, wait_tools
+from gwkit import SLACK, Kit, LoopbackHTTP, text_of, wait_tools
 from oauthkit import OAuthServer, login, mcpctl, oauth_upstream
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +30,7 @@ pytestmark = pytest.mark.anyio
 DOC_PATH = "/mcpctl/client.json"
 
 
-class DocumentServer:
+class DocumentServer(LoopbackHTTP):
     """An HTTPS server on 127.0.0.1 (a free port) serving `documents` (path -> JSON value) with a
     certificate from a test CA, whose PEM is at `ca_file`; `fetches` counts the GETs per path."""
 
@@ -61,17 +60,14 @@ class DocumentServer:
 
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ca.issue_cert("127.0.0.1").configure_cert(ctx)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._serve(Handler, tls=ctx)
 
-    def url(self, path: str = DOC_PATH) -> str:
-        return f"https://127.0.0.1:{self.port}{path}"
+    def address(self, path: str = DOC_PATH) -> str:
+        return f"{self.url}{path}"
 
     def document(self, path: str = DOC_PATH, **changes: Any) -> dict[str, Any]:
         """mcpctl's document as docs/servers.md shows it, published at `path` (`changes` applied)."""
-        doc = {"client_id": self.url(path), "client_name": "mcpctl", "redirect_uris": ["http://127.0.0.1/callback"],
+        doc = {"client_id": self.address(path), "client_name": "mcpctl", "redirect_uris": ["http://127.0.0.1/callback"],
                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
                "token_endpoint_auth_method": "none", **changes}
         self.documents[path] = doc
@@ -82,13 +78,11 @@ class DocumentServer:
 def docs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DocumentServer]:
     """The document server; `mcpctl login` (which reads the document to check it) trusts its CA."""
     server = DocumentServer(tmp_path)
-    server.thread.start()
     monkeypatch.setenv("SSL_CERT_FILE", str(server.ca_file))
     try:
         yield server
     finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+        server.close()
 
 
 @contextlib.contextmanager
@@ -106,33 +100,33 @@ def _with_url(url: str) -> dict[str, Any]:
 async def test_login_with_a_metadata_document_signs_in_without_registering_and_renews_with_it(
         kit: Kit, docs: DocumentServer) -> None:
     docs.document()
-    with cimd_upstream(kit, docs, "remote", "--access-ttl", "2", auth=_with_url(docs.url())) as srv:
+    with cimd_upstream(kit, docs, "remote", "--access-ttl", "2", auth=_with_url(docs.address())) as srv:
         kit.project("p", ["remote"])
         meta = srv.get("/.well-known/oauth-authorization-server")
         assert meta["client_id_metadata_document_supported"] is True and "registration_endpoint" not in meta
         done = login(kit, "remote")
         assert done.returncode == 0, done.stderr
-        assert f"Signing in as the client of {docs.url()}" in done.stderr and "signed in" in done.stderr
+        assert f"Signing in as the client of {docs.address()}" in done.stderr and "signed in" in done.stderr
         stats = srv.get("/test/stats")
         assert stats["registrations"] == 0 and stats["code_exchanges"] == 1 and stats["cimd_refused"] == []
         assert stats["cimd_fetches"] >= 2                       # at /authorize and at /token, by the server
-        assert stats["token_clients"] == [["authorization_code", docs.url()]]
+        assert stats["token_clients"] == [["authorization_code", docs.address()]]
         stored = json.loads((kit.home / "state" / "auth" / "remote.json").read_text())
-        assert json.dumps(stored).count(docs.url()) >= 1 and "client_secret\": \"" not in json.dumps(stored)
+        assert json.dumps(stored).count(docs.address()) >= 1 and "client_secret\": \"" not in json.dumps(stored)
 
         async with kit.client("p") as c:
             await wait_tools(c, {"remote__whoami"}, timeout=30 * SLACK)
             r = await c.call_tool("remote__whoami", {})
-            assert not r.is_error and text_of(r) == docs.url(), text_of(r)
+            assert not r.is_error and text_of(r) == docs.address(), text_of(r)
             await anyio.sleep(2.5)                              # the access token has expired: renewed
             r = await c.call_tool("remote__echo", {"text": "renewed"})
             assert not r.is_error and text_of(r) == "remote: renewed", text_of(r)
         stats = srv.get("/test/stats")
         refreshes = [c for grant, c in stats["token_clients"] if grant == "refresh_token"]
-        assert stats["refreshes"] >= 1 and refreshes and set(refreshes) == {docs.url()}, stats
+        assert stats["refreshes"] >= 1 and refreshes and set(refreshes) == {docs.address()}, stats
         assert stats["registrations"] == 0
         described = mcpctl(kit, "describe", "server", "remote")
-        assert described.returncode == 0 and f"client metadata {docs.url()}" in described.stdout
+        assert described.returncode == 0 and f"client metadata {docs.address()}" in described.stdout
 
 
 def test_without_a_document_the_cimd_only_server_says_what_to_set(kit: Kit, docs: DocumentServer) -> None:
@@ -156,14 +150,14 @@ def test_a_document_the_server_would_refuse_is_refused_saying_why(
     redirect back), so `mcpctl login` says what is wrong at once. The server itself refuses the
     same document with an OAuth error, asked directly as a browser would."""
     docs.document(**changes)
-    with cimd_upstream(kit, docs, "remote", auth=_with_url(docs.url())) as srv:
+    with cimd_upstream(kit, docs, "remote", auth=_with_url(docs.address())) as srv:
         r = login(kit, "remote", browse=False, timeout=20)
         assert r.returncode == 5, r.stderr
         assert "would be refused by the authorization server" in r.stderr and said in r.stderr, r.stderr
         assert "spec.auth.clientMetadataUrl" in r.stderr and "fix the document" in r.stderr, r.stderr
         assert "Sign in to remote in your browser" not in r.stderr
         page = httpx2.get(f"{srv.base}/authorize", params={
-            "client_id": docs.url(), "redirect_uri": "http://127.0.0.1:40123/callback", "response_type": "code",
+            "client_id": docs.address(), "redirect_uri": "http://127.0.0.1:40123/callback", "response_type": "code",
             "code_challenge": "x" * 43, "code_challenge_method": "S256", "state": "s"}, timeout=10 * SLACK)
         assert page.status_code == 400 and "location" not in page.headers
         assert refused in page.json()["error_description"], page.text
@@ -186,7 +180,7 @@ def test_the_server_checks_the_document_itself(kit: Kit, docs: DocumentServer) -
         assert ok.status_code == 302 and ok.headers["location"].startswith("http://127.0.0.1:51234/callback?code=")
         bad = authorize(secret["client_id"])
         assert bad.status_code == 400 and "token_endpoint_auth_method: none" in bad.json()["error_description"]
-        missing = authorize(docs.url("/nowhere.json"))
+        missing = authorize(docs.address("/nowhere.json"))
         assert missing.status_code == 400 and "answered HTTP 404" in missing.json()["error_description"]
         docs.document(client_id="https://changed.example/c.json")
         token = httpx2.post(f"{srv.base}/token", data={"grant_type": "refresh_token", "refresh_token": "rt-x",
@@ -200,18 +194,18 @@ def test_a_server_that_takes_both_is_signed_in_to_with_the_document_when_one_is_
     """Where the server also offers registration, a document set is what signs in (nothing is
     registered); without one, mcpctl registers itself as before."""
     docs.document()
-    with cimd_upstream(kit, docs, "both", "--register", auth=_with_url(docs.url())) as srv:
+    with cimd_upstream(kit, docs, "both", "--register", auth=_with_url(docs.address())) as srv:
         assert "registration_endpoint" in srv.get("/.well-known/oauth-authorization-server")
         done = login(kit, "both")
         assert done.returncode == 0, done.stderr
-        assert f"Signing in as the client of {docs.url()}" in done.stderr
+        assert f"Signing in as the client of {docs.address()}" in done.stderr
         stats = srv.get("/test/stats")
-        assert stats["registrations"] == 0 and stats["token_clients"] == [["authorization_code", docs.url()]]
+        assert stats["registrations"] == 0 and stats["token_clients"] == [["authorization_code", docs.address()]]
     with cimd_upstream(kit, docs, "both2", "--register") as srv:
         done = login(kit, "both2")
         assert done.returncode == 0, done.stderr
         stats = srv.get("/test/stats")
-        assert stats["registrations"] == 1 and docs.url() not in [c for _, c in stats["token_clients"]]
+        assert stats["registrations"] == 1 and docs.address() not in [c for _, c in stats["token_clients"]]
 
 
 def test_a_registration_only_server_registers_whether_or_not_a_document_is_set(
@@ -219,7 +213,7 @@ def test_a_registration_only_server_registers_whether_or_not_a_document_is_set(
     """The SDK uses the document only where the server says it takes one: elsewhere mcpctl
     registers itself as before, and says so when a document was set."""
     docs.document()
-    with oauth_upstream(kit, "dcr", auth=_with_url(docs.url())) as srv:
+    with oauth_upstream(kit, "dcr", auth=_with_url(docs.address())) as srv:
         done = login(kit, "dcr")
         assert done.returncode == 0, done.stderr
         assert "does not take Client ID Metadata Documents" in done.stderr and "registered itself" in done.stderr
@@ -239,8 +233,8 @@ def test_a_document_mcpctl_cannot_read_is_left_to_the_server(kit: Kit, docs: Doc
     could not check the document, and the sign-in goes on and succeeds."""
     monkeypatch.delenv("SSL_CERT_FILE")
     docs.document()
-    with cimd_upstream(kit, docs, "remote", auth=_with_url(docs.url())) as srv:
+    with cimd_upstream(kit, docs, "remote", auth=_with_url(docs.address())) as srv:
         done = login(kit, "remote")
         assert done.returncode == 0, done.stderr
-        assert f"could not read the client metadata document {docs.url()} to check it" in done.stderr, done.stderr
-        assert srv.get("/test/stats")["token_clients"] == [["authorization_code", docs.url()]]
+        assert f"could not read the client metadata document {docs.address()} to check it" in done.stderr, done.stderr
+        assert srv.get("/test/stats")["token_clients"] == [["authorization_code", docs.address()]]
