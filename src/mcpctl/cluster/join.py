@@ -4,7 +4,7 @@
 schema, reads the hop secret, and puts what must outlive this replica in PostgreSQL: the gate's
 begun sessions (`shared.SharedGate`, and `shared.GateListener` to hear of the others'), cut
 results (`shared.SharedSections`), and this replica's id in the parked calls' `requestState` (the
-gateway's `asks.Asks.tag`); the per-person call limits (`asks.views.limits`) are shared by a sync
+gateway's `asks.Asks.tag`); the per-person call limits (`views.limits`) are shared by a sync
 (`limits.SharedLimits`). `forwarder(app)` wraps the HTTP front's app (`forward.Forwarder`);
 `run(stop)` keeps the heartbeat, the listener and the limits' sync until `stop`.
 """
@@ -42,12 +42,25 @@ class _Views(Protocol):
 class _Asks(Protocol):
     tag: str
 
-    @property
-    def views(self) -> _Views: ...
-
 
 class _Sections(Protocol):
     store: SectionStore
+
+
+class _Gateway(Protocol):
+    """What joining reads and sets of the gateway (`gateway.front.Gateway`, reached by duck typing)."""
+
+    @property
+    def sessions(self) -> _Sessions: ...
+
+    @property
+    def asks(self) -> _Asks: ...
+
+    @property
+    def sections(self) -> _Sections: ...
+
+    @property
+    def views(self) -> _Views: ...
 
 
 class Cluster:
@@ -62,23 +75,25 @@ class Cluster:
         self._client: Any = None
 
     @classmethod
-    async def join(cls, database: str, project: str, sessions: _Sessions, asks: _Asks, sections: _Sections,
-                   advertise: str | None = None, host: str = "") -> Cluster:
-        """`advertise`: the base URL other replicas reach this one at (`--advertise-url`, else
-        MCPCTL_ADVERTISE_URL, else the bound address: `registry.default_url`)."""
+    async def join(cls, database: str, project: str, gw: _Gateway, advertise: str | None = None,
+                   host: str = "") -> Cluster:
+        """`gw`: the gateway whose sessions' gate, parked calls' tag, cut results and per-person
+        limits become the cluster's; `advertise`: the base URL other replicas reach this one at
+        (`--advertise-url`, else MCPCTL_ADVERTISE_URL, else the bound address: `registry.default_url`)."""
+        sessions, sections = gw.sessions, gw.sections
         from mcpctl.db.migrations import require
 
         await anyio.to_thread.run_sync(require, "cluster", database)
         registry = Registry(database, advertise or os.environ.get(ADVERTISE_ENV) or None, host)
         await anyio.to_thread.run_sync(registry.load_secret)
         sessions.shared = SharedGate(database, project, registry.id)
-        asks.tag = registry.id + "."
+        gw.asks.tag = registry.id + "."
         sections.store = SharedSections(sections.store.max_bytes, sections.store.ttl, database=database)
 
         async def begun_elsewhere(session_id: str) -> None:      # its streams here hear of its tools
             await sessions.notify({"tools"}, only=session_id)
 
-        limits = SharedLimits(database, project, registry.id, asks.views.limits,
+        limits = SharedLimits(database, project, registry.id, gw.views.limits,
                               float(os.environ.get(SYNC_ENV) or SYNC_S))
         return cls(registry, GateListener(database, project, registry.id, begun_elsewhere), limits)
 

@@ -347,8 +347,8 @@ async def serve(project_name: str, storage: Storage, *, transport: str = "stdio"
         if transport == "http" and storage.url is not None:     # its refusal reads as itself
             from mcpctl.cluster.join import Cluster
 
-            cluster = await Cluster.join(storage.url, project_name, gw.sessions, gw.asks, gw.sections,
-                                         advertise_url, os.environ.get("MCPCTL_GATEWAY_HOST", ""))
+            cluster = await Cluster.join(storage.url, project_name, gw, advertise_url,
+                                         os.environ.get("MCPCTL_GATEWAY_HOST", ""))
         async with anyio.create_task_group() as tg:
             tg.start_soon(life.on_signal)
             tg.start_soon(life.run_upstreams)
