@@ -112,21 +112,14 @@ class Limits:
         None when it had one (or has no budget)."""
         if profile is None:
             return None
-        limits = self.rates.get(profile)
-        if limits is None:
+        found = self._budget(profile, identity)
+        if found is None:
             return None
-        own = _own(limits[1], identity) if identity is not None and limits[1] else None
-        rate = own or limits[0]
-        if rate is None:
-            return None
-        now, key = self.clock(), (profile, identity)
-        bucket = self.buckets.get(key)
-        if bucket is None or bucket.rate != rate:
-            bucket = self._bucket(key, rate, now)
+        bucket, own, now = found
         wait = bucket.take(now)
         if wait == 0.0:
             return None
-        return Limited(profile, identity, rate, own is not None, max(1, math.ceil(wait)))
+        return Limited(profile, identity, bucket.rate, own, max(1, math.ceil(wait)))
 
     def drain(self) -> dict[tuple[str, str], int]:
         """The calls each credential (an identity other than the stdio client's None) was admitted
@@ -141,17 +134,25 @@ class Limits:
     def charge(self, profile: str, identity: str, calls: int) -> None:
         """Spend `calls` that another replica admitted for `identity` under `profile` from this
         replica's bucket of it (`Bucket.charge`); nothing when the profile (no longer) limits it."""
+        found = self._budget(profile, identity) if calls > 0 else None
+        if found is not None:
+            found[0].charge(calls, found[2])
+
+    def _budget(self, profile: str, identity: str | None) -> tuple[Bucket, bool, float] | None:
+        """The bucket of `identity` under `profile` at its rate now, whether the rate is the
+        identity's own, and the time; None when the profile gives it no budget."""
         limits = self.rates.get(profile)
-        if limits is None or calls <= 0:
-            return
-        rate = (_own(limits[1], identity) if limits[1] else None) or limits[0]
+        if limits is None:
+            return None
+        own = _own(limits[1], identity) if identity is not None and limits[1] else None
+        rate = own or limits[0]
         if rate is None:
-            return
+            return None
         now, key = self.clock(), (profile, identity)
         bucket = self.buckets.get(key)
         if bucket is None or bucket.rate != rate:
             bucket = self._bucket(key, rate, now)
-        bucket.charge(calls, now)
+        return bucket, own is not None, now
 
     def _bucket(self, key: tuple[str, str | None], rate: Rate, now: float) -> Bucket:
         """The bucket of `key` at `rate`: a new, full one, or the one there brought to a changed rate."""
